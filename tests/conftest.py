@@ -1,0 +1,18 @@
+"""Shared test set-up: float32 matmuls at full precision, and the path of ../shared."""
+
+from pathlib import Path
+
+import jax
+import pytest
+
+jax.config.update("jax_default_matmul_precision", "highest")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"reference data directory {SHARED} is absent (CI clones the project beside shared/)")
+    return SHARED
