@@ -1,0 +1,98 @@
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gensim_jax import losses
+from tests.losses import reference as ref
+
+
+class TestNCE(chex.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_binary_nce_is_eq_10_4(self):
+        rng = np.random.default_rng(0)
+        h = rng.normal(size=9).astype(np.float32) * 3
+        is_data = np.array([1, 1, 0, 0, 0, 1, 0, 0, 0], bool)
+        got = self.variant(losses.nce_loss)(h, is_data)
+        pos = ref.mean([-ref.log_sigmoid(float(v)) for v, d in zip(h, is_data) if d])
+        neg = ref.mean([-ref.log_sigmoid(-float(v)) for v, d in zip(h, is_data) if not d])
+        np.testing.assert_allclose(got, 0.5 * pos + 0.5 * neg, rtol=1e-5)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_infonce_cross_entropy_and_local_nce(self):
+        rng = np.random.default_rng(1)
+        h = rng.normal(size=(4, 6)).astype(np.float32) * 2
+        idx = np.array([0, 3, 5, 2])
+        ce = self.variant(lambda h, i: losses.infonce_cross_entropy(h, i, reduction="none"))(h, idx)
+        local = self.variant(lambda h, i: losses.local_nce_loss(h, i, reduction="none"))(h, idx)
+        for b in range(4):
+            row = [float(v) for v in h[b]]
+            np.testing.assert_allclose(ce[b], ref.logsumexp(row) - row[idx[b]], rtol=1e-5)
+            exp_local = -ref.log_sigmoid(row[idx[b]]) - sum(ref.log_sigmoid(-v) for k, v in enumerate(row) if k != idx[b])
+            np.testing.assert_allclose(local[b], exp_local, rtol=1e-5)
+
+
+def test_nce_extreme_logits_are_finite():
+    h = jnp.array([1e4, -1e4, 80.0, -80.0])
+    d = jnp.array([True, False, False, True])
+    v, g = jax.value_and_grad(lambda h: losses.nce_loss(h, d))(h)
+    assert np.isfinite(v) and np.all(np.isfinite(g))
+    with pytest.raises(ValueError, match="positive_index must be in"):
+        losses.infonce_cross_entropy(np.zeros((2, 3)), 3)
+
+
+@pytest.mark.parametrize("squared", [False, True])
+def test_margin_contrastive_equals_loop(layout, squared):
+    _, z, y, valid = layout
+    got = losses.pairwise_margin_contrastive_loss(z, y, margin=2.0, squared=squared, mask=valid)
+    np.testing.assert_allclose(got, ref.contrastive_pairs(z, y, valid, 2.0, squared), rtol=1e-5, atol=1e-6)
+    same = np.array([1, 0, 1, 0], bool)
+    per = losses.margin_contrastive_loss(z[:4], z[4:], same, margin=2.0, squared=squared, reduction="none")
+    for k in range(4):
+        d = ref.euc(z[k], z[k + 4])
+        e = (0.5 * d * d if squared else d) if same[k] else (0.5 * max(0, 2 - d) ** 2 if squared else max(0, 2 - d))
+        np.testing.assert_allclose(per[k], e, rtol=1e-5, atol=1e-6)
+
+
+def test_class_center_loss_equals_loop(layout):
+    _, z, y, valid = layout
+    expected = ref.center(z, y, valid)
+    np.testing.assert_allclose(losses.class_center_loss(z, y, mask=valid), expected, rtol=1e-5)
+    np.testing.assert_allclose(losses.class_center_loss(z, y, num_classes=int(y.max()) + 1, mask=valid), expected, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(lambda z: losses.class_center_loss(z, y, mask=valid))(z), expected, rtol=1e-5)
+
+
+def test_thesis_identity_eq_10_pair_loss_is_2_T_times_center_loss():
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(12, 6)).astype(np.float32)
+    y = np.array([0, 0, 1, 1, 1, 2, 0, 3, 1, 0, 2, 2])
+    per_center = np.asarray(losses.class_center_loss(z, y, reduction="none"))
+    per_pair = np.asarray(losses.class_pair_loss(z, y, reduction="none"))
+    for q in np.unique(y):
+        members = y == q
+        l_avg = per_center[members].sum()
+        l_pair = per_pair[members].sum()
+        np.testing.assert_allclose(l_pair, 2 * members.sum() * l_avg, rtol=1e-4)
+        np.testing.assert_allclose(l_pair, ref.pair_center(z, y, np.ones(12, bool), q), rtol=1e-4)
+
+
+def test_singleton_class_contributes_zero_with_zero_gradient():
+    z = jnp.asarray(np.random.default_rng(3).normal(size=(4, 3)), jnp.float32)
+    y = jnp.array([0, 1, 2, 3])
+    v, g = jax.value_and_grad(lambda z: losses.class_center_loss(z, y))(z)
+    assert v == 0.0 and np.all(g == 0.0)
+
+
+def test_center_objective_is_ce_plus_lambda_lsim():
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(6, 4)).astype(np.float32)
+    z = rng.normal(size=(6, 3)).astype(np.float32)
+    y = np.array([0, 1, 0, 3, 1, 1])
+    ce = np.mean([ref.logsumexp([float(v) for v in logits[i]]) - logits[i, y[i]] for i in range(6)])
+    got = losses.center_objective(logits, y, z, lam=0.75)
+    np.testing.assert_allclose(got, ce + 0.75 * ref.center(z, y, np.ones(6, bool)), rtol=1e-5)
+    with pytest.raises(ValueError, match="lam must be >= 0"):
+        losses.center_objective(logits, y, z, lam=-1.0)
+    with pytest.raises(ValueError, match="embeddings has 5 rows"):
+        losses.center_objective(logits, y, z[:5])
