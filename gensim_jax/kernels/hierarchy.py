@@ -163,21 +163,15 @@ class Tree:
             raise ValueError(f"parents[{selfloop[0]}] = {selfloop[0]}: a node cannot be its own parent")
         root = int(roots[0])
 
-        # Depths by breadth-first search from the root over child lists; a node that
-        # is never reached lies on (or under) a cycle.
-        order = np.argsort(par, kind="stable")
-        sorted_par = par[order]
+        # Depths by pointer jumping: after ceil(log2 N) + 1 doublings every node's jump
+        # target is the root, unless the node lies on (or under) a cycle.
         num_children = np.bincount(par[par >= 0], minlength=n).astype(np.int64)
-        starts = np.searchsorted(sorted_par, np.arange(n))
-        depth = np.full(n, -1, dtype=np.int64)
-        depth[root] = 0
-        frontier = np.array([root])
-        level = 0
-        while frontier.size:
-            level += 1
-            kids = np.concatenate([order[starts[v]:starts[v] + num_children[v]] for v in frontier])
-            depth[kids] = level
-            frontier = kids
+        jump = np.where(par >= 0, par, root)
+        depth = (par >= 0).astype(np.int64)
+        for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):
+            depth = depth + depth[jump]
+            jump = jump[jump]
+        depth = np.where(jump == root, depth, -1)
         unreached = np.flatnonzero(depth < 0)
         if unreached.size:
             raise ValueError(
