@@ -474,6 +474,7 @@ def level_ancestors(tree: Tree, nodes=None, *, fill: str = "self") -> np.ndarray
     ``max depth`` = the deepest classes). A class shallower than level ``l`` has no
     ancestor there: ``fill="self"`` labels it by itself (its category persists at finer
     levels); ``fill="none"`` gives ``-1`` (drop such items from that level's SVM).
+    Level 0 (and any level with one label) is trivial for a classifier.
 
     Args:
       tree: a :class:`Tree`.
