@@ -638,46 +638,57 @@ class _Corpus:
         t_prod: list[int] = []
         rows: list[int] = []
         cols: list[int] = []
-        memo: dict[int, int] = {}  # id(Tree) -> type, valid while `trees` is alive
+        data: list[int] = []
+        memo: dict[int, int] = {}  # id(Tree) -> type; valid while `trees` keeps them alive
         for ti, tree in enumerate(trees):
-            stack: list[tuple[Tree, int, list[int]]] = [(tree, 0, [])]
+            # distinct node objects of this tree in post-order (shared subtrees visited once)
+            order: list[Tree] = []
+            seen: set[int] = set()
+            stack: list[tuple[Tree, bool]] = [(tree, False)]
             while stack:
-                node, k, acc = stack[-1]
-                if k == 0 and id(node) in memo and len(stack) > 0:
-                    # whole subtree already interned: still count every position below it
-                    stack.pop()
-                    u = memo[id(node)]
-                    _count_positions(u, t_kids, rows, cols, ti)
-                    if stack:
-                        stack[-1][2].append(u)
+                node, expanded = stack.pop()
+                if expanded:
+                    order.append(node)
                     continue
-                if k < len(node.children):
-                    stack[-1] = (node, k + 1, acc)
-                    stack.append((node.children[k], 0, []))
+                if id(node) in seen:
                     continue
-                stack.pop()
+                seen.add(id(node))
+                stack.append((node, True))
+                for c in reversed(node.children):
+                    if id(c) not in seen:
+                        stack.append((c, False))
+            for node in order:
+                if id(node) in memo:
+                    continue
                 lab = label_ids.setdefault(node.label, len(label_ids))
-                key = (lab, tuple(acc))
+                kids = tuple([memo[id(c)] for c in node.children])
+                key = (lab, kids)
                 u = type_ids.get(key)
                 if u is None:
                     u = len(t_label)
                     type_ids[key] = u
                     t_label.append(lab)
-                    t_kids.append(key[1])
-                    if acc:
-                        t_height.append(1 + max(t_height[c] for c in acc))
-                        t_size.append(1 + sum(t_size[c] for c in acc))
-                        pkey = (lab, tuple((t_label[c], not t_kids[c]) for c in acc))
+                    t_kids.append(kids)
+                    if kids:
+                        t_height.append(1 + max([t_height[c] for c in kids]))
+                        t_size.append(1 + sum([t_size[c] for c in kids]))
+                        pkey = (lab, tuple([(t_label[c], not t_kids[c]) for c in kids]))
                         t_prod.append(prod_ids.setdefault(pkey, len(prod_ids)))
                     else:
                         t_height.append(0)
                         t_size.append(0)
                         t_prod.append(-1)
                 memo[id(node)] = u
+            # multiplicity of each distinct node = number of positions it occupies
+            mult: dict[int, int] = {id(tree): 1}
+            for node in reversed(order):  # parents before children
+                m = mult[id(node)]
+                for c in node.children:
+                    mult[id(c)] = mult.get(id(c), 0) + m
+            for node in order:
                 rows.append(ti)
-                cols.append(u)
-                if stack:
-                    stack[-1][2].append(u)
+                cols.append(memo[id(node)])
+                data.append(mult[id(node)])
         self.n_trees = len(trees)
         self.n_types = len(t_label)
         self.n_labels = len(label_ids)
@@ -688,9 +699,9 @@ class _Corpus:
         self.height = np.asarray(t_height, dtype=np.int64)
         self.size = np.asarray(t_size, dtype=np.int64)
         self.prod = np.asarray(t_prod, dtype=np.int64)
-        data = np.ones(len(rows), dtype=np.float64)
         self.counts = sp.csr_matrix(
-            (data, (np.asarray(rows), np.asarray(cols))), shape=(self.n_trees, self.n_types)
+            (np.asarray(data, dtype=np.float64), (np.asarray(rows), np.asarray(cols))),
+            shape=(self.n_trees, self.n_types),
         )
         self.counts.sum_duplicates()
 
@@ -699,15 +710,6 @@ class _Corpus:
         if n == 0:
             return np.zeros((len(members), 0), dtype=np.int64)
         return np.asarray([self.kids[u] for u in members], dtype=np.int64).reshape(-1, n)
-
-
-def _count_positions(u: int, t_kids, rows, cols, ti) -> None:
-    stack = [u]
-    while stack:
-        v = stack.pop()
-        rows.append(ti)
-        cols.append(v)
-        stack.extend(t_kids[v])
 
 
 class _Groups:
@@ -823,30 +825,44 @@ def _ptk_children_sum_arrays(groups: _Groups, kr: np.ndarray, kc: np.ndarray, lo
 _BAND = 200.0  # width (in nats) of the value bands used by the log-space bilinear forms
 
 
-def _log_bilinear(counts: sp.csr_matrix, logd: np.ndarray) -> np.ndarray:
-    """``log(C exp(logD) C^T)`` for a count matrix C and a dense symmetric ``logD``.
+def _log_bilinear_sum(blocks: list[tuple[sp.csr_matrix, np.ndarray]], n: int) -> np.ndarray:
+    """``log(sum_g C_g exp(logD_g) C_g^T)`` for count matrices ``C_g`` and dense symmetric
+    ``logD_g`` (entries -inf allowed).
 
-    The entries of ``logD`` are split into bands of width 200 nats; each band is exponentiated
-    relative to its top, so no finite entry underflows and nothing overflows; the bands are
-    summed with ``logaddexp``.
+    The finite entries of all ``logD_g`` are split into value bands of width 200 nats; within a
+    band every entry is exponentiated relative to the band's top (nothing overflows, no finite
+    entry underflows), the band's products are summed in linear space, and the bands are
+    combined with ``logaddexp``. Usually all entries fall into one band.
     """
-    n = counts.shape[0]
     out = np.full((n, n), _NEG_INF)
-    finite = np.isfinite(logd)
-    if not finite.any():
+    ranges = []
+    for _, logd in blocks:
+        finite = logd[np.isfinite(logd)]
+        ranges.append((float(finite.max()), float(finite.min())) if finite.size else None)
+    present = [r for r in ranges if r is not None]
+    if not present:
         return out
-    top = float(logd[finite].max())
-    bottom = float(logd[finite].min())
+    top = max(r[0] for r in present)
+    bottom = min(r[1] for r in present)
     k = 0
     while top - k * _BAND >= bottom:
         hi = top - k * _BAND
-        band = finite & (logd <= hi) & (logd > hi - _BAND)
-        if band.any():
-            e = np.where(band, np.exp(np.where(band, logd - hi, 0.0)), 0.0)
-            prod = counts @ (counts @ e).T  # C E^T C^T, E symmetric
-            prod = np.asarray(prod)
+        lo = hi - _BAND
+        acc = np.zeros((n, n))
+        used = False
+        for (counts, logd), r in zip(blocks, ranges):
+            if r is None or r[0] <= lo or r[1] > hi:
+                continue
+            if r[0] <= hi and r[1] > lo:  # the whole block lies in this band
+                e = np.exp(logd - hi)
+            else:
+                band = (logd > lo) & (logd <= hi)
+                e = np.exp(np.where(band, logd - hi, _NEG_INF))
+            acc += counts @ np.asarray(counts @ e).T  # C E^T C^T, E symmetric
+            used = True
+        if used:
             with np.errstate(divide="ignore"):
-                out = np.logaddexp(out, np.log(np.maximum(prod, 0.0)) + hi)
+                out = np.logaddexp(out, np.log(acc) + hi)
         k += 1
     return out
 
@@ -880,13 +896,12 @@ def _log_gram_shared(trees: list[Tree], kind: str, lam: float, mu: float) -> np.
         return _log_bilinear_diag(counts, logw.astype(np.float64))
     groups = _sst_deltas(corpus, lam) if kind == "sst" else _ptk_deltas(corpus, lam, mu)
     counts_csc = corpus.counts.tocsc()
-    out = np.full((corpus.n_trees, corpus.n_trees), _NEG_INF)
-    for g, mem in enumerate(groups.members):
-        if len(mem) == 0:
-            continue
-        c = counts_csc[:, mem].tocsr()
-        out = np.logaddexp(out, _log_bilinear(c, groups.logd[g]))
-    return out
+    blocks = [
+        (counts_csc[:, mem].tocsr(), groups.logd[g])
+        for g, mem in enumerate(groups.members)
+        if len(mem)
+    ]
+    return _log_bilinear_sum(blocks, corpus.n_trees)
 
 
 def _log_gram_pairwise(trees: list[Tree], kind: str, lam: float, mu: float) -> np.ndarray:
