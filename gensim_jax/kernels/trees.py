@@ -80,6 +80,7 @@ __all__ = [
 TreeKind = Literal["st", "sst", "ptk"]
 _KINDS = ("st", "sst", "ptk")
 _NEG_INF = -math.inf
+_MAX_LOG_FLOAT = math.log(np.finfo(np.float64).max)
 
 
 # --------------------------------------------------------------------------------------------
@@ -570,7 +571,8 @@ def tree_kernel(
       >>> tree_kernel(t1, t2, "st")  # the shared complete subtree (A a)
       1.0
     """
-    return math.exp(log_tree_kernel(t1, t2, kind, lam, mu))
+    logk = log_tree_kernel(t1, t2, kind, lam, mu)
+    return math.inf if logk > _MAX_LOG_FLOAT else math.exp(logk)
 
 
 def normalized_tree_kernel(
