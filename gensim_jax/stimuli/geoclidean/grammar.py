@@ -241,7 +241,7 @@ class Program:
 
 @dataclass(frozen=True)
 class _Tok:
-    kind: str  # NAME NUMBER = * ( ) , [ ] QUOTE EOF
+    kind: str  # NAME NUMBER = * ( ) , [ ] QUOTE EOF, or BAD (an unexpected character)
     text: str
     line: int
     column: int
@@ -299,9 +299,9 @@ def _tokenize(text: str) -> list[_Tok]:
             col += j - i
             i = j
             continue
-        raise GeoclideanSyntaxError(
-            f"unexpected character {ch!r}", line, col, expected="a construction", found=repr(ch)
-        )
+        # reported when the parser reaches it, so that errors come in source order
+        toks.append(_Tok("BAD", ch, line, col))
+        return toks
     toks.append(_Tok("EOF", "", line, col))
     return toks
 
@@ -331,7 +331,13 @@ class _Parser:
 
     @property
     def tok(self) -> _Tok:
-        return self.toks[self.k]
+        t = self.toks[self.k]
+        if t.kind == "BAD":
+            raise GeoclideanSyntaxError(
+                f"unexpected character {t.text!r}", t.line, t.column,
+                expected="a construction", found=repr(t.text),
+            )
+        return t
 
     def fail(self, expected: str, tok: _Tok | None = None) -> GeoclideanSyntaxError:
         tok = tok or self.tok
