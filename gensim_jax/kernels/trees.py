@@ -749,6 +749,14 @@ class _Groups:
         return out
 
 
+_CHUNK = 1 << 19  # entries per row block of the vectorized Delta computations (memory bound)
+
+
+def _row_chunks(lo: int, hi: int, n_cols: int) -> list[tuple[int, int]]:
+    step = max(1, _CHUNK // max(1, n_cols))
+    return [(a, min(a + step, hi)) for a in range(lo, hi, step)]
+
+
 def _sst_deltas(corpus: _Corpus, lam: float) -> _Groups:
     """``log Delta_SST`` for every pair of types with the same production (Moschitti Eq. 2)."""
     groups = _Groups(corpus, corpus.prod.copy(), corpus.n_prods)
@@ -761,15 +769,16 @@ def _sst_deltas(corpus: _Corpus, lam: float) -> _Groups:
             lo, hi = spans[h]
             mem = groups.members[g]
             n = int(corpus.n_kids[mem[0]])
-            kr = corpus.kid_matrix(mem[lo:hi], n)
             kc = corpus.kid_matrix(mem[:hi], n)
-            val = np.full((hi - lo, hi), log_lam)
-            for j in range(n):
-                if corpus.n_kids[kr[0, j]] == 0:  # leaf child: equal by the production match
-                    continue
-                val += np.logaddexp(0.0, groups.gather(kr[:, j], kc[:, j]))
-            groups.logd[g][lo:hi, :hi] = val
-            groups.logd[g][:hi, lo:hi] = val.T
+            for a, b in _row_chunks(lo, hi, hi):
+                kr = corpus.kid_matrix(mem[a:b], n)
+                val = np.full((b - a, hi), log_lam)
+                for j in range(n):
+                    if corpus.n_kids[kr[0, j]] == 0:  # leaf child: equal by the production
+                        continue
+                    val += np.logaddexp(0.0, groups.gather(kr[:, j], kc[:, j]))
+                groups.logd[g][a:b, :hi] = val
+                groups.logd[g][:hi, a:b] = val.T
     return groups
 
 
@@ -786,37 +795,74 @@ def _ptk_deltas(corpus: _Corpus, lam: float, mu: float) -> _Groups:
                 continue
             lo, hi = spans[h]
             mem = groups.members[g]
-            rows = np.arange(lo, hi)
             cols = np.arange(hi)
-            val = np.full((hi - lo, hi), log_mu + two)  # the lam^2 single-node term
-            nk_r = corpus.n_kids[mem[rows]]
             nk_c = corpus.n_kids[mem[cols]]
-            for n in np.unique(nk_r[nk_r > 0]):
-                ri = rows[nk_r == n]
-                kr = corpus.kid_matrix(mem[ri], int(n))
-                for m in np.unique(nk_c[nk_c > 0]):
-                    ci = cols[nk_c == m]
-                    kc = corpus.kid_matrix(mem[ci], int(m))
-                    s = _ptk_children_sum_arrays(groups, kr, kc, log_lam)
-                    val[np.ix_(ri - lo, ci)] = log_mu + np.logaddexp(two, s)
-            groups.logd[g][lo:hi, :hi] = val
-            groups.logd[g][:hi, lo:hi] = val.T
+            for a, b in _row_chunks(lo, hi, hi):
+                rows = np.arange(a, b)
+                val = np.full((b - a, hi), log_mu + two)  # the lam^2 single-node term
+                nk_r = corpus.n_kids[mem[rows]]
+                for n in np.unique(nk_r[nk_r > 0]):
+                    ri = rows[nk_r == n]
+                    kr = corpus.kid_matrix(mem[ri], int(n))
+                    for m in np.unique(nk_c[nk_c > 0]):
+                        ci = cols[nk_c == m]
+                        kc = corpus.kid_matrix(mem[ci], int(m))
+                        s = _ptk_children_sum_arrays(groups, kr, kc, log_lam)
+                        val[np.ix_(ri - a, ci)] = log_mu + np.logaddexp(two, s)
+                groups.logd[g][a:b, :hi] = val
+                groups.logd[g][:hi, a:b] = val.T
     return groups
 
 
 def _ptk_children_sum_arrays(groups: _Groups, kr: np.ndarray, kc: np.ndarray, log_lam: float):
-    """Vectorized :func:`_ptk_children_sum` for all (row type, column type) pairs of a block."""
+    """Vectorized :func:`_ptk_children_sum` for all (row type, column type) pairs of a block.
+
+    ``kr`` (R, n) and ``kc`` (C, m) are the child types; returns the (R, C) log sums. When a
+    bound shows that every term and partial sum of the block lies safely inside float64's range
+    the recursion runs in linear space (same formulas, about ten times faster); otherwise in
+    log space with ``logaddexp``.
+    """
     n, m = kr.shape[1], kc.shape[1]
     shape = (kr.shape[0], kc.shape[0])
+    logk = [[groups.gather(kr[:, i], kc[:, r]) for r in range(m)] for i in range(n)]
+    kmax, kmin = _NEG_INF, math.inf
+    for row_k in logk:
+        for k in row_k:
+            fin = k[np.isfinite(k)]
+            if fin.size:
+                kmax = max(kmax, float(fin.max()))
+                kmin = min(kmin, float(fin.min()))
+    if kmax == _NEG_INF:
+        return np.full(shape, _NEG_INF)
+    # S <= prod_i (1 + sum_r K_ir) for lam <= 1 (every matched subsequence is one term of the
+    # expanded product); every non-zero term and partial sum is >= exp(p kmin) lam^(2(n+m)).
+    upper = n * float(np.logaddexp(0.0, math.log(m) + kmax))
+    lower = min(n, m) * min(kmin, 0.0) + 2.0 * (n + m) * log_lam
+    if upper < 600.0 and lower > -600.0:
+        lam = math.exp(log_lam)
+        lam2 = lam * lam
+        kl = [[np.exp(k) for k in row_k] for row_k in logk]
+        prev_l = [np.zeros(shape) for _ in range(m + 1)]
+        total_l = np.zeros(shape)
+        for i in range(n):
+            row_l = [prev_l[0]]
+            g_l = np.zeros(shape)
+            for r in range(1, m + 1):
+                e_l = kl[i][r - 1] * lam2 * (1.0 + prev_l[r - 1])
+                total_l += e_l
+                g_l = e_l + lam * g_l
+                row_l.append(g_l + lam * prev_l[r])
+            prev_l = row_l
+        with np.errstate(divide="ignore"):
+            return np.log(total_l)
     two = 2.0 * log_lam
     prev = [np.full(shape, _NEG_INF) for _ in range(m + 1)]
     total = np.full(shape, _NEG_INF)
     for i in range(n):
-        row = [np.full(shape, _NEG_INF)]
+        row = [prev[0]]
         g = np.full(shape, _NEG_INF)
         for r in range(1, m + 1):
-            d = groups.gather(kr[:, i], kc[:, r - 1])
-            e = d + two + np.logaddexp(0.0, prev[r - 1])
+            e = logk[i][r - 1] + two + np.logaddexp(0.0, prev[r - 1])
             total = np.logaddexp(total, e)
             g = np.logaddexp(e, log_lam + g)
             row.append(np.logaddexp(g, log_lam + prev[r]))
