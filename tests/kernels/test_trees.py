@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -303,6 +304,32 @@ def test_sst_log_space_beyond_float64():
     logk = log_gram_matrix([t], "sst", normalize=False)[0, 0]
     assert np.isfinite(logk)
     assert logk == pytest.approx(math.log(exact), rel=1e-12)
+
+
+@pytest.mark.parametrize("height,lam", [(7, Fraction(1)), (4, Fraction(1, 2)), (5, Fraction(3, 4))])
+def test_ptk_full_ternary_tree_exact(height, lam):
+    # Full ternary tree: internal nodes N, leaves x. PTK matches nodes by label only, so an N of
+    # height h matches an N of height g. Delta[0][0] = mu lam^2 (leaf x), Delta[h][0] = 0 (N vs
+    # x), and for h, g >= 1 with D = Delta[h-1][g-1], over child index sequences of 3 children:
+    #   p = 1: 3 x 3 pairs, spans 1 + 1                      -> 9 lam^2 D
+    #   p = 2: {0,1}, {1,2} span 2, {0,2} span 3 on each side -> (2 lam^2 + lam^3)^2 D^2
+    #   p = 3: span 3 on each side                           -> lam^6 D^3
+    #   Delta[h][g] = mu (lam^2 + S).
+    # K(T, T) = sum_{h, g} 3^(H-h) 3^(H-g) Delta[h][g], exactly in rationals.
+    mu = lam
+    H = height
+    d = [[Fraction(0)] * (H + 1) for _ in range(H + 1)]
+    d[0][0] = mu * lam**2
+    for h in range(1, H + 1):
+        for g in range(1, H + 1):
+            x = d[h - 1][g - 1]
+            s = 9 * lam**2 * x + (2 * lam**2 + lam**3) ** 2 * x**2 + lam**6 * x**3
+            d[h][g] = mu * (lam**2 + s)
+    exact = sum(3 ** (H - h) * 3 ** (H - g) * d[h][g] for h in range(H + 1) for g in range(H + 1))
+    log_exact = math.log(exact.numerator) - math.log(exact.denominator)
+    t = _full_tree(H, 3)
+    got = log_gram_matrix([t], "ptk", float(lam), float(mu), normalize=False)[0, 0]
+    assert got == pytest.approx(log_exact, rel=1e-12)
 
 
 def test_sst_single_pair_log_space_beyond_float64():
