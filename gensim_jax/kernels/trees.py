@@ -59,6 +59,7 @@ tree matching".
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from typing import Literal
@@ -283,7 +284,7 @@ class Tree:
 
 
 def _quote_label(label: str) -> str:
-    if any(ch in label for ch in ' ()"\\\t\n') :
+    if any(ch in label for ch in ' ()"\\\t\n'):
         return '"' + label.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return label
 
@@ -596,8 +597,8 @@ def normalized_tree_kernel(
     kind = _check_kind(kind)
     lam = _check_decay("lam", lam)
     mu = _check_decay("mu", mu)
-    k11 = _log_kernel_pair(t1, t1, kind, lam, mu)
-    k22 = _log_kernel_pair(t2, t2, kind, lam, mu)
+    k11 = _self_log_kernel(t1, kind, lam, mu)
+    k22 = _self_log_kernel(t2, kind, lam, mu)
     _check_self(kind, [k11, k22], ["t1", "t2"])
     if t1 == t2:
         return 1.0
@@ -605,6 +606,12 @@ def normalized_tree_kernel(
     if k12 == _NEG_INF:
         return 0.0
     return float(min(1.0, math.exp(k12 - 0.5 * (k11 + k22))))
+
+
+@functools.lru_cache(maxsize=4096)
+def _self_log_kernel(t: Tree, kind: str, lam: float, mu: float) -> float:
+    """``log K(T, T)``, cached (trees are immutable and hash in O(1))."""
+    return _log_kernel_pair(t, t, kind, lam, mu)
 
 
 def _check_self(kind: str, logs: Sequence[float], names: Sequence[str]) -> None:
@@ -722,7 +729,7 @@ class _Groups:
         self.group_of = group_of  # -1 for types outside every group
         self.pos = np.full(corpus.n_types, -1, dtype=np.int64)
         self.members: list[np.ndarray] = []
-        self.level_end: list[dict[int, tuple[int, int]]] = []
+        self.levels: list[dict[int, tuple[int, int]]] = []
         for g in range(n_groups):
             mem = np.nonzero(group_of == g)[0]
             mem = mem[np.argsort(corpus.height[mem], kind="stable")]
@@ -734,7 +741,7 @@ class _Groups:
                 lo = int(np.searchsorted(hs, h, side="left"))
                 hi = int(np.searchsorted(hs, h, side="right"))
                 spans[int(h)] = (lo, hi)
-            self.level_end.append(spans)
+            self.levels.append(spans)
         self.logd = [np.full((len(m), len(m)), _NEG_INF) for m in self.members]
 
     def gather(self, rows_t: np.ndarray, cols_t: np.ndarray) -> np.ndarray:
@@ -763,7 +770,7 @@ def _sst_deltas(corpus: _Corpus, lam: float) -> _Groups:
     log_lam = math.log(lam)
     max_h = int(corpus.height.max()) if corpus.n_types else 0
     for h in range(1, max_h + 1):
-        for g, spans in enumerate(groups.level_end):
+        for g, spans in enumerate(groups.levels):
             if h not in spans:
                 continue
             lo, hi = spans[h]
@@ -790,7 +797,7 @@ def _ptk_deltas(corpus: _Corpus, lam: float, mu: float) -> _Groups:
     two = 2.0 * log_lam
     max_h = int(corpus.height.max()) if corpus.n_types else 0
     for h in range(0, max_h + 1):
-        for g, spans in enumerate(groups.level_end):
+        for g, spans in enumerate(groups.levels):
             if h not in spans:
                 continue
             lo, hi = spans[h]

@@ -10,9 +10,10 @@ target ``log K(tree_a, tree_b)`` by program id.
 Split (Appendix M/O): 7 concepts are held out for testing (:data:`TEST_CONCEPTS`), the other 30
 generate the training images (:data:`TRAIN_CONCEPTS`).
 
-Benchmark directory layout: ``<root>/<family>/concept_<name>/{concept,close_concept,far_concept}.txt``
-with the family of each concept in :data:`CONCEPT_FAMILY` (``"elements"``: Euclidean
-constructions such as ``square``; ``"constraints"``: free arrangements such as ``ccl``).
+Benchmark directory layout:
+``<root>/<family>/concept_<name>/{concept,close_concept,far_concept}.txt``, with the family of
+each concept in :data:`CONCEPT_FAMILY` (``"elements"``: Euclidean constructions such as
+``square``; ``"constraints"``: free arrangements such as ``ccl``).
 """
 
 from __future__ import annotations

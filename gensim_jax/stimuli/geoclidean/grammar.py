@@ -388,7 +388,9 @@ class _Parser:
     def surplus_parens(self) -> None:
         while self.tok.kind == ")" and not self.strict:
             t = self.tok
-            self.repairs.append(Repair("ignored a surplus ')' after the construction", t.line, t.column))
+            self.repairs.append(
+                Repair("ignored a surplus ')' after the construction", t.line, t.column)
+            )
             self.k += 1
 
     # construction = object_def "=" object
@@ -596,7 +598,8 @@ def _build_tree(prog: Program) -> Tree:
     def point_ref(p: PointRef) -> Tree:
         point = node("Point", node("POINT_NAME", leaf(p.name)))
         if not p.constraints:
-            return node("PointRef", node("SimplePoint", point, node("EmptyArgs", leaf("("), leaf(")"))))
+            empty = node("EmptyArgs", leaf("("), leaf(")"))
+            return node("PointRef", node("SimplePoint", point, empty))
         if len(p.constraints) == 1:
             cons = node("Constraints", node("SingleConstraint", object_ref(p.constraints[0])))
         else:

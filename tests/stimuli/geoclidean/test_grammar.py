@@ -50,7 +50,9 @@ def _appendix_o_programs() -> dict[str, str]:
     trailing commas, '****' marking test concepts)."""
     progs: dict[str, list[str]] = {}
     cur = None
-    block = _appendix("Appendix O Geoclidean Concepts", "Appendix P Geoclidean Context-Free Grammar")
+    block = _appendix(
+        "Appendix O Geoclidean Concepts", "Appendix P Geoclidean Context-Free Grammar"
+    )
     for line in block:
         s = line.strip()
         if not s or s.startswith("Below are"):
