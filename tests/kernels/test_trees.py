@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 import subprocess
 import sys
 import time
@@ -410,6 +411,7 @@ def test_tree_basics():
     assert [n.label for n in t.postorder()] == ["a", "A", "(", "b", "S"]
     assert B(t.to_bracket()) == t and hash(B(t.to_bracket())) == hash(t)
     assert t != B("(S (A a) b)")
+    assert pickle.loads(pickle.dumps(t)) == t
     with pytest.raises(AttributeError):
         t.label = "X"  # type: ignore[misc]
     with pytest.raises(TypeError):

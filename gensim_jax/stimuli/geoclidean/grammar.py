@@ -94,6 +94,9 @@ class GeoclideanSyntaxError(ValueError):
         self.found = found
         super().__init__(f"line {line}, column {column}: {message}")
 
+    def __reduce__(self):
+        return (type(self), (self.message, self.line, self.column, self.expected, self.found))
+
 
 class GeoclideanSemanticError(GeoclideanSyntaxError):
     """Well-formed program text with an invalid reference or definition (see module docstring)."""
@@ -576,11 +579,12 @@ def _build_tree(prog: Program) -> Tree:
     cache: dict[tuple, Tree] = {}
 
     def node(label: str, *children: Tree) -> Tree:
+        # hash-consing: equal subtrees become one shared object (the cache keeps every node
+        # alive, so the ids in the keys stay unique)
         key = (label, tuple(id(c) for c in children))
         t = cache.get(key)
         if t is None:
             t = cache[key] = Tree(label, children)
-            cache[("#keep", id(t))] = t  # keep ids alive and unique while building
         return t
 
     def leaf(s: str) -> Tree:

@@ -3,6 +3,7 @@ parses, parse trees use exactly the Appendix P productions, errors carry line an
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 
@@ -296,6 +297,9 @@ def test_semantic_errors(text, line, column, message):
         parse_program(text)
     assert (e.value.line, e.value.column) == (line, column), str(e.value)
     assert message in str(e.value)
+    copy = pickle.loads(pickle.dumps(e.value))  # survives process boundaries intact
+    assert type(copy) is GeoclideanSemanticError
+    assert (copy.line, copy.column, str(copy)) == (line, column, str(e.value))
     # validate=False parses the text
     assert isinstance(parse_program(text, validate=False), Program)
 
