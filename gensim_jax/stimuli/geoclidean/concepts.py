@@ -344,6 +344,14 @@ def concept_program(name: str) -> Program:
 def split_ids(split: str = "all") -> tuple[int, ...]:
     """Program ids of ``"train"`` (30), ``"test"`` (7) or ``"all"`` (37) concepts.
 
+    The split is the paper's (Appendix M/O); ids are positions in :data:`CONCEPT_NAMES`.
+
+    Args:
+      split: ``"train"``, ``"test"`` or ``"all"``.
+
+    Returns:
+      Tuple of ints, in Appendix O order.
+
     Example:
       >>> len(split_ids("train")), len(split_ids("test")), split_ids("all")[:3]
       (30, 7, (0, 1, 2))
@@ -362,6 +370,12 @@ def concept_parse_trees(names: tuple[str, ...] | list[str] | None = None) -> tup
 
     The result indexes like the names, so ``gram_log_table(concept_parse_trees())[i, j]`` is the
     GenSim target between program ids ``i`` and ``j`` (paper Appendix M).
+
+    Args:
+      names: concept names (default: all of :data:`CONCEPT_NAMES`, i.e. ids 0..36).
+
+    Returns:
+      Tuple of :class:`~gensim_jax.kernels.trees.Tree`, one per name.
 
     Example:
       >>> trees = concept_parse_trees()

@@ -124,6 +124,7 @@ class ObjectRef:
 
     @property
     def index(self) -> int:
+        """The number in the name (``3`` for ``c3``)."""
         return int(self.name[1:])
 
 
@@ -142,6 +143,7 @@ class PointRef:
 
     @property
     def index(self) -> int:
+        """The number in the name (``3`` for ``c3``)."""
         return int(self.name[1:])
 
 
@@ -162,6 +164,7 @@ class Construction:
 
     @property
     def index(self) -> int:
+        """The number in the name (``3`` for ``c3``)."""
         return int(self.name[1:])
 
     def to_source(self) -> str:
