@@ -173,6 +173,11 @@ def log_similarity(f1, f2, alpha=1.0, beta=1.0) -> jax.Array:
     _check_params(alpha, beta, s1[-1])
     check_in_unit_interval("f1", f1)
     check_in_unit_interval("f2", f2)
+    return _log_similarity(f1, f2, alpha, beta)
+
+
+@jax.jit
+def _log_similarity(f1, f2, alpha, beta) -> jax.Array:
     dtype = _float_dtype(f1, f2, alpha, beta)
     x = jnp.asarray(f1, dtype)
     y = jnp.asarray(f2, dtype)
@@ -217,6 +222,12 @@ def pairwise_log_similarity(f1, f2, alpha=1.0, beta=1.0) -> jax.Array:
     _check_params(alpha, beta, num_features)
     check_in_unit_interval("f1", f1)
     check_in_unit_interval("f2", f2)
+    return _pairwise_log_similarity(f1, f2, alpha, beta)
+
+
+@jax.jit
+def _pairwise_log_similarity(f1, f2, alpha, beta) -> jax.Array:
+    num_features = jnp.shape(f1)[-1]
     dtype = _float_dtype(f1, f2, alpha, beta)
     x = jnp.asarray(f1, dtype)
     y = jnp.asarray(f2, dtype)
@@ -255,6 +266,11 @@ def limit_log_similarity(f1, f2) -> jax.Array:
     check_min_ndim("f1", s1, 1)
     check_min_ndim("f2", s2, 1)
     check_same_last_dim("f1", s1, "f2", s2)
+    return _limit_log_similarity(f1, f2)
+
+
+@jax.jit
+def _limit_log_similarity(f1, f2) -> jax.Array:
     dtype = _float_dtype(f1, f2)
     diff = jnp.asarray(f1, dtype) - jnp.asarray(f2, dtype)
     return -jnp.sum(diff * diff, axis=-1)
@@ -281,6 +297,11 @@ def pairwise_limit_log_similarity(f1, f2) -> jax.Array:
     check_ndim("f1", s1, 2)
     check_ndim("f2", s2, 2)
     check_same_last_dim("f1", s1, "f2", s2)
+    return _pairwise_limit_log_similarity(f1, f2)
+
+
+@jax.jit
+def _pairwise_limit_log_similarity(f1, f2) -> jax.Array:
     dtype = _float_dtype(f1, f2)
     x = jnp.asarray(f1, dtype)
     y = jnp.asarray(f2, dtype)
