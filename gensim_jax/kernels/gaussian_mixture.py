@@ -122,6 +122,9 @@ def make_mixture(weights, means, covariances=1.0, *, normalize: bool = False, at
     k, d = means.shape
     if k < 1 or d < 1:
         raise ValueError(f"means must have shape (K, D) with K, D >= 1; got {means.shape}")
+    m = concrete_value(means)
+    if m is not None and not np.all(np.isfinite(m)):
+        raise ValueError(f"means must be finite; got non-finite entries in an array of shape {m.shape}")
     weights = jnp.asarray(weights, dtype)
     if weights.shape != (k,):
         raise ValueError(f"weights must have shape (K,) = ({k},) to match means {means.shape}; got {weights.shape}")

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, special
 
 from gensim_jax.kernels import beta_bernoulli as bb
@@ -251,3 +253,22 @@ def test_invalid_shapes_and_values_raise():
         bb.log_similarity(jnp.ones(3), jnp.ones(3), alpha=jnp.ones(4))
     with pytest.raises(ValueError, match="num_features"):
         bb.limit_scale_and_offset(1.0, 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    log_a=st.floats(-12.0, 8.0),
+    log_b=st.floats(-12.0, 8.0),
+)
+def test_property_pairwise_matches_betaln_reference(seed, log_a, log_b):
+    """Random binary features and alpha, beta over 20 orders of magnitude vs float64 Eq. I3."""
+    a, b = float(np.exp(log_a)), float(np.exp(log_b))
+    rng = np.random.default_rng(seed)
+    f1 = rng.integers(0, 2, size=(4, 6))
+    f2 = rng.integers(0, 2, size=(3, 6))
+    ref = _betaln_log_similarity(f1[:, None, :], f2[None, :, :], a, b)
+    got = np.asarray(bb.pairwise_log_similarity(f1, f2, a, b), np.float64)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-4)
+    sym = np.asarray(bb.pairwise_log_similarity(f2, f1, a, b), np.float64)
+    np.testing.assert_allclose(sym, got.T, rtol=1e-6, atol=1e-6)

@@ -186,6 +186,8 @@ def test_invalid_inputs_raise():
         gm.make_mixture([0.5, 0.5], means, np.ones((3, 2)))
     with pytest.raises(ValueError, match="means"):
         gm.make_mixture([1.0], np.zeros(2))
+    with pytest.raises(ValueError, match="means must be finite"):
+        gm.make_mixture([1.0], [[np.inf, 0.0]])
     mix = gm.make_mixture([0.5, 0.5], means)
     with pytest.raises(ValueError, match=r"x2.*mixture.means.*\(3, 3\).*\(2, 2\)"):
         gm.pairwise_log_similarity(np.zeros((3, 2)), np.zeros((3, 3)), mix)

