@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -108,6 +109,10 @@ def sample_triplets(
 
     Raises:
       ValueError: ``num`` is not a positive int. TypeError: a sampler is not callable.
+
+    Hashable samplers (plain functions, closures) are static arguments of an internal ``jax.jit``:
+    one compile per ``(prior_sampler, likelihood_sampler, num)``. Create samplers once and reuse
+    them; a new closure on every call recompiles every time. Unhashable callables run un-jitted.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -205,6 +210,15 @@ def sample_class_triplets(
     num_classes = logits.shape[0]
     if distinct and num_classes < 2:
         raise ValueError(f"distinct=True needs at least 2 classes; class_probs has {num_classes}")
+    try:
+        hash(likelihood_sampler)
+    except TypeError:
+        return _sample_class_triplets(key, logits, likelihood_sampler, num, bool(distinct))
+    return _sample_class_triplets_jit(key, logits, likelihood_sampler, num, bool(distinct))
+
+
+def _sample_class_triplets(key, logits, likelihood_sampler, num: int, distinct: bool) -> Triplets:
+    num_classes = logits.shape[0]
     k_pos, k_neg, k_x = jax.random.split(key, 3)
     theta_pos = jax.random.categorical(k_pos, logits, shape=(num,)).astype(jnp.int32)
     if distinct:
@@ -214,6 +228,9 @@ def sample_class_triplets(
         theta_neg = jax.random.categorical(k_neg, logits, shape=(num,)).astype(jnp.int32)
     anchor, positive, negative = _draw_examples(k_x, likelihood_sampler, theta_pos, theta_neg, num)
     return Triplets(anchor, positive, negative, theta_pos, theta_neg)
+
+
+_sample_class_triplets_jit = jax.jit(_sample_class_triplets, static_argnums=(2, 3, 4))
 
 
 def gaussian_mixture_likelihood(mixture: _gm.GaussianMixture) -> LikelihoodSampler:
@@ -251,11 +268,20 @@ def sample_gaussian_mixture_triplets(
     Returns:
       :class:`Triplets` with ``(num, D)`` points and ``(num,)`` component indices.
     """
+    num = _check_num(num)
     if mixture is None:
         mixture = _gm.appendix_h_mixture()
+    if not isinstance(mixture, _gm.GaussianMixture):
+        raise TypeError(f"mixture must be a GaussianMixture (see gaussian_mixture.make_mixture); got {type(mixture).__name__}")
+    return _gaussian_mixture_triplets(key, mixture, num)
+
+
+@functools.partial(jax.jit, static_argnums=(2,))
+def _gaussian_mixture_triplets(key, mixture: _gm.GaussianMixture, num: int) -> Triplets:
+    # The mixture is a traced pytree argument: one compile per (shapes, num), whatever the values.
     logits = mixture.log_weights
 
     def prior(k):
         return jax.random.categorical(k, logits).astype(jnp.int32)
 
-    return sample_triplets(key, prior, gaussian_mixture_likelihood(mixture), num)
+    return _sample_triplets(key, prior, gaussian_mixture_likelihood(mixture), num)

@@ -156,3 +156,27 @@ def test_invalid_arguments_raise():
         mc.sample_class_triplets(jax.random.key(0), jnp.array([1.0]), lik, 2, distinct=True)
     with pytest.raises(ValueError, match="class_probs"):
         mc.sample_class_triplets(jax.random.key(0), jnp.array([0.7, 0.7]), lik, 2)
+
+
+def test_unhashable_sampler_runs_unjitted_and_matches():
+    class Lik:
+        __hash__ = None  # e.g. a dataclass with eq=True: not usable as a static jit argument
+
+        def __eq__(self, other):
+            return isinstance(other, Lik)
+
+        def __call__(self, k, th):
+            return th + jax.random.normal(k, ())
+
+    def lik(k, th):
+        return th + jax.random.normal(k, ())
+
+    def prior(k):
+        return jax.random.normal(k, ())
+
+    key = jax.random.key(9)
+    a = mc.sample_triplets(key, prior, Lik(), 5)
+    b = mc.sample_triplets(key, prior, lik, 5)
+    chex.assert_trees_all_close(a, b, rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="mixture"):
+        mc.sample_gaussian_mixture_triplets(key, 3, mixture={"means": 0})
