@@ -15,13 +15,11 @@ Integrating the rates out (Beta-Bernoulli conjugacy) gives the exact log similar
 Each summand depends only on the pair ``(f1_i, f2_i)`` in ``{0,1}^2``, so the kernel is a sum over
 features of a 2 x 2 table of constants (paper Eqs. I5-I7, simplified with Eq. I4):
 
-====================  ===============================================================
-``(f1_i, f2_i)``      per-feature log ratio
-====================  ===============================================================
-``(1, 1)``            ``log((a+1)/a) - log((a+b+1)/(a+b)) = log1p(1/a) - log1p(1/(a+b))``
-``(1, 0)``, ``(0, 1)``  ``-log((a+b+1)/(a+b)) = -log1p(1/(a+b))``
-``(0, 0)``            ``log1p(1/b) - log1p(1/(a+b))``
-====================  ===============================================================
+* ``(1, 1)``: ``log((a+1)/a) - log((a+b+1)/(a+b)) = log1p(1/a) - log1p(1/(a+b))`` (Eq. I5)
+* ``(1, 0)`` and ``(0, 1)``: ``-log((a+b+1)/(a+b)) = -log1p(1/(a+b))`` (Eq. I6)
+* ``(0, 0)``: ``log1p(1/b) - log1p(1/(a+b))`` (Eq. I7)
+
+with ``a = alpha``, ``b = beta``.
 
 The ``log1p(1/.)`` forms are what this module evaluates: they are exact, have no cancellation for
 tiny or huge ``alpha, beta`` and finite gradients for every ``alpha, beta > 0`` (the test suite
