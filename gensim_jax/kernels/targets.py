@@ -1,0 +1,182 @@
+"""Turn log generative similarities into regression targets on the scale of an embedding similarity (Eq. 2).
+
+Paper Eq. 2 regresses an embedding similarity onto the generative similarity. The kernels in this
+package return ``log s``, whose range depends on the model (``log C`` for classes, ``n log 2`` minus a
+divergent scale for Beta-Bernoulli features, unbounded for Gaussian mixtures), while a cosine
+similarity lives in ``[-1, 1]``. Three documented choices, all pure and jit-able:
+
+* ``raw``: the target is ``log s`` itself.
+* ``affine``: ``2 (log s - lo) / (hi - lo) - 1`` with ``lo, hi`` the min and max of ``log s`` over
+  a reference table (e.g. all pairs of the training classes/feature vectors), so the table maps
+  exactly onto ``[-1, 1]``; values outside the table's range map outside ``[-1, 1]`` (no clipping).
+* ``standardized``: ``(log s - mean) / std`` with the mean and standard deviation over a table.
+
+What the paper used: raw targets -- cosine similarity regressed onto ``log s`` for the ImageNet
+hierarchy (Eq. 4, Appendix N) and onto the log tree kernel for Geoclidean (Appendix M); for the
+quadrilaterals (Appendix L) the Euclidean embedding distance regressed onto the Euclidean distance
+between feature vectors. ``affine`` and ``standardized`` are our additions for matching ranges.
+
+Tables must be finite: replace the ``-inf`` of the exact class-identity kernel first (see
+``categorical.log_similarity_table(..., log_floor=...)``).
+
+Example:
+    >>> import jax.numpy as jnp
+    >>> from gensim_jax.kernels import targets
+    >>> table = jnp.array([[2.0, -1.0], [-1.0, 2.0]])
+    >>> targets.regression_target(table, "affine", table).tolist()
+    [[1.0, -1.0], [-1.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gensim_jax.kernels._numeric_checks import concrete_value
+
+__all__ = [
+    "METHODS",
+    "raw",
+    "table_range",
+    "affine",
+    "table_moments",
+    "standardized",
+    "regression_target",
+]
+
+METHODS = ("raw", "affine", "standardized")
+
+
+def _check_finite_table(table) -> None:
+    if jnp.size(table) == 0:
+        raise ValueError(f"table must be non-empty; got shape {jnp.shape(table)}")
+    v = concrete_value(table)
+    if v is not None and not np.all(np.isfinite(v)):
+        raise ValueError(
+            f"table must be finite (got {int(np.sum(~np.isfinite(v)))} non-finite of {v.size} entries); "
+            "replace -inf by a floor first"
+        )
+
+
+def raw(log_s) -> jax.Array:
+    """Raw target: ``log s`` unchanged (what the paper regresses onto, Appendices M, N).
+
+    Args:
+      log_s: any shape.
+
+    Returns:
+      ``log_s`` as a floating array of the same shape.
+    """
+    x = jnp.asarray(log_s)
+    return x.astype(jnp.result_type(x.dtype, float))
+
+
+def table_range(table) -> tuple[jax.Array, jax.Array]:
+    """Minimum and maximum of a finite table of ``log s`` values (for :func:`affine`).
+
+    Args:
+      table: any shape, finite, non-empty (e.g. a ``C x C`` or ``B x B`` matrix).
+
+    Returns:
+      ``(lo, hi)`` scalars.
+    """
+    _check_finite_table(table)
+    t = raw(table)
+    return jnp.min(t), jnp.max(t)
+
+
+def affine(log_s, table_min, table_max) -> jax.Array:
+    """Affine map of ``log s`` onto ``[-1, 1]`` over a table: ``2 (log s - lo) / (hi - lo) - 1``.
+
+    Args:
+      log_s: any shape.
+      table_min: ``lo``, the table minimum (scalar). table_max: ``hi > lo`` (scalar).
+
+    Returns:
+      Array shaped like ``log_s``; ``lo -> -1``, ``hi -> 1``; not clipped.
+
+    Raises:
+      ValueError: ``table_max <= table_min`` or non-finite bounds (concrete inputs).
+
+    Example:
+      >>> affine(jnp.array([0.0, 1.0, 2.0]), 0.0, 2.0).tolist()
+      [-1.0, 0.0, 1.0]
+    """
+    lo, hi = concrete_value(table_min), concrete_value(table_max)
+    if lo is not None and hi is not None:
+        if lo.shape != () or hi.shape != ():
+            raise ValueError(f"table_min and table_max must be scalars; got shapes {lo.shape} and {hi.shape}")
+        if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+            raise ValueError(f"need finite table_min < table_max; got table_min={float(lo)!r}, table_max={float(hi)!r}")
+    x = raw(log_s)
+    lo_ = jnp.asarray(table_min, x.dtype)
+    hi_ = jnp.asarray(table_max, x.dtype)
+    return 2.0 * (x - lo_) / (hi_ - lo_) - 1.0
+
+
+def table_moments(table) -> tuple[jax.Array, jax.Array]:
+    """Mean and (population) standard deviation of a finite table of ``log s`` values (for :func:`standardized`).
+
+    Args:
+      table: any shape, finite, non-empty.
+
+    Returns:
+      ``(mean, std)`` scalars.
+    """
+    _check_finite_table(table)
+    t = raw(table)
+    return jnp.mean(t), jnp.std(t)
+
+
+def standardized(log_s, table_mean, table_std) -> jax.Array:
+    """z-score of ``log s`` against table statistics: ``(log s - mean) / std``.
+
+    Args:
+      log_s: any shape. table_mean: scalar. table_std: scalar ``> 0``.
+
+    Returns:
+      Array shaped like ``log_s``.
+
+    Raises:
+      ValueError: ``table_std <= 0`` or non-finite statistics (concrete inputs).
+
+    Example:
+      >>> standardized(jnp.array([1.0, 3.0]), 2.0, 1.0).tolist()
+      [-1.0, 1.0]
+    """
+    m, s = concrete_value(table_mean), concrete_value(table_std)
+    if m is not None and s is not None:
+        if m.shape != () or s.shape != ():
+            raise ValueError(f"table_mean and table_std must be scalars; got shapes {m.shape} and {s.shape}")
+        if not (np.isfinite(m) and np.isfinite(s) and s > 0):
+            raise ValueError(f"need finite table_mean and table_std > 0; got {float(m)!r}, {float(s)!r}")
+    x = raw(log_s)
+    return (x - jnp.asarray(table_mean, x.dtype)) / jnp.asarray(table_std, x.dtype)
+
+
+def regression_target(log_s, method: str = "raw", table=None) -> jax.Array:
+    """Regression target for paper Eq. 2 from ``log s``, by name: ``"raw"``, ``"affine"`` or ``"standardized"``.
+
+    Args:
+      log_s: log similarities, any shape (e.g. the ``B x B`` batch matrix).
+      method: one of :data:`METHODS` (a static Python string).
+      table: reference table of ``log s`` values whose statistics define ``affine``/``standardized``
+        (e.g. the full ``C x C`` class table); defaults to ``log_s`` itself (batch statistics).
+
+    Returns:
+      Array shaped like ``log_s``.
+
+    Raises:
+      ValueError: unknown ``method``; non-finite or constant table.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method == "raw":
+        return raw(log_s)
+    ref = log_s if table is None else table
+    if method == "affine":
+        lo, hi = table_range(ref)
+        return affine(log_s, lo, hi)
+    mean, std = table_moments(ref)
+    return standardized(log_s, mean, std)

@@ -1,0 +1,74 @@
+"""Tests for gensim_jax.kernels.targets against numpy formulas and the defining properties."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gensim_jax.kernels import beta_bernoulli as bb
+from gensim_jax.kernels import categorical as cat
+from gensim_jax.kernels import targets
+
+
+def _table():
+    f = np.random.default_rng(0).integers(0, 2, size=(10, 22))
+    return np.asarray(bb.pairwise_log_similarity(f, f, 0.1, 0.1), np.float64)
+
+
+def test_raw_is_identity():
+    t = _table()
+    np.testing.assert_array_equal(np.asarray(targets.raw(t)), t.astype(np.float32))
+    assert targets.raw(jnp.array([1, 2])).dtype == jnp.float32
+
+
+@pytest.mark.parametrize("transform", [lambda fn: fn, jax.jit], ids=["eager", "jit"])
+def test_affine_maps_table_onto_unit_interval(transform):
+    t = _table()
+    lo, hi = targets.table_range(t)
+    np.testing.assert_allclose([float(lo), float(hi)], [t.min(), t.max()], rtol=1e-6)
+    got = np.asarray(transform(targets.affine)(t, lo, hi))
+    np.testing.assert_allclose(got, 2 * (t - t.min()) / (t.max() - t.min()) - 1, rtol=1e-5, atol=1e-6)
+    assert got.min() == pytest.approx(-1.0, abs=1e-6) and got.max() == pytest.approx(1.0, abs=1e-6)
+    # Order is preserved (a monotone map): same ranking as log s.
+    order = np.argsort(t.ravel())
+    assert np.all(np.diff(got.ravel()[order]) >= -1e-6)
+    # A batch sub-matrix uses the table's statistics, not its own.
+    sub = t[:3, :4]
+    np.testing.assert_allclose(
+        np.asarray(targets.regression_target(sub, "affine", t)), got[:3, :4], rtol=1e-5, atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("transform", [lambda fn: fn, jax.jit], ids=["eager", "jit"])
+def test_standardized_has_zero_mean_unit_std_over_table(transform):
+    t = _table()
+    mean, std = targets.table_moments(t)
+    np.testing.assert_allclose([float(mean), float(std)], [t.mean(), t.std()], rtol=1e-5)
+    got = np.asarray(transform(targets.standardized)(t, mean, std))
+    np.testing.assert_allclose(got, (t - t.mean()) / t.std(), rtol=1e-4, atol=1e-5)
+    assert abs(got.mean()) < 1e-5 and abs(got.std() - 1) < 1e-5
+    np.testing.assert_allclose(np.asarray(targets.regression_target(t, "standardized")), got, rtol=1e-5, atol=1e-6)
+
+
+def test_class_table_with_floor():
+    table = cat.log_similarity_table(cat.uniform_class_probs(4), log_floor=-np.log(4.0))
+    np.testing.assert_allclose(
+        np.asarray(targets.regression_target(table, "affine", table)), np.where(np.eye(4) > 0, 1.0, -1.0), atol=1e-6
+    )
+    grad = jax.grad(lambda x: jnp.sum(targets.regression_target(x, "standardized")))(jnp.asarray(_table(), jnp.float32))
+    assert np.all(np.isfinite(np.asarray(grad)))
+
+
+def test_invalid_inputs_raise():
+    with pytest.raises(ValueError, match="method"):
+        targets.regression_target(jnp.zeros(3), "minmax")
+    with pytest.raises(ValueError, match="table must be finite"):
+        targets.regression_target(jnp.zeros(3), "affine", cat.log_similarity_table(cat.uniform_class_probs(3)))
+    with pytest.raises(ValueError, match="table_min < table_max"):
+        targets.affine(jnp.zeros(3), 1.0, 1.0)
+    with pytest.raises(ValueError, match="table_std > 0"):
+        targets.regression_target(jnp.ones((2, 2)), "standardized")
+    with pytest.raises(ValueError, match="non-empty"):
+        targets.table_range(jnp.zeros((0,)))
