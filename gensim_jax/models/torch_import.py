@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import flax.linen as nn
 from flax import traverse_util
 
+from gensim_jax.models.heads import ProjectionHead
 from gensim_jax.models.registry import get_model
 
 _PARAM_LEAF = {"kernel": "weight", "scale": "weight", "bias": "bias"}
@@ -189,7 +190,15 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
             names = sorted("/".join(k) for k in fresh)
             raise ValueError(f"{len(fresh)} weight(s) are not in the checkpoint and need rng= to be "
                              f"initialised: {names[:8]}{' ...' if len(names) > 8 else ''}")
-        init = traverse_util.flatten_dict(model.init(rng, model.example_input(1, minimal=True)))
+        if all(k[1] == "projector" for k in fresh):
+            # only the projection head is new: initialise it alone (cheap), not the whole model
+            head = ProjectionHead(tuple(model.projection_dims), use_batchnorm=model.projection_batchnorm,
+                                  dtype=model.dtype, param_dtype=model.param_dtype)
+            dim = flat[("params", "projector", "dense_0", "kernel")].shape[0]
+            init_head = traverse_util.flatten_dict(head.init(rng, jnp.zeros((1, dim), jnp.float32)))
+            init = {(k[0], "projector", *k[1:]): val for k, val in init_head.items()}
+        else:
+            init = traverse_util.flatten_dict(model.init(rng, model.example_input(1, minimal=True)))
         for key in fresh:
             out[key] = init[key]
     return traverse_util.unflatten_dict(out)
