@@ -166,6 +166,8 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
                f"{len(missing)} missing key(s) {missing}, {len(unexpected)} unexpected key(s) {unexpected}")
         if strict:
             raise CheckpointMismatchError(msg)
+        if missing and rng is None:
+            raise ValueError(msg + "; strict=False needs rng= to initialise the missing weights")
         warnings.warn(msg + " (strict=False: missing weights are freshly initialised)", stacklevel=2)
 
     out: dict[tuple[str, ...], Any] = {}
