@@ -141,6 +141,9 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
     if not hasattr(model, "torch_module_name"):
         raise TypeError(f"{type(model).__name__} does not define torch_module_name(path); "
                         "it cannot be imported from PyTorch")
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"state_dict must be a mapping of names to tensors, got {type(state_dict).__name__}; "
+                        "use load_state_dict(path) for files")
     sd = {k[len("module."):] if k.startswith("module.") else k: v for k, v in state_dict.items()}
     template = jax.eval_shape(lambda: model.init(jax.random.key(0), model.example_input(1, minimal=True)))
     flat = traverse_util.flatten_dict(template)

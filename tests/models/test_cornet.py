@@ -87,21 +87,13 @@ def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
             n_checked += 1
     assert n_checked == 2 + 3 * (2 + 4 + 2) + 3
 
-    # bfloat16 compute, train and eval mode in one jitted function: float32 outputs and statistics;
-    # eval-mode accuracy against the reference (train-mode BatchNorm over 4 values at 1x1
-    # resolution in IT amplifies bfloat16 rounding too much for a meaningful tolerance)
-    m16 = model.clone(dtype=jnp.bfloat16)
-
-    @jax.jit
-    def both(v, x):
-        return m16.apply(v, x, train=True, mutable=["batch_stats"]), m16.apply(v, x)
-
-    (out16_t, upd16), out16 = both(v, nchw_to_nhwc(x))
-    assert out16["logits"].dtype == out16_t["logits"].dtype == jnp.float32
-    assert all(leaf.dtype == jnp.float32 for leaf in jax.tree.leaves(upd16))
-    chex.assert_tree_all_finite((out16_t, upd16))
+    # bfloat16 compute (eval mode; bf16 train mode is exercised on ResNet-18): float32 outputs close
+    # to the reference. Train-mode BatchNorm over 4 values at IT's 1x1 resolution amplifies bf16
+    # rounding too much for a meaningful tolerance, hence eval mode with the random running stats.
+    out16 = jax.jit(model.clone(dtype=jnp.bfloat16).apply)(v, nchw_to_nhwc(x[:2]))
+    assert out16["logits"].dtype == jnp.float32
     with torch.no_grad():
-        t_eval = ref(torch.from_numpy(x)).numpy()
+        t_eval = ref(torch.from_numpy(x[:2])).numpy()
     assert_close_relative(out16["logits"], t_eval, rtol=0.05, what="bf16 eval logits")
 
 

@@ -156,5 +156,6 @@ def test_normalize_imagenet():
 
 def test_importing_models_does_not_import_torch():
     code = ("import sys, gensim_jax.models as m; assert 'torch' not in sys.modules, 'torch imported'; "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
             "assert m.param_count is not None")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
