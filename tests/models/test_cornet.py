@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from gensim_jax.models import cornet_s, get_model, param_count, torch_to_flax
+from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 from ._torch_reference import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
@@ -16,11 +16,16 @@ REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS
 
 
 @pytest.fixture(scope="module")
-def cornet_s_pair():
+def cornet_s_pair(tmp_path_factory):
+    """A random reference CORnet-S, saved as the published checkpoints are (a dict whose
+    ``state_dict`` has DataParallel ``module.`` keys), and loaded back with one call."""
     torch.manual_seed(3)
     ref = randomize_(RefCORnetS(), seed=3)
-    model = cornet_s()
-    return ref, model, torch_to_flax(model, {"module." + k: v for k, v in ref.state_dict().items()})
+    path = tmp_path_factory.mktemp("ckpt") / "cornet_s-1d3f7974.pth"
+    torch.save({"epoch": 1, "arch": "CORnet-S",
+                "state_dict": {"module." + k: v for k, v in ref.state_dict().items()}}, path)
+    model, variables = load_pretrained("cornet_s", path)
+    return ref, model, variables
 
 
 @pytest.mark.parametrize("name,batch", [("cornet_z", 2), ("cornet_rt", 2), ("cornet_s", 1)])
