@@ -248,31 +248,34 @@ def _build(c: Construction, a: tuple[float, float], b: tuple[float, float], tiny
     return ("circle", a[0], a[1], r)
 
 
-def _samples_and_dist(objs: list[tuple], n: int):
-    """Sample points along each object and their distance to every object: ``(K, K, n)``."""
-    pts = []
-    for o in objs:
-        t = (np.arange(n) + 0.5) / n
-        if o[0] == "line":
-            _, x0, y0, x1, y1 = o
-            pts.append(np.stack([x0 + t * (x1 - x0), y0 + t * (y1 - y0)], -1))
-        else:
-            _, cx, cy, r = o
-            th = 2 * np.pi * t
-            pts.append(np.stack([cx + r * np.cos(th), cy + r * np.sin(th)], -1))
-    P = np.stack(pts)  # (K, n, 2)
-    dists = []
-    for o in objs:
-        if o[0] == "line":
-            _, x0, y0, x1, y1 = o
-            d = np.array([x1 - x0, y1 - y0])
-            t = np.clip(((P - [x0, y0]) @ d) / (d @ d), 0.0, 1.0)
-            proj = np.array([x0, y0]) + t[..., None] * d
-            dists.append(np.hypot(*(P - proj).transpose(2, 0, 1)))
-        else:
-            _, cx, cy, r = o
-            dists.append(np.abs(np.hypot(P[..., 0] - cx, P[..., 1] - cy) - r))
-    return np.stack(dists, 1)  # (K sampled-object, K other-object, n)
+def _samples_and_dist(objs: list[tuple], n: int) -> np.ndarray:
+    """Distances from ``n`` points spread along each object to every object: ``(K, K, n)``.
+
+    ``D[k, m, i]`` is the distance from the ``i``-th sample of object ``k`` to object ``m``
+    (segment: distance to the closest point of the segment; circle: ``| |p - c| - r |``).
+    """
+    K = len(objs)
+    is_line = np.array([o[0] == "line" for o in objs])
+    par = np.array([o[1:] if o[0] == "line" else (*o[1:], 0.0) for o in objs])  # (K, 4)
+    t = (np.arange(n) + 0.5) / n
+    # sample points: lines a + t (b - a); circles c + r (cos, sin)(2 pi t)
+    ang = 2.0 * np.pi * t
+    lx = par[:, 0:1] + t * (par[:, 2:3] - par[:, 0:1])
+    ly = par[:, 1:2] + t * (par[:, 3:4] - par[:, 1:2])
+    cxs = par[:, 0:1] + par[:, 2:3] * np.cos(ang)
+    cys = par[:, 1:2] + par[:, 2:3] * np.sin(ang)
+    px = np.where(is_line[:, None], lx, cxs)[:, None, :]  # (K, 1, n)
+    py = np.where(is_line[:, None], ly, cys)[:, None, :]
+    # distance to every object m as a segment and as a circle, then pick by kind
+    ax, ay = par[:, 0][None, :, None], par[:, 1][None, :, None]  # (1, K, 1)
+    dx, dy = (par[:, 2] - par[:, 0])[None, :, None], (par[:, 3] - par[:, 1])[None, :, None]
+    den = np.where(is_line, (par[:, 2] - par[:, 0]) ** 2 + (par[:, 3] - par[:, 1]) ** 2, 1.0)
+    u = np.clip(((px - ax) * dx + (py - ay) * dy) / den[None, :, None], 0.0, 1.0)
+    d_seg = np.hypot(px - ax - u * dx, py - ay - u * dy)
+    d_circ = np.abs(np.hypot(px - ax, py - ay) - par[:, 2][None, :, None])
+    D = np.where(is_line[None, :, None], d_seg, d_circ)
+    D[np.arange(K), np.arange(K)] = np.inf
+    return D
 
 
 def _length(o: tuple) -> float:
@@ -299,11 +302,12 @@ def _check_visibility(objs: list[tuple], names: list[str], min_visible: float, c
     extent = max(box[2] - box[0], box[3] - box[1])
     if extent <= 0.0:
         raise _Reject("empty drawing")
+    for k, o in enumerate(objs):  # cheap test first: too small even if fully exposed
+        if _length(o) < min_visible * extent:
+            raise _Reject(f"visible object {names[k]} hidden or too small")
     if len(objs) == 1:
         return box
     D = _samples_and_dist(objs, n)
-    K = len(objs)
-    D[np.arange(K), np.arange(K)] = np.inf
     exposed = (D.min(axis=1) > cover_tol * extent).mean(axis=1)  # (K,)
     for k, o in enumerate(objs):
         if exposed[k] * _length(o) < min_visible * extent:
