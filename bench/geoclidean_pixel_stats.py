@@ -126,8 +126,16 @@ def make_figure(root: Path, out: Path, seed: int) -> None:
                 ax.set_title("ours" if c < k else "official", fontsize=7)
     fig.tight_layout(pad=0.2)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100)
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=90, format="png")
     plt.close(fig)
+    buf.seek(0)
+    # grayscale, 16 levels: the figure is line art, this keeps the file small
+    Image.open(buf).convert("L").quantize(16).save(out, optimize=True)
 
 
 if __name__ == "__main__":

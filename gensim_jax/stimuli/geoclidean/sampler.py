@@ -252,28 +252,31 @@ def _samples_and_dist(objs: list[tuple], n: int) -> np.ndarray:
     """Distances from ``n`` points spread along each object to every object: ``(K, K, n)``.
 
     ``D[k, m, i]`` is the distance from the ``i``-th sample of object ``k`` to object ``m``
-    (segment: distance to the closest point of the segment; circle: ``| |p - c| - r |``).
+    (segment: distance to the closest point of the segment; circle: ``| |p - c| - r |``), and
+    ``D[k, k] = inf``.
     """
     K = len(objs)
-    is_line = np.array([o[0] == "line" for o in objs])
-    par = np.array([o[1:] if o[0] == "line" else (*o[1:], 0.0) for o in objs])  # (K, 4)
+    lines = [k for k, o in enumerate(objs) if o[0] == "line"]
+    circs = [k for k, o in enumerate(objs) if o[0] != "line"]
     t = (np.arange(n) + 0.5) / n
-    # sample points: lines a + t (b - a); circles c + r (cos, sin)(2 pi t)
-    ang = 2.0 * np.pi * t
-    lx = par[:, 0:1] + t * (par[:, 2:3] - par[:, 0:1])
-    ly = par[:, 1:2] + t * (par[:, 3:4] - par[:, 1:2])
-    cxs = par[:, 0:1] + par[:, 2:3] * np.cos(ang)
-    cys = par[:, 1:2] + par[:, 2:3] * np.sin(ang)
-    px = np.where(is_line[:, None], lx, cxs)[:, None, :]  # (K, 1, n)
-    py = np.where(is_line[:, None], ly, cys)[:, None, :]
-    # distance to every object m as a segment and as a circle, then pick by kind
-    ax, ay = par[:, 0][None, :, None], par[:, 1][None, :, None]  # (1, K, 1)
-    dx, dy = (par[:, 2] - par[:, 0])[None, :, None], (par[:, 3] - par[:, 1])[None, :, None]
-    den = np.where(is_line, (par[:, 2] - par[:, 0]) ** 2 + (par[:, 3] - par[:, 1]) ** 2, 1.0)
-    u = np.clip(((px - ax) * dx + (py - ay) * dy) / den[None, :, None], 0.0, 1.0)
-    d_seg = np.hypot(px - ax - u * dx, py - ay - u * dy)
-    d_circ = np.abs(np.hypot(px - ax, py - ay) - par[:, 2][None, :, None])
-    D = np.where(is_line[None, :, None], d_seg, d_circ)
+    P = np.empty((K, n, 2))
+    D = np.empty((K, K, n))
+    if lines:
+        L = np.array([objs[k][1:] for k in lines])  # (nl, 4)
+        a, d = L[:, :2], L[:, 2:] - L[:, :2]
+        P[lines] = a[:, None, :] + t[None, :, None] * d[:, None, :]
+    if circs:
+        C = np.array([objs[k][1:] for k in circs])  # (nc, 3)
+        ang = 2.0 * np.pi * t
+        P[circs] = C[:, None, :2] + C[:, None, 2:] * np.stack([np.cos(ang), np.sin(ang)], -1)
+    if lines:
+        rel = P[:, None, :, :] - a[None, :, None, :]  # (K, nl, n, 2)
+        u = np.clip((rel @ d[:, :, None])[..., 0] / (d * d).sum(1)[None, :, None], 0.0, 1.0)
+        res = rel - u[..., None] * d[None, :, None, :]
+        D[:, lines] = np.sqrt((res * res).sum(-1))
+    if circs:
+        rel = P[:, None, :, :] - C[None, :, None, :2]
+        D[:, circs] = np.abs(np.sqrt((rel * rel).sum(-1)) - C[None, :, None, 2])
     D[np.arange(K), np.arange(K)] = np.inf
     return D
 
