@@ -82,8 +82,10 @@ def main() -> None:
         idx = range(r * blk, (r + 1) * blk)
         idx_ref = range(r * blk_ref, (r + 1) * blk_ref)
         best["ours"] = max(best["ours"], rate(lambda i: render(scene(i), args.size), idx))
-        best["ref"] = max(best["ref"], rate(lambda i: matplotlib_image(scene(i), args.size), idx_ref))
-        best["ours_r"] = max(best["ours_r"], rate(lambda s: render(s, args.size), scenes[idx.start:idx.stop]))
+        best["ref"] = max(best["ref"],
+                          rate(lambda i: matplotlib_image(scene(i), args.size), idx_ref))
+        best["ours_r"] = max(best["ours_r"],
+                             rate(lambda s: render(s, args.size), scenes[idx.start:idx.stop]))
         best["ref_r"] = max(best["ref_r"], rate(lambda s: matplotlib_image(s, args.size),
                                                 scenes[idx_ref.start:idx_ref.stop]))
     ours, ref = best["ours"], best["ref"]

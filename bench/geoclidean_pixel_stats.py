@@ -77,11 +77,13 @@ def main() -> None:
     ours, theirs, per = [], [], {}
     for cid, name in enumerate(CONCEPT_NAMES):
         d = root / CONCEPT_FAMILY[name] / f"concept_{name}"
-        off = [load_official(p) for p in sorted(d.glob("train/*.png")) + sorted(d.glob("test/in_*.png"))]
+        files = sorted(d.glob("train/*.png")) + sorted(d.glob("test/in_*.png"))
+        off = [load_official(p) for p in files]
         prog = concept_program(name)
         mine = [render_ink(sample_scene(prog, np.random.default_rng([args.seed, cid, i])), 360)
                 for i in range(args.per_concept)]
-        per[name] = (float(np.mean([m.mean() for m in mine])), float(np.mean([o.mean() for o in off])))
+        per[name] = (float(np.mean([m.mean() for m in mine])),
+                     float(np.mean([o.mean() for o in off])))
         ours += mine
         theirs += off
     so, st = stats(ours), stats(theirs)

@@ -88,7 +88,8 @@ def write_tfrecords(
     Raises:
       ValueError: bad sizes, or a directory written with other settings.
     """
-    if isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
+    if (isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer))
+            or shard_size < 1):
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
@@ -178,7 +179,8 @@ def read_tfrecords(directory_or_paths: str | os.PathLike | Sequence[str | os.Pat
 
     def parse(raw):
         f = tf.io.parse_single_example(raw, spec)
-        img = tf.reshape(tf.io.decode_raw(f["image"], tf.uint8), tf.stack([f["height"], f["width"]]))
+        shape = tf.stack([f["height"], f["width"]])
+        img = tf.reshape(tf.io.decode_raw(f["image"], tf.uint8), shape)
         return {
             "image": img,
             "program_id": tf.cast(f["program_id"], tf.int32),

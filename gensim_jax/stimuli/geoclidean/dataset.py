@@ -91,7 +91,9 @@ def _concept_name(concept: str | int) -> str:
             return CONCEPT_NAMES[int(concept)]
         raise ValueError(f"program id must be in [0, {N_CONCEPTS}), got {concept}")
     if concept not in CONCEPT_IDS:
-        raise ValueError(f"unknown Geoclidean concept {concept!r}; known: {', '.join(CONCEPT_NAMES)}")
+        raise ValueError(
+            f"unknown Geoclidean concept {concept!r}; known: {', '.join(CONCEPT_NAMES)}"
+        )
     return str(concept)
 
 
@@ -389,7 +391,8 @@ def write_shards(
       >>> [p.name for p in paths]
       ['geoclidean-00000-of-00002.npz', 'geoclidean-00001-of-00002.npz']
     """
-    if isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
+    if (isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer))
+            or shard_size < 1):
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")

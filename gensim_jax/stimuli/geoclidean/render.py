@@ -56,7 +56,9 @@ def _check_size(size: int) -> int:
     return int(size)
 
 
-def view_transform(bbox: tuple[float, float, float, float], size: int) -> tuple[float, float, float]:
+def view_transform(
+    bbox: tuple[float, float, float, float], size: int
+) -> tuple[float, float, float]:
     """Map canvas coordinates to pixels as the benchmark's matplotlib figures do.
 
     ``px = ox + s * x`` and ``py = oy - s * y`` (pixel rows grow downward; pixel ``(i, j)`` has

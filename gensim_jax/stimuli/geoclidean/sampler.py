@@ -84,6 +84,8 @@ class Scene:
       points: point name -> ``(x, y)``.
       tries: how many draws it took (1 = first draw accepted).
       name: the program's name if one was given, else ``""``.
+      extent: ``(xmin, ymin, xmax, ymax)`` of the visible objects (circles as full discs),
+        the box that :func:`~gensim_jax.stimuli.geoclidean.render.view_transform` frames.
     """
 
     segments: np.ndarray

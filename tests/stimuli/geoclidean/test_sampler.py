@@ -150,7 +150,8 @@ def test_point_on_circle_is_uniform_in_angle_and_on_segment_uniform_in_length():
         angles.append((math.atan2(y - cy, x - cx) / (2 * math.pi)) % 1.0)
         x0, y0, x1, y1 = sc.objects["l1"][1:]
         px, py = sc.points["p5"]
-        ts.append(((px - x0) * (x1 - x0) + (py - y0) * (y1 - y0)) / ((x1 - x0) ** 2 + (y1 - y0) ** 2))
+        L2 = (x1 - x0) ** 2 + (y1 - y0) ** 2
+        ts.append(((px - x0) * (x1 - x0) + (py - y0) * (y1 - y0)) / L2)
     assert stats.kstest(angles, "uniform").pvalue > 1e-3
     assert stats.kstest(ts, "uniform").pvalue > 1e-3
 
