@@ -48,7 +48,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from gensim_jax.stimuli.geoclidean.grammar import Construction, PointRef, Program, parse_program
+from gensim_jax.stimuli.geoclidean.grammar import Program, parse_program
 
 __all__ = [
     "CANVAS",
@@ -195,16 +195,6 @@ class _Reject(Exception):
         self.reason = reason
 
 
-def _point_on(obj: tuple, rng: np.random.Generator) -> tuple[float, float]:
-    if obj[0] == "line":
-        _, x0, y0, x1, y1 = obj
-        t = rng.random()
-        return (x0 + t * (x1 - x0), y0 + t * (y1 - y0))
-    _, cx, cy, r = obj
-    th = rng.random() * 2.0 * math.pi
-    return (cx + r * math.cos(th), cy + r * math.sin(th))
-
-
 def _intersections(a: tuple, b: tuple) -> list[tuple[float, float]]:
     if a[0] == "line" and b[0] == "line":
         return segment_intersections(a[1:], b[1:])
@@ -215,39 +205,74 @@ def _intersections(a: tuple, b: tuple) -> list[tuple[float, float]]:
     return circle_intersections(a[1:], b[1:])
 
 
-def _resolve_point(
-    p: PointRef, objects: dict, points: dict, rng: np.random.Generator, canvas: float
-) -> tuple[float, float]:
-    if p.name in points:
-        return points[p.name]
-    if not p.constraints:
-        xy = (rng.random() * canvas, rng.random() * canvas)
-    elif len(p.constraints) == 1:
-        xy = _point_on(objects[p.constraints[0].name], rng)
+_PLANS: dict[int, tuple[Program, tuple]] = {}
+
+
+def _plan(program: Program) -> tuple:
+    """Compile a program once: per construction ``(name, is_line, point_a, point_b)`` with
+    points as ``(slot, name, constraint names)`` (``slot`` indexes the per-draw uniforms),
+    plus the visible names."""
+    hit = _PLANS.get(id(program))
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    slots = {n: i for i, n in enumerate(program.point_names)}
+    steps = tuple(
+        (c.name, c.kind == "line",
+         *((slots[q.name], q.name, tuple(o.name for o in q.constraints)) for q in c.points))
+        for c in program.constructions
+    )
+    plan = (steps, tuple(program.visible_objects), len(slots))
+    if len(_PLANS) > 512:
+        _PLANS.clear()
+    _PLANS[id(program)] = (program, plan)
+    return plan
+
+
+def _resolve(q: tuple, objects: dict, points: dict, u: list, canvas: float) -> tuple:
+    slot, name, cons = q
+    xy = points.get(name)
+    if xy is not None:
+        return xy
+    u0, u1 = u[2 * slot], u[2 * slot + 1]
+    if not cons:
+        xy = (u0 * canvas, u1 * canvas)
+    elif len(cons) == 1:
+        o = objects[cons[0]]
+        if o[0] == "line":
+            _, x0, y0, x1, y1 = o
+            xy = (x0 + u0 * (x1 - x0), y0 + u0 * (y1 - y0))
+        else:
+            _, cx, cy, r = o
+            th = 2.0 * math.pi * u0
+            xy = (cx + r * math.cos(th), cy + r * math.sin(th))
     else:
-        a, b = (objects[o.name] for o in p.constraints)
-        cands = _intersections(a, b)
+        cands = _intersections(objects[cons[0]], objects[cons[1]])
         if not cands:
-            raise _Reject(f"no intersection of {p.constraints[0].name} and {p.constraints[1].name}")
-        # a new name denotes a new point: prefer intersections that are not already named
-        tol = 1e-7 * canvas
-        fresh = [q for q in cands
-                 if all(abs(q[0] - v[0]) + abs(q[1] - v[1]) > tol for v in points.values())]
-        cands = fresh or cands
-        xy = cands[int(rng.integers(len(cands)))] if len(cands) > 1 else cands[0]
-    points[p.name] = xy
+            raise _Reject(f"no intersection of {cons[0]} and {cons[1]}")
+        if len(cands) > 1:
+            # a new name denotes a new point: prefer intersections that are not already named
+            tol = 1e-7 * canvas
+            fresh = [c for c in cands
+                     if all(abs(c[0] - v[0]) + abs(c[1] - v[1]) > tol for v in points.values())]
+            cands = fresh or cands
+        xy = cands[min(int(u1 * len(cands)), len(cands) - 1)]
+    points[name] = xy
     return xy
 
 
-def _build(c: Construction, a: tuple[float, float], b: tuple[float, float], tiny: float) -> tuple:
-    if c.kind == "line":
-        if math.hypot(b[0] - a[0], b[1] - a[1]) <= tiny:
-            raise _Reject(f"degenerate line {c.name}")
-        return ("line", a[0], a[1], b[0], b[1])
-    r = math.hypot(b[0] - a[0], b[1] - a[1])
-    if r <= tiny:
-        raise _Reject(f"degenerate circle {c.name}")
-    return ("circle", a[0], a[1], r)
+def _draw(plan: tuple, rng: np.random.Generator, canvas: float, tiny: float):
+    steps, _, n_points = plan
+    u = rng.random(2 * n_points).tolist()  # two uniforms per point, drawn once per try
+    objects: dict[str, tuple] = {}
+    points: dict[str, tuple[float, float]] = {}
+    for name, is_line, qa, qb in steps:
+        a = _resolve(qa, objects, points, u, canvas)
+        b = _resolve(qb, objects, points, u, canvas)
+        d = math.hypot(b[0] - a[0], b[1] - a[1])
+        if d <= tiny:
+            raise _Reject(f"degenerate {'line' if is_line else 'circle'} {name}")
+        objects[name] = ("line", a[0], a[1], b[0], b[1]) if is_line else ("circle", a[0], a[1], d)
+    return objects, points
 
 
 def _samples_and_dist(objs: list[tuple], n: int) -> np.ndarray:
@@ -382,15 +407,11 @@ def sample_scene(
         raise ValueError(f"program {name or program.to_source()!r} has no visible object to draw")
     tiny = 1e-9 * canvas
     reasons: Counter[str] = Counter()
+    plan = _plan(program)
+    vis_names = list(plan[1])
     for attempt in range(1, int(max_tries) + 1):
-        objects: dict[str, tuple] = {}
-        points: dict[str, tuple[float, float]] = {}
         try:
-            for c in program.constructions:
-                a = _resolve_point(c.points[0], objects, points, rng, canvas)
-                b = _resolve_point(c.points[1], objects, points, rng, canvas)
-                objects[c.name] = _build(c, a, b, tiny)
-            vis_names = list(program.visible_objects)
+            objects, points = _draw(plan, rng, canvas, tiny)
             vis = [objects[n] for n in vis_names]
             box = _check_visibility(vis, vis_names, min_visible, cover_tol)
         except _Reject as e:
