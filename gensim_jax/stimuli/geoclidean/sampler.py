@@ -10,9 +10,9 @@ canvas coordinates ``[0, canvas]^2`` (``canvas = 16`` in the original environmen
 * a point on **two objects** ``p(a, b)`` is one of their intersections (segment-segment,
   segment-circle, circle-circle), chosen uniformly among those that exist and are not already
   named points (a new name denotes a new point; if every intersection is an already-named
-  point, uniformly among all of them). Without this rule concept ``rhomboid`` also yields
-  trapezoids (its ``p5(l1, c3)`` would be ``p3`` half of the time), while the official images
-  show only its parallelograms;
+  point, uniformly among all of them). With a plain uniform choice, ``p5(l1, c3)`` of concept
+  ``rhomboid`` would be the already-named ``p3`` half of the time even when the second
+  intersection, the one that makes its parallelogram, exists;
 * a **reused point name** keeps the value it got at its first appearance (constraints written at
   later appearances are not re-applied);
 * ``line(p, q)`` is the **segment** from ``p`` to ``q`` (the benchmark images draw segments, and
@@ -359,9 +359,9 @@ def sample_scene(
 
     Implements the generative process of the module docstring: points are drawn in program
     order (free: uniform on ``[0, canvas]^2``; on one object: uniform on it; on two: a uniform
-    choice among the intersections), objects are built from them, and the whole draw is
-    repeated when it is invalid (missing intersection, degenerate object, hidden visible
-    object).
+    choice among the intersections that are not already-named points), objects are built from
+    them, and the whole draw is repeated when it is invalid (missing intersection, degenerate
+    object, hidden visible object).
 
     Args:
       program: a parsed :class:`~gensim_jax.stimuli.geoclidean.grammar.Program` or program text.

@@ -289,3 +289,25 @@ def test_bad_arguments():
         sample_scene("l1* = line(p1(), p2())", np.random.default_rng(0))
     with pytest.raises(ValueError, match="line 1"):
         sample_scene("l1 = line(p1(), )", np.random.default_rng(0))
+
+
+def test_new_point_name_prefers_an_unnamed_intersection():
+    # l1 starts at p2, which lies on c1; when l1 meets c1 a second time, p4 must be that point
+    prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p2(), p3())\n"
+                         "l2 = line(p4(l1, c1), p5())")
+    seen_second = 0
+    for s in range(200):
+        sc = sample_scene(prog, np.random.default_rng([13, s]), min_visible=0.0)
+        p2, p4 = np.array(sc.points["p2"]), np.array(sc.points["p4"])
+        # independent count of the crossings of l1 with c1 (grid sign changes + endpoint p2)
+        x0, y0, x1, y1 = sc.objects["l1"][1:]
+        cx, cy, r = sc.objects["c1"][1:]
+        t = np.linspace(1e-6, 1, 100001)
+        g = np.hypot(x0 + t * (x1 - x0) - cx, y0 + t * (y1 - y0) - cy) - r
+        if np.any(np.sign(g[1:]) != np.sign(g[:-1])):
+            seen_second += 1
+            assert np.linalg.norm(p4 - p2) > 1e-6
+            assert on_object(tuple(p4), sc.objects["c1"], 1e-9 * CANVAS * 1e3)
+        else:
+            np.testing.assert_allclose(p4, p2, atol=1e-9)
+    assert seen_second > 20
