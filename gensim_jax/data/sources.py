@@ -289,8 +289,7 @@ class GroupIndex:
     def sample_other_group(self, u, groups) -> np.ndarray:
         """For each of ``groups``, a different group drawn from the prior restricted to the others.
 
-        Inverse-CDF sampling with the own group's interval cut out: ``v = u (1 - p_g)`` is
-        shifted by ``p_g`` when it lies past the start of that interval.
+        Inverse-CDF sampling from ``q_g = prior`` with ``q_g[g] = 0``, renormalised.
 
         Args:
           u: ``(B,)`` uniforms in ``[0, 1)``.
@@ -300,24 +299,21 @@ class GroupIndex:
           ``(B,)`` group positions, never equal to ``groups``.
         """
         groups = np.asarray(groups, dtype=np.int64)
-        own = self.prior[groups]
-        if (own >= 1.0 - 1e-12).any():
-            raise ValueError("cannot draw a different group: one group holds all the prior mass")
-        cdf = np.cumsum(self.prior)
-        cdf[-1] = 1.0
-        lo = cdf[groups] - own
-        v = np.asarray(u, dtype=np.float64) * (1.0 - own)
-        v = np.where(v >= lo, v + own, v)
-        out = np.minimum(np.searchsorted(cdf, v, side="right"), self.num_groups - 1)
-        # Rounding can land on the own group at its boundary; step to the nearest other
-        # group with mass in that case.
-        bad = out == groups
-        if bad.any():
-            pos = np.flatnonzero(self.prior > 0)
-            for k in np.flatnonzero(bad):
-                cand = pos[pos != groups[k]]
-                out[k] = cand[np.argmin(np.abs(cand - groups[k]))]
-        return out.astype(np.int64)
+        u = np.asarray(u, dtype=np.float64)
+        out = np.empty_like(groups)
+        for g in np.unique(groups):
+            q = self.prior.copy()
+            q[g] = 0.0
+            total = q.sum()
+            if total <= 0:
+                raise ValueError(f"cannot draw a group other than {self.ids[g]!r}: it holds all "
+                                 "the prior mass")
+            cdf = np.cumsum(q / total)
+            last = np.flatnonzero(q > 0)[-1]
+            sel = groups == g
+            # side="right" never returns a zero-mass group; clip rounding past the end.
+            out[sel] = np.minimum(np.searchsorted(cdf, u[sel], side="right"), last)
+        return out
 
 
 def group_index(source: IndexedSource, key: str, prior=None, group_ids=None) -> GroupIndex:
