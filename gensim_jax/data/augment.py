@@ -141,14 +141,14 @@ def random_resized_crop(image, seed, size: Sequence[int], scale=(0.08, 1.0), rat
     """Random resized crop (SimCLR / Inception): :func:`sample_crop_box`, then resize to ``size``.
 
     Args:
-      image: float ``(H, W, C)``.
+      image: ``(H, W, C)``, float or ``uint8``.
       seed: ``(2,)`` int seed.
       size: output ``(height, width)``.
       scale, ratio: see :func:`sample_crop_box`.
       method: ``tf.image.resize`` method.
 
     Returns:
-      float32 ``(size[0], size[1], C)``.
+      float32 ``(size[0], size[1], C)`` on the input's value scale (``[0, 255]`` for ``uint8``).
     """
     image = _check_image(image)
     shape = tf.shape(image)
@@ -183,13 +183,13 @@ def _coin(seed, p: float):
 def random_flip_left_right(image, seed, p: float = 0.5):
     """Mirror the width axis with probability ``p``."""
     image = _check_image(image)
-    return tf.where(_coin(seed, p), tf.reverse(image, axis=[1]), image)
+    return tf.cond(_coin(seed, p), lambda: tf.reverse(image, axis=[1]), lambda: image)
 
 
 def random_flip_up_down(image, seed, p: float = 0.5):
     """Mirror the height axis with probability ``p`` (quadrilaterals only)."""
     image = _check_image(image)
-    return tf.where(_coin(seed, p), tf.reverse(image, axis=[0]), image)
+    return tf.cond(_coin(seed, p), lambda: tf.reverse(image, axis=[0]), lambda: image)
 
 
 def rotate(image, angle_deg, fill_value: float = 0.0, method: str = "bilinear"):
@@ -281,8 +281,8 @@ def random_gaussian_blur(image, seed, p: float = 0.5, sigma_range=(0.1, 2.0),
     seeds = split_seed(seed, 2)
     sigma = tf.random.stateless_uniform([], seeds[0], sigma_range[0], sigma_range[1])
     ksize = max(int(round(kernel_fraction * image.shape[0])), 1)
-    blurred = gaussian_blur(image, sigma, ksize)
-    return tf.where(_coin(seeds[1], p), blurred, tf.cast(image, tf.float32))
+    image = tf.cast(image, tf.float32)
+    return tf.cond(_coin(seeds[1], p), lambda: gaussian_blur(image, sigma, ksize), lambda: image)
 
 
 def rgb_to_grayscale(image):
@@ -299,7 +299,8 @@ def random_grayscale(image, seed, p: float = 0.2):
     image = _check_image(image)
     if image.shape[-1] == 1:
         return tf.cast(image, tf.float32)
-    return tf.where(_coin(seed, p), rgb_to_grayscale(image), tf.cast(image, tf.float32))
+    image = tf.cast(image, tf.float32)
+    return tf.cond(_coin(seed, p), lambda: rgb_to_grayscale(image), lambda: image)
 
 
 def normalize(image, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD):
@@ -341,11 +342,17 @@ def simclr_augment(size: Sequence[int], *, crop_scale=(0.08, 1.0), flip: bool = 
         raise ValueError(f"size must be (height, width) with positive entries, got {size}")
 
     def fn(image, seed):
-        x = to_float(image)
+        image = _check_image(image)
         seeds = split_seed(seed, 6)
         if rotation_deg:
-            x = random_rotation(x, seeds[0], rotation_deg, fill_value=fill_value)
-        x = random_resized_crop(x, seeds[1], size, scale=crop_scale)
+            x = random_rotation(to_float(image), seeds[0], rotation_deg, fill_value=fill_value)
+            x = random_resized_crop(x, seeds[1], size, scale=crop_scale)
+        else:
+            # Crop before converting, then resize (which returns float32) and rescale: the same
+            # values as converting first, with less work on large inputs.
+            x = random_resized_crop(image, seeds[1], size, scale=crop_scale)
+            if image.dtype == tf.uint8:
+                x = x / 255.0
         if flip:
             x = random_flip_left_right(x, seeds[2])
         if vertical_flip:
