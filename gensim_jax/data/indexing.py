@@ -15,6 +15,8 @@ Numpy only.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 __all__ = ["derive_key", "stateless_uniform", "StreamIndex"]
@@ -104,6 +106,7 @@ class StreamIndex:
         self.seed, self.shuffle = int(seed), bool(shuffle)
         self.process_index, self.process_count = int(process_index), int(process_count)
         self._perms: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()  # tf.data calls indices() from several threads
 
     @property
     def global_batch_size(self) -> int:
@@ -119,15 +122,19 @@ class StreamIndex:
     def permutation(self, epoch: int) -> np.ndarray:
         """``perm_e``: the order of epoch ``epoch`` (cached for the two latest epochs)."""
         epoch = int(epoch)
-        perm = self._perms.get(epoch)
+        if epoch < 0:
+            raise ValueError(f"epoch must be non-negative, got {epoch}")
+        with self._lock:
+            perm = self._perms.get(epoch)
         if perm is None:
             if self.shuffle:
                 perm = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
             else:
                 perm = np.arange(self.num_examples, dtype=np.int64)
-            if len(self._perms) >= 2:
-                self._perms.pop(min(self._perms))
-            self._perms[epoch] = perm
+            with self._lock:
+                while len(self._perms) >= 2:
+                    self._perms.pop(min(self._perms))
+                self._perms[epoch] = perm
         return perm
 
     def indices(self, positions) -> np.ndarray:
