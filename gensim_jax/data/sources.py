@@ -99,8 +99,8 @@ class ArraySource:
 
     Example:
       >>> src = ArraySource({"image": np.zeros((3, 8, 8, 1), np.uint8), "label": np.array([0, 1, 1])})
-      >>> len(src), src.example(2)["label"]
-      (3, array(1))
+      >>> len(src), int(src.example(2)["label"])
+      (3, 1)
     """
 
     def __init__(self, arrays: Mapping[str, Any]):
@@ -174,7 +174,7 @@ class SyntheticImageSource:
     """Random ``uint8`` images with a class label: a stand-in for benchmarks and tests.
 
     Example ``i`` has label ``i % num_classes`` and an image drawn from
-    ``default_rng([seed, i])`` (smooth blobs plus noise, so that blur and crops are not no-ops).
+    ``default_rng([seed, i])`` (8 x 8 pixel blocks plus noise, so that blur and crops are not no-ops).
 
     Args:
       length: number of examples.

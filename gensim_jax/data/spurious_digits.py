@@ -124,7 +124,7 @@ class SpuriousDigits:
       ood_backgrounds, ood_background_labels: backgrounds for ``mode="unseen"``.
 
     Examples have ``image (32, 32, 3)`` uint8, ``label`` (digit), ``background`` (index into the
-    background array used, ``-1``-free), ``background_label`` (CIFAR class) and ``in_pool``
+    background array used: ``ood_backgrounds`` in mode ``"unseen"``), ``background_label`` (CIFAR class) and ``in_pool``
     (whether the background belongs to the digit's pool).
     """
 
