@@ -203,3 +203,7 @@ def test_validation_errors():
         A.random_grayscale(np.zeros((2, 2, 3)), np.array([0, 0]), p=1.5)
     with pytest.raises(ValueError, match="size"):
         A.simclr_augment((0, 3))
+
+
+def test_tensorflow_sees_no_gpu():
+    assert tf.config.get_visible_devices("GPU") == []
