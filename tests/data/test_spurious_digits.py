@@ -127,3 +127,16 @@ def test_loads_through_tfds_under_mock_data():
     assert batch["image"].shape == (8, 32, 32, 3) and batch["image"].dtype == np.uint8
     for k in range(8):
         assert batch["background"][k] in train.pools[batch["label"][k]]
+
+
+def test_triplets_over_spurious_digits():
+    from gensim_jax.data.pipelines import as_numpy, triplet_batches
+
+    train = load_spurious_digits("train", per_class=5, seed=2, arrays=fake_arrays())
+    batch = next(as_numpy(triplet_batches(train, 16, seed=0, group_key="label", num_steps=1)))
+    lab, bg = batch["label"], batch["background"]
+    assert batch["image"].shape == (16, 3, 32, 32, 3)
+    assert (lab[:, 0] == lab[:, 1]).all() and (lab[:, 0] != lab[:, 2]).all()
+    for k in range(16):  # in distribution: every background comes from its digit's pool
+        for m in range(3):
+            assert bg[k, m] in train.pools[lab[k, m]]
