@@ -53,7 +53,9 @@ def main(argv=None) -> int:
         embed = _model_embedder(a.model, a.checkpoint, a.image_size, a.batch_size)
     embedded = fewshot.embed_concepts(concepts, embed)
     rules = ("per_concept", "global") if a.threshold == "both" else (a.threshold,)
-    result = {"model": a.model, "checkpoint": a.checkpoint, "concepts": list(concepts)}
+    weights = ("none (model-free)" if a.model == "pixels" else a.checkpoint
+               or "random initialisation (no --checkpoint given)")
+    result = {"model": a.model, "weights": weights, "concepts": list(concepts)}
     for rule in rules:
         r = fewshot.fewshot_evaluate(embedded, rule)
         result[rule] = {"mean": r.mean, "per_concept": r.per_concept}
