@@ -24,6 +24,8 @@ def main(argv=None) -> int:
     p.add_argument("--per-leaf", type=int, default=12, help="synthetic images per leaf")
     p.add_argument("--noise", type=float, default=2.0, help="synthetic pixel noise")
     p.add_argument("--shuffle-embeddings", action="store_true")
+    p.add_argument("--chance", choices=("uniform", "majority"), default="uniform")
+    p.add_argument("--n-jobs", type=int, default=None, help="parallel one-vs-all SVM fits")
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
 
@@ -40,7 +42,7 @@ def main(argv=None) -> int:
         x, nodes, source = images.reshape(len(images), -1), None, "synthetic pixels"
     if a.shuffle_embeddings:
         x = x[rng.permutation(len(x))]
-    r = decode_levels(x, y, tree, nodes, seed=a.seed)
-    emit({"source": source, "shuffled": a.shuffle_embeddings, "score": r.score,
+    r = decode_levels(x, y, tree, nodes, seed=a.seed, chance=a.chance, n_jobs=a.n_jobs)
+    emit({"source": source, "shuffled": a.shuffle_embeddings, "chance": a.chance, "score": r.score,
           "levels": [lv for lv in r.levels]}, a.out)
     return 0

@@ -8,7 +8,8 @@ inside a 3-fold cross-validation loop (mean held-out accuracy over the folds). T
     score = sum_l log(a_l / c_l)                                     (paper Sec. 3.3)
 
 with ``a_l`` the accuracy and ``c_l = 1 / n_l`` the chance accuracy at level ``l`` (``n_l`` labels at
-that level among the images). Levels with a single label (the root) are trivial and contribute 0.
+that level among the images; ``chance="majority"`` uses the most frequent label's share instead).
+Levels with a single label (the root) are trivial and contribute 0.
 
 Level labels come from :func:`gensim_jax.kernels.hierarchy.level_labels` (any
 :class:`~gensim_jax.kernels.hierarchy.Tree`, e.g. the WordNet tree of
@@ -42,7 +43,8 @@ class LevelResult:
     level: int
     num_labels: int
     accuracy: float        # mean over the CV folds
-    chance: float          # 1 / num_labels
+    chance: float          # the chance used in the score: 1 / num_labels or the majority rate
+    majority: float        # share of the most frequent label (accuracy of always guessing it)
     fold_accuracies: tuple[float, ...]
 
 
@@ -66,18 +68,19 @@ def aggregate_score(accuracies, chances) -> float:
     return float(np.sum(np.log(a / c)))
 
 
-def _svm(seed: int, standardize: bool):
+def _svm(seed: int, standardize: bool, n_jobs: int | None):
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
     clf = SGDClassifier(loss="hinge", max_iter=100, tol=1e-4, n_iter_no_change=5,
-                        early_stopping=False, random_state=seed)
+                        early_stopping=False, random_state=seed, n_jobs=n_jobs)
     return make_pipeline(StandardScaler(), clf) if standardize else clf
 
 
 def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: int = 3, seed: int = 0,
-                  standardize: bool = True, fill: str = "self") -> DecodingResult:
+                  standardize: bool = True, fill: str = "self", chance: str = "uniform",
+                  n_jobs: int | None = None) -> DecodingResult:
     """Decode the class-tree level of every image from its embedding (paper Appendix N).
 
     Args:
@@ -92,6 +95,11 @@ def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: i
         SVM; SGD on unscaled features converges poorly. The paper does not say; default True.
       fill: passed to :func:`~gensim_jax.kernels.hierarchy.level_labels` (``"self"``: a class
         shallower than a level keeps its own label there).
+      chance: ``"uniform"`` (``c_l = 1 / n_l``, the paper's red lines in Fig. S3) or ``"majority"``
+        (``c_l`` = share of the most frequent label). The WordNet levels of ImageNet are very
+        unbalanced (level 1: almost every class is a physical entity), so with ``"uniform"`` even
+        random embeddings score far above 0; ``"majority"`` is the stricter baseline.
+      n_jobs: parallel one-vs-all fits (sklearn ``n_jobs``); ImageNet's deep levels have ~1000 labels.
 
     Returns:
       :class:`DecodingResult` with one :class:`LevelResult` per level that has at least 2 labels
@@ -111,6 +119,8 @@ def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: i
     nodes = tree.leaves if class_nodes is None else np.asarray(class_nodes)
     if y.size and (y.min() < 0 or y.max() >= len(nodes)):
         raise ValueError(f"classes must lie in [0, {len(nodes)}), got [{y.min()}, {y.max()}]")
+    if chance not in ("uniform", "majority"):
+        raise ValueError(f"chance must be 'uniform' or 'majority', got {chance!r}")
     if folds < 2 or len(x) < 2 * folds:
         raise ValueError(f"folds must be >= 2 with at least 2*folds images, got folds={folds}, N={len(x)}")
     labels, _ = level_labels(tree, nodes, fill=fill)
@@ -133,9 +143,11 @@ def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: i
                 continue
             with warnings.catch_warnings():  # hitting the paper's 100-epoch cap is expected
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                clf = _svm(seed, standardize).fit(xl[tr], yl[tr])
+                clf = _svm(seed, standardize, n_jobs).fit(xl[tr], yl[tr])
             accs.append(float(np.mean(clf.predict(xl[te]) == yl[te])))
-        results.append(LevelResult(level, len(uniq), float(np.mean(accs)), 1.0 / len(uniq), tuple(accs)))
+        majority = float(counts.max() / counts.sum())
+        c = 1.0 / len(uniq) if chance == "uniform" else majority
+        results.append(LevelResult(level, len(uniq), float(np.mean(accs)), c, majority, tuple(accs)))
     if not results:
         raise ValueError("no tree level has two or more labels among the images")
     acc = [r.accuracy for r in results]

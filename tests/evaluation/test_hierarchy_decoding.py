@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.evaluation import hierarchy_decoding as hd
-from gensim_jax.kernels.hierarchy import level_labels
+from gensim_jax.kernels.hierarchy import Tree, level_labels
 
 
 def test_balanced_tree_shape():
@@ -65,3 +65,21 @@ def test_aggregate_and_errors():
         hd.decode_levels(np.zeros((10, 2)), np.full(10, 5), tree)
     with pytest.raises(TypeError, match="Generator"):
         hd.synthetic_hierarchy_images(0)
+
+
+def test_majority_chance_on_unbalanced_levels():
+    # root -> A (5 leaves), B (1 leaf): level 1 is 5:1 unbalanced
+    tree = Tree.from_parents(np.array([-1, 0, 0, 1, 1, 1, 1, 1, 2]))
+    classes = np.repeat(np.arange(6), 40)
+    x = np.random.default_rng(3).standard_normal((len(classes), 6))
+    uni = hd.decode_levels(x, classes, tree, seed=0)
+    maj = hd.decode_levels(x, classes, tree, seed=0, chance="majority")
+    lv_u, lv_m = uni.levels[0], maj.levels[0]
+    assert lv_u.chance == 0.5 and lv_m.chance == pytest.approx(5 / 6) and lv_u.majority == pytest.approx(5 / 6)
+    assert lv_u.accuracy == lv_m.accuracy
+    # random features cannot beat always guessing the majority label
+    assert lv_m.accuracy < 5 / 6 + 0.05
+    assert maj.score == pytest.approx(sum(np.log(lv.accuracy / lv.majority) for lv in maj.levels))
+    assert maj.score < uni.score
+    with pytest.raises(ValueError, match="chance"):
+        hd.decode_levels(x, classes, tree, chance="prior")
