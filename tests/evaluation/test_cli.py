@@ -31,6 +31,20 @@ def test_oddball_cli(tmp_path, capsys):
     assert set(out["population_correlation"]) >= {"baboons", "french_adults_1"}
 
 
+def test_oddball_cli_per_subject(tmp_path, shared_dir):
+    rng = np.random.default_rng(1)
+    e = rng.standard_normal((11 * 12, 6, 4))
+    np.savez(tmp_path / "trials.npz", embeddings=e, deviant=np.zeros(132, np.int64),
+             shapes=np.repeat(np.array(SHAPES), 12))
+    beh = shared_dir / "reference" / "sable_meyer" / "behavior"
+    assert main(["oddball", "--trials", str(tmp_path / "trials.npz"), "--behavior", str(beh / "himbas.csv"),
+                 str(beh / "MALI.csv"), "--out", str(tmp_path / "o.json")]) == 0
+    out = json.loads((tmp_path / "o.json").read_text())
+    assert set(out["subject_correlation"]) == {"himbas", "baboons"}
+    assert out["subject_correlation"]["baboons"]["n"] == 1
+    assert 1 <= out["subject_correlation"]["himbas"]["n"] <= 22
+
+
 def test_hierarchy_cli(tmp_path):
     assert main(["hierarchy", "--per-leaf", "6", "--out", str(tmp_path / "h.json")]) == 0
     out = json.loads((tmp_path / "h.json").read_text())
