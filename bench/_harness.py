@@ -89,7 +89,7 @@ def compare(
     }
     if torch_threads:
         out["reference_threads"] = best
-        out["reference_s_by_threads"] = {str(k): round(v, 6) for k, v in medians.items()}
+        out["reference_s_by_threads"] = {str(k): sig(v) for k, v in medians.items()}
     return out
 
 
@@ -120,25 +120,32 @@ def record(
     out = {
         "bench": bench,
         "params": params,
-        "ours_s": round(timing["ours_s"], 6),
+        "ours_s": sig(timing["ours_s"]),
         "reference": reference,
-        "reference_s": round(timing["reference_s"], 6),
-        "ratio": round(ratio, 4),
+        "reference_s": sig(timing["reference_s"]),
+        "ratio": float(f"{ratio:.4g}"),
         "target": (f"speedup >= {target}" if higher_is_better else f"ratio <= {target}"),
         "met": bool(met),
-        "compile_s": round(timing.get("compile_s", 0.0), 4),
+        "compile_s": sig(timing.get("compile_s", 0.0)),
         "repeats": timing.get("repeats"),
-        "ours_min_s": round(timing["ours_min_s"], 6) if "ours_min_s" in timing else None,
-        "reference_min_s": round(timing["reference_min_s"], 6) if "reference_min_s" in timing else None,
+        "ours_min_s": sig(timing["ours_min_s"]) if "ours_min_s" in timing else None,
+        "reference_min_s": sig(timing["reference_min_s"]) if "reference_min_s" in timing else None,
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     for key in ("reference_threads", "reference_s_by_threads"):
         if key in timing:
             out[key] = timing[key]
+    if higher_is_better:
+        out["speedup"] = float(f"{1.0 / ratio:.4g}")
     if note:
         out["note"] = note
     out.update(extra)
     return out
+
+
+def sig(x: float, digits: int = 4) -> float:
+    """``x`` rounded to ``digits`` significant digits (JSON-friendly)."""
+    return float(f"{x:.{digits}g}")
 
 
 def emit(line: dict) -> None:
