@@ -15,14 +15,18 @@ SIZES = (128, 256, 512, 1024, 2048)
 
 
 def run(quick: bool = False) -> list[dict]:
-    sizes, repeats = ((8,), 1) if quick else (SIZES, 5)
+    sizes = (8,) if quick else SIZES
+
+    def repeats(b):  # small sizes are cheap and noisier: more repeats
+        return 1 if quick else (15 if b <= 512 else 5)
+
     out = []
     for b in sizes:
-        line = gensim_case(b, repeats=repeats)
+        line = gensim_case(b, repeats=repeats(b))
         line["bench"] = "scaling_gensim_loss_grad"
         out.append(line)
     for b in sizes:
-        (line,) = beta_bernoulli_case(b, repeats=repeats, references=("table",))
+        (line,) = beta_bernoulli_case(b, repeats=repeats(b), references=("table",))
         line["bench"] = "scaling_beta_bernoulli_table"
         out.append(line)
     return out
