@@ -162,6 +162,7 @@ def machine() -> dict:
         "jax_backend": jax.default_backend(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "numpy": np.__version__,
         "python": platform.python_version(),
     }
