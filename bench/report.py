@@ -3,7 +3,7 @@
 Usage::
 
     python -m bench.run_all > results.jsonl
-    python -m bench.report results.jsonl
+    python -m bench.report results.jsonl --machine "2-core Xeon (shared)"
 """
 
 from __future__ import annotations
@@ -24,17 +24,27 @@ def _params(p: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("dtype",))
 
 
-def tables(lines: list[dict]) -> str:
+_MODULE = {"gensim_loss_grad": "losses", "ntxent_loss_grad": "losses", "supcon_loss_grad": "losses",
+           "beta_bernoulli_table": "kernels", "hierarchy_table": "kernels",
+           "tree_kernel_gram": "kernels"}
+
+
+def tables(lines: list[dict], machine: str = "", date: str = "") -> str:
+    head = next((ln for ln in lines if ln["bench"] == "machine"), {})
+    date = date or head.get("date_utc", "")[:10]
     main = [ln for ln in lines if ln["bench"] not in ("machine", "summary")
             and not ln["bench"].startswith("scaling_")]
     scaling = [ln for ln in lines if ln["bench"].startswith("scaling_")]
-    out = ["| benchmark | params | ours | reference | reference time | ratio (ours/ref) | target | met |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| benchmark | params | command | machine | date | ours | reference | reference time "
+           "| ratio (ours/ref) | target | met |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for ln in main:
         ratio = f"{ln['ratio']:.3g}"
         if "speedup" in ln:
             ratio += f" (speedup {ln['speedup']:,.0f}x)"
-        out.append(f"| `{ln['bench']}` | {_params(ln['params'])} | {_fmt_s(ln['ours_s'])} | "
+        cmd = f"`python -m bench.run_all --only {_MODULE.get(ln['bench'], 'kernels')}`"
+        out.append(f"| `{ln['bench']}` | {_params(ln['params'])} | {cmd} | {machine} | {date} | "
+                   f"{_fmt_s(ln['ours_s'])} | "
                    f"{ln['reference']} | {_fmt_s(ln['reference_s'])} | {ratio} | {ln['target']} | "
                    f"{'yes' if ln['met'] else 'no'} |")
     if scaling:
@@ -50,12 +60,15 @@ def tables(lines: list[dict]) -> str:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(argv[0], encoding="utf-8") as fh:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="JSON lines of bench.run_all -> Markdown")
+    parser.add_argument("results")
+    parser.add_argument("--machine", default="", help="short machine description for the table")
+    args = parser.parse_args(argv)
+    with open(args.results, encoding="utf-8") as fh:
         lines = [json.loads(s) for s in fh if s.strip().startswith("{")]
-    print(tables(lines))
+    print(tables(lines, machine=args.machine))
     return 0
 
 
