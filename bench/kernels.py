@@ -21,7 +21,6 @@ import math
 import statistics
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
