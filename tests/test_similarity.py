@@ -138,3 +138,27 @@ def test_pairwise_matrix_form_does_not_depend_on_batch_split():
         # ~ sqrt(eps_f32 * |x|^2) ~ 1e-3 near 0 (as torch.cdist); other measures agree to rounding
         atol = 3e-3 if "euclidean" in name else 1e-5
         np.testing.assert_allclose(full, rows, rtol=1e-5, atol=atol, err_msg=name)
+
+
+# --------------------------------------------------------------------------- Gram derivative rule
+
+
+@pytest.mark.parametrize("symmetric_rule", [True, False])
+def test_self_gram_derivatives_match_closed_form(symmetric_rule, monkeypatch):
+    """d/dx sum(W * (x @ x.T)) = (W + W.T) @ x by reverse and forward mode, and the Hessian-vector
+    product (W + W.T) @ v, with and without the symmetric derivative rule of small N."""
+    n = 6
+    monkeypatch.setattr(S, "SYMMETRIC_GRAM_MAX_N", n if symmetric_rule else n - 1)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, 3)).astype(np.float32)
+    w = rng.standard_normal((n, n)).astype(np.float32)
+    v = rng.standard_normal((n, 3)).astype(np.float32)
+    expected = (w + w.T).astype(np.float64) @ x
+
+    def f(x):
+        return jnp.sum(jnp.asarray(w) * S.pairwise_dot_product(x))
+
+    np.testing.assert_allclose(jax.grad(f)(x), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(jax.jacfwd(f)(x), expected, rtol=1e-5, atol=1e-5)
+    hvp = jax.jvp(jax.grad(f), (jnp.asarray(x),), (jnp.asarray(v),))[1]
+    np.testing.assert_allclose(hvp, (w + w.T).astype(np.float64) @ v, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,56 @@
+"""Run every benchmark and print one JSON line per measurement (``make bench``).
+
+Usage::
+
+    python -m bench.run_all            # the full suite (a few minutes on 2 CPU cores)
+    python -m bench.run_all --quick    # tiny sizes, a smoke run (seconds)
+    python -m bench.run_all --only losses kernels
+
+The first line describes the machine (``"bench": "machine"``); every other line is
+``{"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met", ...}`` with
+``ratio = ours_s / reference_s`` measured in the same process, the two alternated.  The exit status
+is 0 whether or not targets are met (the lines say); ``--strict`` makes a missed target exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # ``python bench/run_all.py``: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+MODULES = ("losses", "kernels", "scaling")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
+    parser.add_argument("--only", nargs="+", choices=MODULES, default=list(MODULES))
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")
+    args = parser.parse_args(argv)
+
+    from bench._harness import emit, machine
+
+    start = time.perf_counter()
+    emit({"bench": "machine", **machine(), "load_avg": [round(x, 2) for x in os.getloadavg()],
+          "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+          "quick": args.quick})
+    missed = 0
+    for name in args.only:
+        module = importlib.import_module(f"bench.{name}")
+        for line in module.run(quick=args.quick):
+            emit(line)
+            missed += not line["met"]
+    emit({"bench": "summary", "total_s": round(time.perf_counter() - start, 1), "missed": missed,
+          "load_avg": [round(x, 2) for x in os.getloadavg()]})
+    return 1 if (args.strict and missed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Smoke test of the benchmark suite: every module runs at tiny sizes and prints valid lines.
+
+Nothing here checks speed (speed targets belong to ``python -m bench.run_all``); it keeps the
+suite from rotting: imports, result format, the agreement of every reference with ours (each
+benchmark measures the difference as a by-product), and the program generator's validity.
+"""
+
+import importlib
+import json
+import math
+
+import pytest
+
+pytest.importorskip("torch", reason="the benchmark references are PyTorch programs")
+
+from bench import naive_tree_kernel, run_all  # noqa: E402
+from bench.geoclidean_programs import random_programs  # noqa: E402
+from gensim_jax.kernels import trees  # noqa: E402
+from gensim_jax.stimuli.geoclidean.grammar import parse_program, parse_tree  # noqa: E402
+
+KEYS = {"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met"}
+
+
+def _check_line(line):
+    assert KEYS <= set(line), line
+    json.dumps(line)  # serialisable
+    assert line["ours_s"] > 0 and line["reference_s"] > 0
+    assert math.isclose(line["ratio"], line["ours_s"] / line["reference_s"], rel_tol=5e-3)
+    assert isinstance(line["met"], bool)
+
+
+@pytest.mark.parametrize("name", ["losses", "kernels"])
+def test_module_quick(name):
+    lines = importlib.import_module(f"bench.{name}").run(quick=True)
+    assert lines
+    for line in lines:
+        _check_line(line)
+        # every reference agrees with ours on the values it computed
+        for key, tol in (("value_rel_diff", 1e-5), ("grad_max_abs_diff", 1e-5),
+                         ("max_abs_diff", 1e-4), ("naive_vs_fast_max_log_diff", 1e-9)):
+            if key in line:
+                assert line[key] <= tol, (line["bench"], key, line[key])
+
+
+def test_run_all_quick_prints_json_lines(capsys):
+    assert run_all.main(["--quick", "--only", "scaling"]) == 0
+    lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
+    assert lines[0]["bench"] == "machine" and lines[-1]["bench"] == "summary"
+    assert {ln["bench"] for ln in lines[1:-1]} == {"scaling_gensim_loss_grad",
+                                                    "scaling_beta_bernoulli_table"}
+    for line in lines[1:-1]:
+        _check_line(line)
+
+
+def test_random_programs_valid_distinct_and_seeded():
+    progs = random_programs(25, seed=7)
+    assert len(set(progs)) == 25
+    assert progs == random_programs(25, seed=7)
+    assert progs != random_programs(25, seed=8)
+    for p in progs:
+        parse_program(p, strict=True)  # syntax and semantics
+
+
+def test_naive_kernel_matches_library_on_programs():
+    ts = [parse_tree(p) for p in random_programs(3, seed=1)]
+    for kind in ("st", "sst"):
+        for lam in (1.0, 0.5):
+            k = naive_tree_kernel.kernel(ts[0], ts[1], kind, lam)
+            assert math.isclose(math.log(k), trees.log_tree_kernel(ts[0], ts[1], kind=kind, lam=lam),
+                                rel_tol=1e-12, abs_tol=1e-12)
