@@ -22,3 +22,6 @@ clean:
 
 demo: $(STAMP)
 	$(PY) -m train gaussian_mixture --workdir runs/demo
+
+bench: $(STAMP)
+	$(PY) -m bench.run_all
