@@ -1,0 +1,125 @@
+"""Building blocks shared by the encoders: PyTorch-faithful convolution, pooling and normalisation.
+
+Every layer here reproduces the arithmetic of its PyTorch counterpart exactly (symmetric explicit
+padding, ``-inf`` padded max-pooling, BatchNorm with ``eps=1e-5`` and PyTorch's momentum 0.1), so
+that weights imported from a PyTorch checkpoint give the same outputs. Data layout is NHWC and
+kernels are HWIO, as usual in JAX.
+
+The one documented difference: in train mode PyTorch's BatchNorm updates ``running_var`` with the
+*unbiased* batch variance (divide by ``n - 1``), Flax with the biased one (divide by ``n``). The
+batch-normalised activations themselves, and ``running_mean``, agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+from flax.linen.dtypes import promote_dtype
+
+Dtype = Any
+Array = jax.Array
+
+#: PyTorch ``kaiming_normal_(mode="fan_out", nonlinearity="relu")``, the init of torchvision ResNets.
+conv_kernel_init = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
+#: PyTorch ``nn.Linear``'s default weight init: uniform on ``+-1/sqrt(fan_in)``.
+dense_kernel_init = nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")
+
+#: PyTorch BatchNorm defaults: ``momentum=0.1`` means ``running = 0.9 * running + 0.1 * batch``.
+BN_MOMENTUM = 0.9
+BN_EPSILON = 1e-5
+
+
+class Conv2d(nn.Module):
+    """2-D convolution with PyTorch's symmetric explicit padding (NHWC input, HWIO kernel).
+
+    Computes ``y[b, i, j, o] = sum_{u, v, c} x_pad[b, s*i + u, s*j + v, c] K[u, v, c, o] (+ bias[o])``
+    with ``x_pad`` zero-padded by ``padding`` on every side, exactly as ``torch.nn.Conv2d``. The stride
+    may be overridden per call, so one set of weights can be applied at two strides (CORnet-S shares
+    its convolution weights across time steps but strides only at the first step).
+
+    Attributes:
+      features: output channels ``O``.
+      kernel_size: square kernel size ``k``.
+      stride: default stride ``s``.
+      padding: zero padding ``p`` on each side (PyTorch's ``padding=p``).
+      use_bias: add a learned bias.
+      dtype: compute dtype (e.g. ``jnp.bfloat16``); parameters stay ``param_dtype``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> conv = Conv2d(8, kernel_size=3, stride=2, padding=1)
+      >>> v = conv.init(jax.random.key(0), jnp.ones((1, 32, 32, 3)))
+      >>> conv.apply(v, jnp.ones((1, 32, 32, 3))).shape
+      (1, 16, 16, 8)
+    """
+
+    features: int
+    kernel_size: int
+    stride: int = 1
+    padding: int = 0
+    use_bias: bool = False
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    kernel_init: Callable[..., Array] = conv_kernel_init
+    bias_init: Callable[..., Array] = nn.initializers.zeros
+
+    @nn.compact
+    def __call__(self, x: Array, stride: int | None = None) -> Array:
+        """Convolve ``x`` of shape ``(B, H, W, C)``; returns ``(B, H', W', features)``.
+
+        ``H' = floor((H + 2p - k) / s) + 1`` with ``s = stride`` if given, else ``self.stride``.
+        """
+        if x.ndim != 4:
+            raise ValueError(f"Conv2d expects x of shape (B, H, W, C), got shape {x.shape}")
+        k = self.kernel_size
+        kernel = self.param("kernel", self.kernel_init, (k, k, x.shape[-1], self.features),
+                            self.param_dtype)
+        bias = (self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+                if self.use_bias else None)
+        x, kernel, bias = promote_dtype(x, kernel, bias, dtype=self.dtype)
+        s = self.stride if stride is None else stride
+        p = self.padding
+        y = jax.lax.conv_general_dilated(
+            x, kernel, window_strides=(s, s), padding=((p, p), (p, p)),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        if bias is not None:
+            y = y + bias
+        return y
+
+
+def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> int:
+    """Spatial output size of a convolution/pooling: ``floor((size + 2p - k) / s) + 1``."""
+    return (size + 2 * padding - kernel_size) // stride + 1
+
+
+def max_pool(x: Array, kernel_size: int = 3, stride: int = 2, padding: int = 1) -> Array:
+    """``torch.nn.MaxPool2d(kernel_size, stride, padding)`` on NHWC input (padding acts as ``-inf``).
+
+    Args:
+      x: ``(B, H, W, C)``.
+    Returns:
+      ``(B, H', W', C)`` with ``H' = floor((H + 2p - k) / s) + 1``.
+    """
+    return nn.max_pool(x, (kernel_size, kernel_size), strides=(stride, stride),
+                       padding=((padding, padding), (padding, padding)))
+
+
+def global_avg_pool(x: Array) -> Array:
+    """``AdaptiveAvgPool2d(1)`` + flatten: mean over H and W, ``(B, H, W, C) -> (B, C)``."""
+    return jnp.mean(x, axis=(1, 2))
+
+
+def batch_norm(train: bool, *, name: str, dtype: Dtype | None,
+               param_dtype: Dtype = jnp.float32) -> nn.BatchNorm:
+    """A ``flax.linen.BatchNorm`` configured like ``torch.nn.BatchNorm2d`` (eps 1e-5, momentum 0.1).
+
+    In train mode it normalises by batch statistics and updates ``batch_stats`` (when that
+    collection is mutable); in eval mode it uses the running statistics and updates nothing.
+    Statistics are reduced in float32 even under bfloat16 compute.
+    """
+    return nn.BatchNorm(use_running_average=not train, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
+                        dtype=dtype, param_dtype=param_dtype, use_fast_variance=False, name=name)
