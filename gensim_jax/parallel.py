@@ -32,6 +32,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 __all__ = [
     "DATA_AXES",
+    "FSDP_MIN_SIZE",
     "make_mesh",
     "batch_sharding",
     "replicated",
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 DATA_AXES = ("data", "fsdp")
+
+#: Leaves smaller than this many elements stay replicated under FSDP (not worth a collective).
+FSDP_MIN_SIZE = 2 ** 14
 
 
 def make_mesh(data: int = -1, fsdp: int = 1, devices: Optional[Sequence] = None) -> Mesh:
@@ -94,15 +98,16 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def leaf_sharding(shape: Sequence[int], mesh: Mesh, fsdp: bool = False, min_size: int = 2 ** 14) -> NamedSharding:
+def leaf_sharding(shape: Sequence[int], mesh: Mesh, fsdp: bool = False, min_size: Optional[int] = None) -> NamedSharding:
     """Sharding of one parameter-like leaf: replicated, or split on its largest divisible axis over ``"fsdp"``.
 
     A leaf is split only when ``fsdp`` is set, the axis has more than one device, the leaf has at
-    least ``min_size`` elements, and one of its dimensions is divisible by the axis size (the
+    least ``min_size`` (default :data:`FSDP_MIN_SIZE`) elements, and one of its dimensions is divisible by the axis size (the
     largest such dimension is chosen).  Adam's moments have the parameters' shapes and so get the
     same sharding.
     """
     k = mesh.shape["fsdp"]
+    min_size = FSDP_MIN_SIZE if min_size is None else min_size
     if not fsdp or k == 1 or int(np.prod(shape, dtype=np.int64)) < min_size:
         return replicated(mesh)
     dims = [i for i in np.argsort(shape)[::-1] if shape[i] % k == 0]
@@ -113,7 +118,7 @@ def leaf_sharding(shape: Sequence[int], mesh: Mesh, fsdp: bool = False, min_size
     return NamedSharding(mesh, P(*spec))
 
 
-def state_shardings(state, mesh: Mesh, fsdp: bool = False, min_size: int = 2 ** 14):
+def state_shardings(state, mesh: Mesh, fsdp: bool = False, min_size: Optional[int] = None):
     """A pytree of shardings for a :class:`~gensim_jax.training.state.TrainState` (concrete or abstract).
 
     ``params`` and ``opt_state`` follow :func:`leaf_sharding`; ``batch_stats``, ``step`` and ``rng``

@@ -33,3 +33,9 @@ __all__ = [
     "TrainState", "TripletObjective", "create_train_state", "eval_step", "forward", "make_eval_step",
     "make_train_step", "split_microbatches", "step_key", "train_step",
 ]
+
+from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init  # noqa: E402
+from gensim_jax.training.loop import TrainResult, read_metrics, save_run_config, train  # noqa: E402
+
+__all__ += ["Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
+            "save_run_config", "train"]
