@@ -19,3 +19,6 @@ test: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+demo: $(STAMP)
+	$(PY) -m train gaussian_mixture --workdir runs/demo

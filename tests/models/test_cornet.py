@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from gensim_jax.models import cornet_s, get_model, param_count, torch_to_flax
+from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 from ._torch_reference import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
@@ -16,11 +16,16 @@ REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS
 
 
 @pytest.fixture(scope="module")
-def cornet_s_pair():
+def cornet_s_pair(tmp_path_factory):
+    """A random reference CORnet-S, saved as the published checkpoints are (a dict whose
+    ``state_dict`` has DataParallel ``module.`` keys), and loaded back with one call."""
     torch.manual_seed(3)
     ref = randomize_(RefCORnetS(), seed=3)
-    model = cornet_s()
-    return ref, model, torch_to_flax(model, {"module." + k: v for k, v in ref.state_dict().items()})
+    path = tmp_path_factory.mktemp("ckpt") / "cornet_s-1d3f7974.pth"
+    torch.save({"epoch": 1, "arch": "CORnet-S",
+                "state_dict": {"module." + k: v for k, v in ref.state_dict().items()}}, path)
+    model, variables = load_pretrained("cornet_s", path)
+    return ref, model, variables
 
 
 @pytest.mark.parametrize("name,batch", [("cornet_z", 2), ("cornet_rt", 2), ("cornet_s", 1)])
@@ -74,18 +79,25 @@ def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     ref_t = RefCORnetS()
     ref_t.load_state_dict(ref.state_dict())
     ref_t.train()
+    counts = {}  # values per channel seen by each BatchNorm (B * H * W)
+    for name, mod in ref_t.named_modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.register_forward_pre_hook(
+                lambda m, a, name=name: counts.__setitem__(name, a[0].numel() // a[0].shape[1]))
     with torch.no_grad():
         t_logits = ref_t(torch.from_numpy(x)).numpy()
     assert_close_relative(out_t["logits"], t_logits, what="train-mode logits")
-    sd = ref_t.state_dict()
-    n_checked = 0
-    for key, value in sd.items():
-        if key.endswith("running_mean"):
-            area, norm = key.split(".")[:2]
-            new = np.asarray(upd["batch_stats"][area][norm]["mean"])
-            np.testing.assert_allclose(new, value.numpy(), rtol=1e-4, atol=1e-5, err_msg=key)
-            n_checked += 1
-    assert n_checked == 2 + 3 * (2 + 4 + 2) + 3
+    sd, old_sd = ref_t.state_dict(), ref.state_dict()
+    for name, n in counts.items():
+        area, norm = name.split(".")
+        stats = upd["batch_stats"][area][norm]
+        np.testing.assert_allclose(stats["mean"], sd[name + ".running_mean"].numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+        # PyTorch adds 0.1 * unbiased variance, Flax 0.1 * biased variance (documented difference)
+        old = old_sd[name + ".running_var"].numpy()
+        expect = 0.9 * old + (sd[name + ".running_var"].numpy() - 0.9 * old) * (n - 1) / n
+        np.testing.assert_allclose(stats["var"], expect, rtol=1e-4, atol=1e-6, err_msg=name)
+    assert len(counts) == 2 + 3 * (2 + 4 + 2) + 3
 
     # bfloat16 compute (eval mode; bf16 train mode is exercised on ResNet-18): float32 outputs close
     # to the reference. Train-mode BatchNorm over 4 values at IT's 1x1 resolution amplifies bf16

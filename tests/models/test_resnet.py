@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from gensim_jax.models import get_model, param_count, resnet, torch_to_flax
+from gensim_jax.models import get_model, load_pretrained, param_count, resnet, torch_to_flax
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 from ._torch_reference import randomize_, tv_resnet
@@ -23,14 +23,21 @@ def resnet18_pair():
 
 
 @pytest.mark.parametrize("depth,batch", [(18, 2), (50, 1)])
-def test_resnet_matches_torchvision_layout(depth, batch):
-    """Logits and embeddings equal the PyTorch model's at 224x224 (random weights and BN stats)."""
+def test_resnet_matches_torchvision_layout(depth, batch, tmp_path):
+    """Logits and embeddings equal the PyTorch model's at 224x224 (random weights and BN stats).
+    ResNet-50 goes through a safetensors file and the one-call loader."""
     torch.manual_seed(depth)
     ref = randomize_(tv_resnet(depth), seed=depth)
     x = np.random.default_rng(depth).standard_normal((batch, 3, 224, 224)).astype(np.float32)
     t_logits, t_emb = torch_outputs(ref, x)
-    model = get_model(f"resnet{depth}")
-    variables = torch_to_flax(model, ref.state_dict())
+    if depth == 50:
+        from safetensors.torch import save_file
+
+        save_file(ref.state_dict(), str(tmp_path / "resnet50.safetensors"))
+        model, variables = load_pretrained("resnet50", tmp_path / "resnet50.safetensors")
+    else:
+        model = get_model(f"resnet{depth}")
+        variables = torch_to_flax(model, ref.state_dict())
     out = flax_outputs(model, variables, nchw_to_nhwc(x))
     chex.assert_shape(out["embedding"], (batch, 512 if depth == 18 else 2048))
     chex.assert_shape(out["logits"], (batch, 1000))
