@@ -81,10 +81,9 @@ def make_mesh(data: int = -1, fsdp: int = 1, devices: Optional[Sequence] = None)
         data = n // fsdp
     if data < 1 or data * fsdp != n:
         raise ValueError(f"mesh data={data} x fsdp={fsdp} does not match the {n} devices")
-    try:
-        arr = jax.make_mesh((data, fsdp), DATA_AXES, devices=devs).devices
-    except Exception:  # some device kinds have no topology-aware layout: plain order
-        arr = np.asarray(devs, dtype=object).reshape(data, fsdp)
+    # jax.make_mesh orders devices by topology (ICI rings on TPU, NVLink islands on GPU); the axes
+    # are re-wrapped as a plain Mesh so that they are "auto" axes (sharding by propagation)
+    arr = jax.make_mesh((data, fsdp), DATA_AXES, devices=devs).devices
     return Mesh(arr, DATA_AXES)
 
 

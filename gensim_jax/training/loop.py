@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -182,7 +183,10 @@ def train(
     t0 = time.time()
     step = start
     try:
-        with PreemptionGuard() as guard:
+        # multi-host: JAX's preemption sync manager owns SIGTERM and orbax makes all hosts agree on
+        # the step; single process: our own SIGTERM flag
+        multi = jax.process_count() > 1
+        with PreemptionGuard(signals=() if multi else (signal.SIGTERM,)) as guard:
             iterator: Iterator = iter(batches(position))
             while step < num_steps:
                 try:
@@ -199,7 +203,7 @@ def train(
                     bar.set_postfix(loss=f"{values['loss']:.4g}")
                 if eval_every and step % eval_every == 0 and step != num_steps:
                     run_eval(step)
-                if guard.requested or ckpt.reached_preemption(step):
+                if (ckpt.reached_preemption(step) if multi else guard.requested):
                     ckpt.save(state, {"position": position}, step=step)
                     ckpt.wait()
                     preempted = True

@@ -28,7 +28,7 @@ marks padded examples (False), which every loss ignores.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional
 
 import flax.struct
 import jax
@@ -309,6 +309,8 @@ class GenSimRegression(Objective):
         return (self.input_key,)
 
     def loss(self, outputs, batch, rng):
+        if not isinstance(self.target, Target):
+            raise ValueError(f"GenSimRegression needs a Target (e.g. TableTarget.create(table)), got {self.target!r}")
         z = _output(outputs[self.input_key], self.output, "GenSimRegression")
         t = jax.lax.stop_gradient(self.target(batch))
         loss = losses.gensim_loss(z, t, similarity=self.similarity, temperature=self.temperature,
@@ -509,8 +511,3 @@ class CenterLoss(Objective):
         m = _mask(batch)
         loss = losses.center_objective(logits, y, z, lam=self.lam, num_classes=self.num_classes, mask=m)
         return loss, {"accuracy": _accuracy(logits, y, m)}
-
-
-def objective_names() -> Sequence[str]:
-    """Names of the objective classes of this module (for configs and ``gensim-jax info``)."""
-    return [n for n in __all__ if n not in ("forward", "Target", "Objective") and not n.endswith("Target")]

@@ -21,7 +21,7 @@ BatchNorm likewise sees micro-batch statistics; its running statistics are updat
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -149,6 +149,8 @@ def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = 
     else:
         from gensim_jax import parallel
 
+        if state is None:
+            raise ValueError("make_eval_step(mesh=...) needs state (concrete or abstract) to derive shardings")
         state_sh = parallel.state_shardings(state, mesh, fsdp=fsdp)
         rep = parallel.replicated(mesh)
         jitted = jax.jit(eval_step, in_shardings=(state_sh, parallel.batch_sharding(mesh), rep), out_shardings=rep)

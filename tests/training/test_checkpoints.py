@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from gensim_jax.training import (
-    Checkpointer, CrossEntropy, GenSimRegression, BetaBernoulliTarget, read_metrics, restore_or_init, train)
+    BetaBernoulliTarget, Checkpointer, CrossEntropy, GenSimRegression, make_train_step, read_metrics, restore_or_init,
+    train)
 from tests.training._tiny import stream, tiny_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,14 +50,15 @@ def test_restore_or_init_without_checkpoint_returns_init(tmp_path):
 
 def test_resume_continues_params_and_stream_exactly(tmp_path):
     obj = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
+    step = make_train_step(obj)  # compiled once, shared by the three runs
     full = train(tiny_state(), obj, stream(5), num_steps=6, workdir=tmp_path / "a", checkpoint_every=2,
-                 progress=False, config={"lr": 0.05}, seed=11)
+                 progress=False, config={"lr": 0.05}, seed=11, step_fn=step)
     first = train(tiny_state(), obj, stream(5), num_steps=3, workdir=tmp_path / "b", checkpoint_every=2,
-                  progress=False)
+                  progress=False, step_fn=step)
     assert first.start_step == 0 and int(first.state.step) == 3
     # a restart with a different init: everything must come from the checkpoint of step 3
     second = train(tiny_state(seed=42), obj, stream(5), num_steps=6, workdir=tmp_path / "b", checkpoint_every=2,
-                   progress=False)
+                   progress=False, step_fn=step)
     assert second.start_step == 3
     assert_trees_equal(second.state.params, full.state.params)
     assert_trees_equal(second.state.opt_state, full.state.opt_state)
@@ -112,10 +114,11 @@ def test_sigterm_saves_and_restart_resumes(tmp_path):
     assert saved is not None and 1 <= saved < 100000
     history = read_metrics(tmp_path)
     assert history[-1]["step"] == saved
+    step = make_train_step(CrossEntropy(input_key="x"))
     res = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, workdir=tmp_path,
-                progress=False)
+                progress=False, step_fn=step)
     assert res.start_step == saved and int(res.state.step) == saved + 2
     # the continued run equals an uninterrupted run of saved + 2 steps
     ref = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, workdir=tmp_path / "ref",
-                progress=False)
+                progress=False, step_fn=step)
     assert_trees_equal(res.state.params, ref.state.params)
