@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 import flax.struct
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 Array = jax.Array
@@ -98,8 +99,8 @@ def create_train_state(model, tx: optax.GradientTransformation, rng, example_inp
       >>> int(s.step)
       0
     """
-    if isinstance(rng, int):
-        key = jax.random.key(rng)
+    if isinstance(rng, (int, np.integer)):
+        key = jax.random.key(int(rng))
     elif jnp.issubdtype(jnp.asarray(rng).dtype, jax.dtypes.prng_key):
         key = rng
     else:

@@ -7,8 +7,9 @@ import optax
 import pytest
 
 from gensim_jax import losses
+from gensim_jax.models import get_model
 from gensim_jax.training import (
-    BetaBernoulliTarget, CrossEntropy, GenSimRegression, NTXent, TripletObjective, create_train_state, eval_step,
+    BetaBernoulliTarget, CenterLoss, CrossEntropy, GenSimRegression, NTXent, TripletObjective, create_train_state, eval_step,
     make_train_step, split_microbatches, step_key, train_step)
 from tests.training._tiny import tiny_batch, tiny_model, tiny_state
 
@@ -29,9 +30,26 @@ def test_steps_decrease_the_loss_on_a_fixed_batch(obj):
     for _ in range(15):
         state, m = step(state, batch)
         first = float(m["loss"]) if first is None else first
-    final = float(eval_step(state, batch, obj)["loss"])
+    final = float(jax.jit(eval_step)(state, batch, obj)["loss"])
     assert int(state.step) == 15
     assert final < 0.8 * first, (first, final)
+
+
+def test_lenet_center_loss_steps_on_32x32_images():
+    """Thesis 003 set-up in miniature: LeNet-5 on 32x32x3 images, CE + lambda * class-centre loss."""
+    model = get_model("lenet5", num_classes=3)
+    state = create_train_state(model, optax.adam(3e-3), np.int64(0))
+    rng = np.random.default_rng(0)
+    batch = {"image": rng.random((6, 32, 32, 3), dtype=np.float32), "label": np.array([0, 1, 2, 0, 1, 2])}
+    obj = CenterLoss(lam=0.25)
+    out = model.apply(state.variables, batch["image"])
+    ref = losses.center_objective(out["logits"], batch["label"], out["embedding"], lam=0.25)
+    step = make_train_step(obj)
+    state, m = step(state, batch)
+    np.testing.assert_allclose(float(m["loss"]), float(ref), rtol=1e-5)
+    for _ in range(7):
+        state, m = step(state, batch)
+    assert float(m["loss"]) < float(ref) and 0.0 <= float(m["accuracy"]) <= 1.0
 
 
 def test_step_gradient_and_batchnorm_update_match_an_independent_computation():
@@ -80,9 +98,10 @@ def test_accumulation_of_an_all_pairs_loss_averages_microbatch_losses():
     batch = tiny_batch(np.random.default_rng(4), 12)
     _, m = jax.jit(train_step, static_argnums=(2, 3))(state, batch, obj, 3)
     micro = split_microbatches(batch, 3)
-    per = [float(eval_step(state, jax.tree.map(lambda v: v[i], micro), obj)["loss"]) for i in range(3)]
+    ev = jax.jit(eval_step)
+    per = [float(ev(state, jax.tree.map(lambda v: v[i], micro), obj)["loss"]) for i in range(3)]
     np.testing.assert_allclose(float(m["loss"]), np.mean(per), rtol=1e-5)
-    big = float(eval_step(state, batch, obj)["loss"])
+    big = float(ev(state, batch, obj)["loss"])
     assert abs(big - np.mean(per)) > 1e-4  # genuinely different from the whole-batch loss
 
 
