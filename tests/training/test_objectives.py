@@ -174,3 +174,19 @@ def test_class_count_in_helper_batches_is_balanced():
     y = tiny_batch(np.random.default_rng(0), 8)["label"]
     assert set(y.tolist()) == set(range(CLASSES)) and all(
         sum(1 for a, b in itertools.combinations(y, 2) if a == b == c) >= 1 for c in range(CLASSES))
+
+
+def test_tree_kernel_table_target_by_program_id():
+    """Geoclidean path (paper App. M): targets gathered by program id from the log tree-kernel table."""
+    from gensim_jax.kernels import trees
+
+    ts = [trees.Tree.from_bracket(b) for b in ("(S (A a) (B b))", "(S (A a) (B c))", "(T (C d))")]
+    tgt = TableTarget.create(trees.gram_log_table(ts, "sst"), key="program_id")
+    ids = np.array([0, 2, 1, 0])
+    got = np.asarray(jax.jit(lambda t, b: t(b))(tgt, {"program_id": ids}))
+
+    def ref(i, j):
+        k = trees.normalized_tree_kernel(ts[ids[i]], ts[ids[j]], "sst")
+        return max(np.log(k), -30.0) if k > 0 else -30.0
+
+    np.testing.assert_allclose(got, pair_loop(ref, len(ids)), rtol=1e-5, atol=1e-6)
