@@ -99,3 +99,24 @@ def pair_masks(labels: Array, valid: Array) -> tuple[Array, Array, Array]:
 def masked_logsumexp(logits: Array, mask: Array, axis: int = -1) -> Array:
     """``log sum_j exp(logits_j)`` over ``mask``; ``MASKED_LOGIT`` (finite) when the mask is empty."""
     return jax.nn.logsumexp(jnp.where(mask, logits, MASKED_LOGIT), axis=axis)
+
+
+def labelled_batch(embeddings, labels, mask) -> tuple[Array, Array, Array, Array, Array]:
+    """Validate a labelled batch; return ``(z, valid, positive, negative, off_diagonal_valid)``.
+
+    ``z`` is ``(B, D)`` float; the three ``B x B`` masks are those of :func:`pair_masks`.
+    """
+    z = as_float(embeddings, "embeddings", ndim=2)
+    b = z.shape[0]
+    labels = as_labels(labels, b)
+    valid = as_mask(mask, b)
+    return (z, valid, *pair_masks(labels, valid))
+
+
+def two_views(view1, view2) -> tuple[Array, Array]:
+    """Validate two ``(N, D)`` views of the same ``N`` instances."""
+    v1 = as_float(view1, "view1", ndim=2)
+    v2 = as_float(view2, "view2", ndim=2)
+    if v1.shape != v2.shape:
+        raise ValueError(f"view1 has shape {v1.shape} but view2 has {v2.shape}")
+    return v1, v2

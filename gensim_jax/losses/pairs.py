@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from gensim_jax import similarity as sim
-from gensim_jax.losses._common import as_float, as_labels, as_mask, pair_masks, reduce
+from gensim_jax.losses._common import as_float, as_mask, labelled_batch, reduce
 
 Array = jax.Array
 
@@ -75,9 +75,6 @@ def pairwise_margin_contrastive_loss(
       embeddings: ``(B, D)``.  labels: ``(B,)``.  Other arguments as in :func:`margin_contrastive_loss`;
       "none" returns the ``(B, B)`` per-pair matrix (invalid pairs and the diagonal 0).
     """
-    z = as_float(embeddings, "embeddings", ndim=2)
-    n = z.shape[0]
-    labels = as_labels(labels, n)
-    pos, _, off = pair_masks(labels, as_mask(mask, n))
+    z, _, pos, _, off = labelled_batch(embeddings, labels, mask)
     d = sim.distance_fn(distance, pairwise=True)(z)
     return reduce(_terms(d, pos, margin, squared), off, reduction)

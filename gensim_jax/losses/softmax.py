@@ -19,14 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from gensim_jax import similarity as sim
-from gensim_jax.losses._common import (
-    as_float,
-    as_labels,
-    as_mask,
-    masked_logsumexp,
-    pair_masks,
-    reduce,
-)
+from gensim_jax.losses._common import as_float, as_mask, labelled_batch, masked_logsumexp, reduce, two_views
 
 Array = jax.Array
 
@@ -93,10 +86,7 @@ def ntxent_loss(
       mask: optional ``(N,)`` validity of the *instances* (both views of a padded instance drop out).
       reduction: "mean" over the ``2N`` anchors, "sum", or "none" (``(2N,)`` per anchor).
     """
-    v1 = as_float(view1, "view1", ndim=2)
-    v2 = as_float(view2, "view2", ndim=2)
-    if v1.shape != v2.shape:
-        raise ValueError(f"view1 has shape {v1.shape} but view2 has {v2.shape}")
+    v1, v2 = two_views(view1, view2)
     n = v1.shape[0]
     valid = jnp.concatenate([as_mask(mask, n)] * 2)
     z = jnp.concatenate([v1, v2], axis=0)
@@ -131,10 +121,7 @@ def cross_view_infonce_loss(
       view1: ``(N, D)`` embeddings ``v``.  view2: ``(N, D)`` embeddings ``v'`` of the augmented images.
       temperature, similarity, mask, reduction: as in :func:`ntxent_loss` (per anchor ``(N,)``).
     """
-    v1 = as_float(view1, "view1", ndim=2)
-    v2 = as_float(view2, "view2", ndim=2)
-    if v1.shape != v2.shape:
-        raise ValueError(f"view1 has shape {v1.shape} but view2 has {v2.shape}")
+    v1, v2 = two_views(view1, view2)
     n = v1.shape[0]
     valid = as_mask(mask, n)
     sim.check_temperature(temperature)
@@ -167,11 +154,7 @@ def supcon_loss(
       labels: ``(B,)``.  temperature: ``tau > 0``.  similarity: "cosine" in SupCon.
       mask: optional ``(B,)`` validity.  reduction: "mean", "sum", "none" (``(B,)`` per anchor).
     """
-    z = as_float(embeddings, "embeddings", ndim=2)
-    b = z.shape[0]
-    labels = as_labels(labels, b)
-    valid = as_mask(mask, b)
-    pos, _, others = pair_masks(labels, valid)
+    z, valid, pos, _, others = labelled_batch(embeddings, labels, mask)
     logits = _logits(z, similarity, temperature)
     log_prob = logits - masked_logsumexp(logits, others)[:, None]
     n_pos = jnp.sum(pos, axis=1)
@@ -207,11 +190,7 @@ def sincere_loss(
     """
     if average not in ("anchor", "pair"):
         raise ValueError(f"average must be 'anchor' or 'pair', got {average!r}")
-    z = as_float(embeddings, "embeddings", ndim=2)
-    b = z.shape[0]
-    labels = as_labels(labels, b)
-    valid = as_mask(mask, b)
-    pos, neg, _ = pair_masks(labels, valid)
+    z, valid, pos, neg, _ = labelled_batch(embeddings, labels, mask)
     logits = _logits(z, similarity, temperature)
     neg_lse = masked_logsumexp(logits, neg)  # (B,)
     denom = jnp.logaddexp(logits, neg_lse[:, None])  # (B, B): positive + negatives

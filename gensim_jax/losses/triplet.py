@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from gensim_jax import similarity as sim
-from gensim_jax.losses._common import as_float, as_labels, as_mask, pair_masks, reduce
+from gensim_jax.losses._common import as_float, as_mask, labelled_batch, reduce
 
 Array = jax.Array
 
@@ -112,11 +112,7 @@ def batch_hard_triplet_loss(
       mask: optional ``(B,)`` booleans, False for padded examples.
       reduction: "mean", "sum", or "none" (per-anchor values).
     """
-    z = as_float(embeddings, "embeddings", ndim=2)
-    b = z.shape[0]
-    labels = as_labels(labels, b)
-    valid = as_mask(mask, b)
-    pos, neg, _ = pair_masks(labels, valid)
+    z, valid, pos, neg, _ = labelled_batch(embeddings, labels, mask)
     dist = sim.distance_fn(distance, pairwise=True)(z)
     hardest_pos = jnp.max(jnp.where(pos, dist, -_BIG), axis=1)
     hardest_neg = jnp.min(jnp.where(neg, dist, _BIG), axis=1)
@@ -154,11 +150,8 @@ def lifted_structured_loss(
       reduction: "mean" over positive pairs, "sum", or "none" (``(B, B)`` per-pair values, each
         unordered pair stored once at ``i < j``).
     """
-    z = as_float(embeddings, "embeddings", ndim=2)
+    z, valid, pos, neg, _ = labelled_batch(embeddings, labels, mask)
     b = z.shape[0]
-    labels = as_labels(labels, b)
-    valid = as_mask(mask, b)
-    pos, neg, _ = pair_masks(labels, valid)
     upper = jnp.triu(jnp.ones((b, b), dtype=bool), k=1)
     pos = pos & upper
     dist = sim.distance_fn(distance, pairwise=True)(z)

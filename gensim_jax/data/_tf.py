@@ -1,0 +1,20 @@
+"""Import TensorFlow once, with every GPU hidden from it (JAX owns the accelerators).
+
+Only modules of :mod:`gensim_jax.data` that need TensorFlow import this one, and
+:mod:`gensim_jax.data` itself loads them lazily, so ``import gensim_jax.data`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+try:
+    tf.config.set_visible_devices([], "GPU")
+except RuntimeError:  # devices were already initialised by an earlier TF user in this process
+    pass
+
+__all__ = ["tf"]
