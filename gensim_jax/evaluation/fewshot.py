@@ -1,0 +1,282 @@
+"""Geoclidean few-shot protocol (paper Sec. 3.2, Fig. 3C; benchmark of Hsu et al. 2022).
+
+For each concept: the prototype is the mean embedding of its 5 train images; a test image's score
+is its normalized L1 distance (mean absolute difference,
+:func:`gensim_jax.similarity.normalized_l1_distance`) to the prototype; an image is classified "in
+concept" when its score is at most a threshold. The 15 test images of a concept are 5 in-concept,
+5 close negatives and 5 far negatives. Two threshold rules:
+
+Each concept gives two binary tasks: *close* (5 in + 5 close negatives) and *far* (5 in + 5 far).
+Two threshold rules:
+
+* ``"per_concept"`` (the GenSim paper's choice): for each concept and task, the threshold that
+  maximises that task's accuracy;
+* ``"global"`` (the original benchmark's): scores are min-max normalised within each task, then one
+  threshold per task type (close / far) maximises the accuracy pooled over all concepts.
+
+Reported per concept and task: accuracy, and the ROC AUC of in-concept against the negatives
+(score = -distance; threshold-free).
+
+The image reader :func:`load_geoclidean` takes the benchmark directory as an argument
+(``<root>/{elements,constraints}/concept_<name>/{train,test}/*.png``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from gensim_jax.similarity import normalized_l1_distance
+
+__all__ = [
+    "TEST_LABELS",
+    "prototype_scores",
+    "best_threshold",
+    "roc_auc",
+    "ConceptImages",
+    "load_geoclidean",
+    "FewShotResult",
+    "fewshot_evaluate",
+    "pixel_embedding",
+    "embed_concepts",
+]
+
+#: Test-image kinds in the order the loader returns them.
+TEST_LABELS: tuple[str, ...] = ("in", "close", "far")
+
+
+def prototype_scores(train_embeddings, test_embeddings) -> np.ndarray:
+    """Normalized L1 distance of each test embedding to the prototype (paper Sec. 3.2).
+
+    ``score_j = (1/D) sum_d |t_jd - p_d|`` with the prototype ``p = mean_i train_i``.
+
+    Args:
+      train_embeddings: ``(S, D)`` embeddings of the ``S`` (= 5) train images of one concept.
+      test_embeddings: ``(M, D)``.
+
+    Returns:
+      ``(M,)`` float64 distances (small = more like the concept).
+    """
+    tr, te = np.asarray(train_embeddings), np.asarray(test_embeddings)
+    if tr.ndim != 2 or te.ndim != 2 or tr.shape[1] != te.shape[1] or len(tr) == 0:
+        raise ValueError(f"train_embeddings (S, D) and test_embeddings (M, D) must share D, got "
+                         f"{tr.shape} and {te.shape}")
+    proto = tr.astype(np.float64).mean(axis=0)
+    return np.asarray(normalized_l1_distance(jnp.asarray(te, jnp.float32), jnp.asarray(proto, jnp.float32)[None]),
+                      np.float64)
+
+
+def best_threshold(scores, positive) -> tuple[float, float]:
+    """Threshold ``t`` maximising the accuracy of "positive iff score <= t".
+
+    Candidates are ``-inf`` and the midpoints between consecutive distinct scores and ``+inf``
+    (every distinct classification is reachable); ties in accuracy go to the smallest threshold.
+
+    Args:
+      scores: ``(M,)`` distances.
+      positive: ``(M,)`` bool, True for in-concept images.
+
+    Returns:
+      ``(threshold, accuracy)``.
+    """
+    s = np.asarray(scores, np.float64)
+    y = np.asarray(positive, bool)
+    if s.ndim != 1 or s.shape != y.shape or len(s) == 0:
+        raise ValueError(f"scores and positive must be equal non-empty 1-D shapes, got {s.shape}, {y.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores contain NaN or inf")
+    u = np.unique(s)
+    cands = np.concatenate([[-np.inf], (u[:-1] + u[1:]) / 2, [np.inf]])
+    acc = ((s[None, :] <= cands[:, None]) == y[None, :]).mean(axis=1)
+    k = int(np.argmax(acc))
+    return float(cands[k]), float(acc[k])
+
+
+def roc_auc(scores_pos, scores_neg) -> float:
+    """ROC AUC of ranking positives above negatives by ``-score``: ``P(s_pos < s_neg) + P(tie)/2``.
+
+    This is the Mann-Whitney U statistic divided by ``n_pos * n_neg``.
+    """
+    p, n = np.asarray(scores_pos, np.float64), np.asarray(scores_neg, np.float64)
+    if p.ndim != 1 or n.ndim != 1 or len(p) == 0 or len(n) == 0:
+        raise ValueError(f"scores_pos and scores_neg must be non-empty 1-D, got {p.shape}, {n.shape}")
+    diff = n[None, :] - p[:, None]
+    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
+
+
+@dataclass
+class ConceptImages:
+    """Images of one Geoclidean concept, float32 in ``[0, 1]``, ``(count, H, W, 3)``."""
+
+    name: str
+    family: str
+    train: np.ndarray
+    test: np.ndarray
+    test_kind: np.ndarray  # (15,) strings from TEST_LABELS
+
+
+def _read_png(path: Path, image_size: int | None) -> np.ndarray:
+    from PIL import Image  # pillow, installed with matplotlib
+
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        if image_size is not None:
+            im = im.resize((image_size, image_size), Image.BILINEAR)
+        return np.asarray(im, np.float32) / 255.0
+
+
+def _concept_dirs(root: Path) -> dict[str, tuple[str, Path]]:
+    out = {}
+    for family in ("elements", "constraints"):
+        fam = root / family
+        if not fam.is_dir():
+            continue
+        for d in sorted(fam.iterdir()):
+            if d.is_dir() and d.name.startswith("concept_"):
+                out[d.name[len("concept_"):]] = (family, d)
+    return out
+
+
+def load_geoclidean(root: str | os.PathLike, concepts: Sequence[str] | None = None,
+                    image_size: int | None = None) -> dict[str, ConceptImages]:
+    """Read the official Geoclidean benchmark images (Hsu et al. 2022).
+
+    Layout: ``<root>/{elements,constraints}/concept_<name>/train/{1..5}_fin.png`` and
+    ``test/{in,out_close,out_far}_{1..5}_fin.png``.
+
+    Args:
+      root: benchmark directory.
+      concepts: names to load (default: all found, 37 in the official release); names as in
+        :data:`gensim_jax.stimuli.geoclidean.concepts.CONCEPT_NAMES` (e.g. ``"perp_bisector"``).
+      image_size: resize to ``image_size x image_size`` (bilinear); default keeps 360 x 360.
+
+    Returns:
+      ``{name: ConceptImages}`` in the order of ``concepts`` (or sorted by family and name).
+    """
+    root = Path(root)
+    found = _concept_dirs(root)
+    if not found:
+        raise ValueError(f"no concept_* directories under {root}/elements or {root}/constraints")
+    names = list(found) if concepts is None else list(concepts)
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError(f"concepts {missing} not found under {root} (found {len(found)} concepts)")
+    out = {}
+    for name in names:
+        family, d = found[name]
+        train_files = sorted((d / "train").glob("*_fin.png"), key=lambda p: p.name)
+        test_files, kinds = [], []
+        for kind, prefix in zip(TEST_LABELS, ("in_", "out_close_", "out_far_")):
+            files = sorted((d / "test").glob(f"{prefix}*_fin.png"), key=lambda p: p.name)
+            test_files += files
+            kinds += [kind] * len(files)
+        if not train_files or kinds.count("in") == 0 or len(kinds) == kinds.count("in"):
+            raise ValueError(f"{d}: needs train/*_fin.png and test/in_*, out_close_*/out_far_* images")
+        out[name] = ConceptImages(
+            name=name, family=family,
+            train=np.stack([_read_png(p, image_size) for p in train_files]),
+            test=np.stack([_read_png(p, image_size) for p in test_files]),
+            test_kind=np.array(kinds))
+    return out
+
+
+@dataclass
+class FewShotResult:
+    """Output of :func:`fewshot_evaluate`; per-concept dicts and their means."""
+
+    threshold: str
+    per_concept: dict[str, dict[str, float]] = field(default_factory=dict)
+    mean: dict[str, float] = field(default_factory=dict)
+
+
+def _minmax(s: np.ndarray) -> np.ndarray:
+    lo, hi = s.min(), s.max()
+    return np.zeros_like(s) if hi == lo else (s - lo) / (hi - lo)
+
+
+def fewshot_evaluate(embedded: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                     threshold: str = "per_concept") -> FewShotResult:
+    """Run the few-shot protocol on embedded concepts (paper Sec. 3.2, Fig. 3C).
+
+    Each concept gives two binary tasks, *close* (its in-concept test images against its close
+    negatives) and *far* (against its far negatives). The score of a test image is
+    :func:`prototype_scores`; an image is called "in" when its score is at most a threshold.
+
+    Args:
+      embedded: ``{concept: (train_emb (S, D), test_emb (M, D), test_kind (M,))}`` with
+        ``test_kind`` entries from :data:`TEST_LABELS` (both ``"close"`` and ``"far"`` present).
+      threshold: ``"per_concept"`` (paper: for each concept and task, the threshold that maximises
+        that task's accuracy, :func:`best_threshold`) or ``"global"`` (original benchmark: scores
+        min-max normalised within each task, then one threshold per task type fitted on all the
+        concepts' tasks pooled).
+
+    Returns:
+      :class:`FewShotResult`; each concept has ``acc_close``, ``acc_far``, ``auc_close``,
+      ``auc_far`` (ROC AUC, threshold-free), ``threshold_close`` and ``threshold_far``; ``mean``
+      averages over concepts and adds ``acc`` = mean of ``acc_close`` and ``acc_far``.
+    """
+    if threshold not in ("per_concept", "global"):
+        raise ValueError(f"threshold must be 'per_concept' or 'global', got {threshold!r}")
+    if not embedded:
+        raise ValueError("embedded is empty")
+    tasks: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for name, (tr, te, kind) in embedded.items():
+        kind = np.asarray(kind)
+        if kind.shape != (len(te),) or not set(kind.tolist()) <= set(TEST_LABELS):
+            raise ValueError(f"{name}: test_kind must be ({len(te)},) with entries in {TEST_LABELS}")
+        if not all(np.any(kind == k) for k in TEST_LABELS):
+            raise ValueError(f"{name}: needs in-concept, close and far test images, got {sorted(set(kind.tolist()))}")
+        s = prototype_scores(tr, te)
+        for task in ("close", "far"):
+            m = (kind == "in") | (kind == task)
+            tasks[(name, task)] = (s[m], kind[m] == "in")
+    if threshold == "global":
+        tasks = {k: (_minmax(s), y) for k, (s, y) in tasks.items()}
+        pooled = {task: best_threshold(np.concatenate([s for (n, t), (s, _) in tasks.items() if t == task]),
+                                       np.concatenate([y for (n, t), (_, y) in tasks.items() if t == task]))[0]
+                  for task in ("close", "far")}
+    result = FewShotResult(threshold=threshold)
+    for (name, task), (s, y) in tasks.items():
+        t = best_threshold(s, y)[0] if threshold == "per_concept" else pooled[task]
+        row = result.per_concept.setdefault(name, {})
+        row[f"threshold_{task}"] = t
+        row[f"acc_{task}"] = float(np.mean((s <= t) == y))
+        row[f"auc_{task}"] = roc_auc(s[y], s[~y])
+    for key in ("acc_close", "acc_far", "auc_close", "auc_far"):
+        result.mean[key] = float(np.mean([r[key] for r in result.per_concept.values()]))
+    result.mean["acc"] = (result.mean["acc_close"] + result.mean["acc_far"]) / 2
+    return result
+
+
+def pixel_embedding(images, size: int = 32) -> np.ndarray:
+    """A model-free baseline embedding: grey-scale images average-pooled to ``size x size``, flattened.
+
+    Args:
+      images: ``(B, H, W, C)``; pooling windows are ``(H // size) x (W // size)`` and the bottom and
+        right remainder rows/columns are dropped (360 -> 32 pools 11 x 11 windows of 352 x 352).
+
+    Returns:
+      ``(B, size * size)`` float32.
+    """
+    x = np.asarray(images, np.float32)
+    if x.ndim != 4:
+        raise ValueError(f"images must be (B, H, W, C), got {x.shape}")
+    g = x.mean(axis=-1)
+    b, h, w = g.shape
+    fh, fw = h // size, w // size
+    if fh < 1 or fw < 1:
+        raise ValueError(f"size={size} exceeds the image size {h}x{w}")
+    g = g[:, : fh * size, : fw * size].reshape(b, size, fh, size, fw).mean(axis=(2, 4))
+    return g.reshape(b, -1)
+
+
+def embed_concepts(concepts: Mapping[str, ConceptImages], embed: Callable[[np.ndarray], np.ndarray]
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Apply ``embed`` ``(B, H, W, 3) -> (B, D)`` to every concept's train and test images."""
+    return {n: (np.asarray(embed(c.train)), np.asarray(embed(c.test)), c.test_kind) for n, c in concepts.items()}
+

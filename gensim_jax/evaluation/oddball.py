@@ -1,0 +1,279 @@
+"""Quadrilateral oddball protocol (paper Sec. 3.1, Fig. 2, Appendices J, L and Q).
+
+Input is the embedding of every item of every trial, ``(T, 6, D)``, with the position of the
+deviant and the reference shape of each trial; how the images were made and embedded is not this
+module's business (see :func:`gensim_jax.evaluation.embed.embed_images`).
+
+* :func:`oddball_choices` -- the model's choice: the item farthest (Euclidean) from the trial's
+  mean embedding (paper Sec. 3.1, after Sable-Meyer et al. 2021).
+* :func:`error_rates_by_shape` -- error rate per reference shape (Fig. 2B).
+* :func:`regularity_correlation` -- Spearman rho between error rate and irregularity rank (the
+  paper's rho(9) = 0.88 for GenSim).
+* :func:`behaviour_correlation` / :func:`subject_correlations` -- correlation of a model's error
+  rates with a population's (Fig. 2C) or each subject's (Fig. S2) error rates.
+* :func:`compare_across_runs` -- the t-test across training runs that the paper reports as t(18).
+* :func:`read_similarity_judgements` / :func:`similarity_judgement_correlation` -- the model's
+  pairwise cosine similarity against human similarity ratings (Fig. 2D, Appendix J).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from gensim_jax.evaluation.sable_meyer import SHAPES, regularity_rank
+
+__all__ = [
+    "oddball_choices",
+    "error_rates_by_shape",
+    "regularity_correlation",
+    "behaviour_correlation",
+    "subject_correlations",
+    "compare_across_runs",
+    "RunComparison",
+    "read_similarity_judgements",
+    "similarity_judgement_correlation",
+]
+
+
+def _check_trials(embeddings) -> np.ndarray:
+    e = np.asarray(embeddings, np.float64)
+    if e.ndim != 3 or e.shape[1] < 2 or e.shape[0] == 0:
+        raise ValueError(f"embeddings must have shape (num_trials, num_items>=2, D), got {e.shape}")
+    if not np.all(np.isfinite(e)):
+        raise ValueError("embeddings contain NaN or inf")
+    return e
+
+
+def oddball_choices(embeddings) -> np.ndarray:
+    """The model's oddball choice per trial: ``argmax_i ||e_i - mean_j e_j||_2`` (paper Sec. 3.1).
+
+    Args:
+      embeddings: ``(T, N, D)`` embeddings of the ``N`` (= 6) items of ``T`` trials.
+
+    Returns:
+      ``(T,)`` int64 index of the chosen item (ties: the lowest index).
+
+    Example:
+      >>> e = np.zeros((1, 6, 2)); e[0, 4] = 1.0
+      >>> oddball_choices(e)
+      array([4])
+    """
+    e = _check_trials(embeddings)
+    d = np.linalg.norm(e - e.mean(axis=1, keepdims=True), axis=-1)
+    return np.argmax(d, axis=1).astype(np.int64)
+
+
+def _shape_indices(shapes: Sequence[str], n: int) -> np.ndarray:
+    shapes = list(shapes)
+    if len(shapes) != n:
+        raise ValueError(f"shapes has {len(shapes)} entries but there are {n} trials")
+    out = np.empty(n, np.int64)
+    for t, s in enumerate(shapes):
+        if s not in SHAPES:
+            raise ValueError(f"shapes[{t}] = {s!r} is not one of {list(SHAPES)}")
+        out[t] = SHAPES.index(s)
+    return out
+
+
+def error_rates_by_shape(embeddings, deviant, shapes: Sequence[str]) -> dict[str, np.ndarray]:
+    """Error rate of the farthest-from-mean rule per reference shape (paper Fig. 2B).
+
+    Args:
+      embeddings: ``(T, N, D)`` trial embeddings.
+      deviant: ``(T,)`` index in ``[0, N)`` of the deviant item of each trial.
+      shapes: ``T`` reference-shape names (each one of :data:`~gensim_jax.evaluation.sable_meyer.SHAPES`).
+
+    Returns:
+      ``{"error_rate": (11,), "trials": (11,), "errors": (11,), "choices": (T,)}`` in ``SHAPES``
+      order; shapes without trials get ``error_rate`` NaN and ``trials`` 0.
+    """
+    e = _check_trials(embeddings)
+    t, n = e.shape[:2]
+    dev = np.asarray(deviant)
+    if dev.shape != (t,) or not np.issubdtype(dev.dtype, np.integer):
+        raise ValueError(f"deviant must be an integer array of shape ({t},), got {dev.dtype} {dev.shape}")
+    if np.any((dev < 0) | (dev >= n)):
+        raise ValueError(f"deviant indices must lie in [0, {n}), got range [{dev.min()}, {dev.max()}]")
+    idx = _shape_indices(shapes, t)
+    choices = oddball_choices(e)
+    wrong = (choices != dev).astype(np.int64)
+    trials = np.bincount(idx, minlength=len(SHAPES))
+    errors = np.bincount(idx, weights=wrong, minlength=len(SHAPES)).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(trials > 0, errors / np.maximum(trials, 1), np.nan)
+    return {"error_rate": rate, "trials": trials, "errors": errors, "choices": choices}
+
+
+def _check_rates(x, name: str) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    if x.shape != (len(SHAPES),):
+        raise ValueError(f"{name} must have shape ({len(SHAPES)},) in SHAPES order, got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains NaN (a shape without trials?) or inf")
+    return x
+
+
+def regularity_correlation(error_rate) -> tuple[float, float, int]:
+    """Spearman's rho between error rate and irregularity rank (paper Sec. 3.1: rho(9) = 0.88).
+
+    Args:
+      error_rate: ``(11,)`` error rates in ``SHAPES`` order (most to least regular).
+
+    Returns:
+      ``(rho, p_value, dof)`` with ``dof = 11 - 2 = 9``; positive rho = errors rise as shapes get
+      less regular (the human effect).
+    """
+    r = _check_rates(error_rate, "error_rate")
+    res = stats.spearmanr(r, regularity_rank())
+    return float(res.statistic), float(res.pvalue), len(SHAPES) - 2
+
+
+def _corr(a: np.ndarray, b: np.ndarray, method: str) -> tuple[float, float]:
+    if method == "pearson":
+        res = stats.pearsonr(a, b)
+    elif method == "spearman":
+        res = stats.spearmanr(a, b)
+    else:
+        raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
+    return float(res.statistic), float(res.pvalue)
+
+
+def behaviour_correlation(model_error_rate, behaviour_error_rate, method: str = "pearson") -> tuple[float, float]:
+    """Correlation of a model's per-shape error rates with a population's (paper Fig. 2C).
+
+    Args:
+      model_error_rate: ``(11,)`` in ``SHAPES`` order.
+      behaviour_error_rate: ``(11,)`` (e.g. ``packaged_error_rates()["baboons"]["error_rate"]``).
+      method: ``"pearson"`` (default) or ``"spearman"``.
+
+    Returns:
+      ``(r, p_value)``.
+    """
+    return _corr(_check_rates(model_error_rate, "model_error_rate"),
+                 _check_rates(behaviour_error_rate, "behaviour_error_rate"), method)
+
+
+def subject_correlations(model_error_rate, subjects: Mapping[str, Mapping[str, object]],
+                         method: str = "pearson") -> dict[str, dict[str, float | str]]:
+    """Correlation of a model's error rates with each subject's (paper Appendix Q, Fig. S2).
+
+    Args:
+      model_error_rate: ``(11,)`` in ``SHAPES`` order.
+      subjects: output of :func:`gensim_jax.evaluation.sable_meyer.subject_error_rates`.
+      method: ``"pearson"`` or ``"spearman"``.
+
+    Returns:
+      ``{subject: {"population", "r", "p"}}``; subjects whose rates are constant over shapes
+      (correlation undefined) are left out.
+    """
+    m = _check_rates(model_error_rate, "model_error_rate")
+    out = {}
+    for subject, d in subjects.items():
+        rate = _check_rates(d["error_rate"], f"error_rate of subject {subject!r}")
+        if np.ptp(rate) == 0:
+            continue
+        r, p = _corr(m, rate, method)
+        out[subject] = {"population": str(d.get("population", "")), "r": r, "p": p}
+    return out
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Result of :func:`compare_across_runs`."""
+
+    r_human: np.ndarray     # (R,) correlation of each run's error rates with the human rates
+    r_baboon: np.ndarray    # (R,) ... with the baboon rates
+    t: float                # t statistic of r_human vs r_baboon (positive: more human-like)
+    p: float                # two-sided p-value
+    dof: int                # 2 R - 2 (paper: t(18) for 10 runs)
+
+
+def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate,
+                        method: str = "pearson") -> RunComparison:
+    """Is a model more human-like than baboon-like across training runs? (paper Sec. 3.1, t(18)).
+
+    For each run ``r``, correlate its error rates with the human and with the baboon rates, then
+    compare the two sets of ``R`` correlations with Student's two-sample t-test (equal variances,
+    ``dof = 2R - 2``; the paper's t(18) is 10 runs per model).
+
+    Args:
+      run_error_rates: ``(R, 11)`` error rates of ``R >= 2`` runs, ``SHAPES`` order.
+      human_error_rate, baboon_error_rate: ``(11,)``.
+      method: correlation, ``"pearson"`` or ``"spearman"``.
+    """
+    runs = np.asarray(run_error_rates, np.float64)
+    if runs.ndim != 2 or runs.shape[1] != len(SHAPES) or runs.shape[0] < 2:
+        raise ValueError(f"run_error_rates must have shape (R>=2, {len(SHAPES)}), got {runs.shape}")
+    h = _check_rates(human_error_rate, "human_error_rate")
+    b = _check_rates(baboon_error_rate, "baboon_error_rate")
+    rh = np.array([_corr(_check_rates(x, "run_error_rates row"), h, method)[0] for x in runs])
+    rb = np.array([_corr(x, b, method)[0] for x in runs])
+    res = stats.ttest_ind(rh, rb)
+    return RunComparison(rh, rb, float(res.statistic), float(res.pvalue), 2 * len(runs) - 2)
+
+
+def read_similarity_judgements(path: str | os.PathLike) -> dict[tuple[str, str], float]:
+    """Read human pairwise similarity judgements (paper Appendix J) and average them per pair.
+
+    Format: a CSV with a header containing ``stimulus_a``, ``stimulus_b`` and ``rating`` (one row
+    per judgement, e.g. the 0 ('completely dissimilar') to 6 ('completely similar') scale of
+    Appendix J; any other columns are ignored). The pair is unordered: ``(a, b)`` and ``(b, a)``
+    are pooled. Stimulus ids are free strings that name rows of the embedding table.
+
+    Returns:
+      ``{(a, b): mean rating}`` with ``a < b``.
+    """
+    sums: dict[tuple[str, str], list[float]] = {}
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        need = {"stimulus_a", "stimulus_b", "rating"}
+        if reader.fieldnames is None or not need <= set(reader.fieldnames):
+            raise ValueError(f"{path}: judgement CSV needs columns {sorted(need)}, got {reader.fieldnames}")
+        for line, row in enumerate(reader, start=2):
+            a, b = row["stimulus_a"], row["stimulus_b"]
+            if a == b:
+                raise ValueError(f"{path}:{line}: a pair needs two different stimuli, got {a!r} twice")
+            try:
+                rating = float(row["rating"])
+            except ValueError:
+                raise ValueError(f"{path}:{line}: rating {row['rating']!r} is not a number") from None
+            key = (a, b) if a < b else (b, a)
+            acc = sums.setdefault(key, [0.0, 0])
+            acc[0] += rating
+            acc[1] += 1
+    if not sums:
+        raise ValueError(f"{path}: no judgements")
+    return {k: s / n for k, (s, n) in sums.items()}
+
+
+def similarity_judgement_correlation(judgements: Mapping[tuple[str, str], float],
+                                     embeddings: Mapping[str, np.ndarray]) -> tuple[float, float, int]:
+    """Spearman rho between mean human ratings and the model's cosine similarity (paper Fig. 2D).
+
+    Args:
+      judgements: ``{(a, b): mean rating}`` (:func:`read_similarity_judgements`).
+      embeddings: ``{stimulus id: (D,) embedding}``; every id in ``judgements`` must be present.
+
+    Returns:
+      ``(rho, p_value, num_pairs)``.
+    """
+    pairs = list(judgements)
+    missing = sorted({s for p in pairs for s in p if s not in embeddings})
+    if missing:
+        raise ValueError(f"embeddings lack {len(missing)} stimuli named in judgements, e.g. {missing[:3]}")
+    if len(pairs) < 3:
+        raise ValueError(f"need at least 3 judged pairs, got {len(pairs)}")
+    a = np.stack([np.asarray(embeddings[p[0]], np.float64) for p in pairs])
+    b = np.stack([np.asarray(embeddings[p[1]], np.float64) for p in pairs])
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    if np.any(na == 0) or np.any(nb == 0):
+        raise ValueError("cosine similarity is undefined for a zero embedding")
+    cos = np.sum(a * b, axis=1) / (na * nb)
+    res = stats.spearmanr([judgements[p] for p in pairs], cos)
+    return float(res.statistic), float(res.pvalue), len(pairs)

@@ -1,0 +1,85 @@
+"""Hierarchy decoding: leaf-encoding embeddings decode every level, random ones give chance."""
+
+import numpy as np
+import pytest
+
+from gensim_jax.evaluation import hierarchy_decoding as hd
+from gensim_jax.kernels.hierarchy import Tree, level_labels
+
+
+def test_balanced_tree_shape():
+    t = hd.balanced_tree((2, 3))
+    assert t.num_nodes == 1 + 2 + 6 and len(t.leaves) == 6
+    labels, n = level_labels(t, t.leaves)
+    assert n.tolist() == [1, 2, 6]
+    # leaves 0..2 share the first child of the root, 3..5 the second
+    assert labels[:, 1].tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_leaf_encoding_embeddings_decode_every_level():
+    rng = np.random.default_rng(0)
+    tree = hd.balanced_tree((2, 3, 2))
+    classes = np.repeat(np.arange(12), 15)
+    onehot = np.eye(12)[classes] * 5 + 0.3 * rng.standard_normal((len(classes), 12))
+    r = hd.decode_levels(onehot, classes, tree, seed=0)
+    assert [lv.level for lv in r.levels] == [1, 2, 3]
+    assert [lv.num_labels for lv in r.levels] == [2, 6, 12]
+    for lv in r.levels:
+        assert lv.accuracy >= 0.95
+        assert lv.chance == pytest.approx(1 / lv.num_labels)
+        assert len(lv.fold_accuracies) == 3
+    want = sum(np.log(lv.accuracy * lv.num_labels) for lv in r.levels)
+    assert r.score == pytest.approx(want)
+    assert r.score > 0.9 * np.log(2 * 6 * 12)
+
+
+def test_random_embeddings_give_chance():
+    rng = np.random.default_rng(1)
+    tree = hd.balanced_tree((2, 3))
+    classes = np.repeat(np.arange(6), 60)
+    x = rng.standard_normal((len(classes), 10))
+    r = hd.decode_levels(x, classes, tree, seed=1)
+    for lv in r.levels:
+        n = len(classes)
+        assert abs(lv.accuracy - lv.chance) < 4 * np.sqrt(lv.chance * (1 - lv.chance) / n)
+    assert abs(r.score) < 0.5
+
+
+def test_synthetic_images_are_decodable():
+    images, classes, tree = hd.synthetic_hierarchy_images(np.random.default_rng(2), branching=(2, 3),
+                                                          per_leaf=10, size=8, noise=1.0)
+    assert images.shape == (60, 8, 8, 3) and classes.shape == (60,)
+    r = hd.decode_levels(images.reshape(60, -1), classes, tree, seed=0)
+    assert all(lv.accuracy > 0.9 for lv in r.levels)
+    # deterministic in the seed
+    again = hd.synthetic_hierarchy_images(np.random.default_rng(2), branching=(2, 3), per_leaf=10, size=8, noise=1.0)
+    np.testing.assert_array_equal(images, again[0])
+
+
+def test_aggregate_and_errors():
+    assert hd.aggregate_score([0.5, 0.2], [0.25, 0.1]) == pytest.approx(2 * np.log(2))
+    with pytest.raises(ValueError, match="> 0"):
+        hd.aggregate_score([0.0], [0.5])
+    tree = hd.balanced_tree((2,))
+    with pytest.raises(ValueError, match="classes"):
+        hd.decode_levels(np.zeros((10, 2)), np.full(10, 5), tree)
+    with pytest.raises(TypeError, match="Generator"):
+        hd.synthetic_hierarchy_images(0)
+
+
+def test_majority_chance_on_unbalanced_levels():
+    # root -> A (5 leaves), B (1 leaf): level 1 is 5:1 unbalanced
+    tree = Tree.from_parents(np.array([-1, 0, 0, 1, 1, 1, 1, 1, 2]))
+    classes = np.repeat(np.arange(6), 40)
+    x = np.random.default_rng(3).standard_normal((len(classes), 6))
+    uni = hd.decode_levels(x, classes, tree, seed=0)
+    maj = hd.decode_levels(x, classes, tree, seed=0, chance="majority")
+    lv_u, lv_m = uni.levels[0], maj.levels[0]
+    assert lv_u.chance == 0.5 and lv_m.chance == pytest.approx(5 / 6) and lv_u.majority == pytest.approx(5 / 6)
+    assert lv_u.accuracy == lv_m.accuracy
+    # random features cannot beat always guessing the majority label
+    assert lv_m.accuracy < 5 / 6 + 0.05
+    assert maj.score == pytest.approx(sum(np.log(lv.accuracy / lv.majority) for lv in maj.levels))
+    assert maj.score < uni.score
+    with pytest.raises(ValueError, match="chance"):
+        hd.decode_levels(x, classes, tree, chance="prior")

@@ -1,0 +1,128 @@
+"""Oddball protocol vs explicit loops and known answers on synthetic trials."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from gensim_jax.evaluation import oddball as ob
+from gensim_jax.evaluation.sable_meyer import SHAPES
+
+
+def _trials(rng, per_shape, far: bool):
+    t = per_shape * len(SHAPES)
+    e = rng.standard_normal((t, 6, 8)) * 0.1
+    dev = rng.integers(0, 6, t)
+    if far:
+        e[np.arange(t), dev] += 10.0
+    shapes = [s for s in SHAPES for _ in range(per_shape)]
+    return e, dev, shapes
+
+
+def test_choices_match_loop():
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal((50, 6, 5))
+    want = []
+    for trial in e:
+        m = sum(trial) / 6
+        d = [np.sqrt(sum((x - y) ** 2 for x, y in zip(item, m))) for item in trial]
+        want.append(int(np.argmax(d)))
+    np.testing.assert_array_equal(ob.oddball_choices(e), want)
+
+
+def test_far_deviant_gives_zero_error_and_random_gives_five_sixths():
+    rng = np.random.default_rng(1)
+    e, dev, shapes = _trials(rng, 20, far=True)
+    r = ob.error_rates_by_shape(e, dev, shapes)
+    np.testing.assert_array_equal(r["error_rate"], np.zeros(11))
+    np.testing.assert_array_equal(r["trials"], np.full(11, 20))
+    e, dev, shapes = _trials(rng, 400, far=False)
+    r = ob.error_rates_by_shape(e, dev, shapes)
+    overall = r["errors"].sum() / r["trials"].sum()
+    assert abs(overall - 5 / 6) < 3 * np.sqrt(5 / 36 / len(dev))
+
+
+def test_error_rates_count_by_shape():
+    rng = np.random.default_rng(2)
+    e, dev, shapes = _trials(rng, 7, far=False)
+    r = ob.error_rates_by_shape(e, dev, shapes)
+    ch = ob.oddball_choices(e)
+    for i, s in enumerate(SHAPES):
+        idx = [t for t in range(len(shapes)) if shapes[t] == s]
+        assert r["error_rate"][i] == pytest.approx(np.mean([ch[t] != dev[t] for t in idx]))
+
+
+def _spearman_no_ties(a, b):
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    n = len(a)
+    return 1 - 6 * np.sum((ra - rb) ** 2) / (n * (n * n - 1))
+
+
+def test_regularity_correlation():
+    rate = np.linspace(0.1, 0.6, 11) + np.array([0, .3, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    rho, p, dof = ob.regularity_correlation(rate)
+    assert dof == 9
+    assert rho == pytest.approx(_spearman_no_ties(rate, np.arange(11)))
+    assert ob.regularity_correlation(np.linspace(0.1, 0.6, 11))[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="error_rate"):
+        ob.regularity_correlation(np.ones(10))
+
+
+def test_compare_across_runs_t18():
+    rng = np.random.default_rng(3)
+    human = np.linspace(0.05, 0.5, 11)
+    baboon = rng.uniform(0.3, 0.6, 11)
+    runs = human + 0.05 * rng.standard_normal((10, 11))
+    res = ob.compare_across_runs(runs, human, baboon)
+    assert res.dof == 18
+    rh = [np.corrcoef(r, human)[0, 1] for r in runs]
+    rb = [np.corrcoef(r, baboon)[0, 1] for r in runs]
+    # Student t with pooled variance, written out.
+    sp = np.sqrt((np.var(rh, ddof=1) + np.var(rb, ddof=1)) / 2)
+    t = (np.mean(rh) - np.mean(rb)) / (sp * np.sqrt(2 / 10))
+    np.testing.assert_allclose(res.r_human, rh, rtol=1e-10)
+    assert res.t == pytest.approx(t, rel=1e-9)
+    assert res.p == pytest.approx(2 * stats.t.sf(abs(t), 18), rel=1e-7)
+    assert res.t > 0
+
+
+def test_subject_correlations_skip_constant():
+    model = np.linspace(0, 1, 11)
+    subjects = {"a": {"population": "x", "error_rate": model ** 2},
+                "b": {"population": "y", "error_rate": np.full(11, 0.5)}}
+    out = ob.subject_correlations(model, subjects)
+    assert set(out) == {"a"}
+    assert out["a"]["r"] == pytest.approx(np.corrcoef(model, model ** 2)[0, 1])
+
+
+def test_similarity_judgements(tmp_path):
+    rng = np.random.default_rng(4)
+    ids = [f"s{i}" for i in range(8)]
+    emb = {k: rng.standard_normal(4) for k in ids}
+    rows = ["stimulus_a,stimulus_b,rating,participant"]
+    truth = {}
+    for i in range(8):
+        for j in range(i + 1, 8):
+            a, b = ids[i], ids[j]
+            cos = emb[a] @ emb[b] / np.linalg.norm(emb[a]) / np.linalg.norm(emb[b])
+            r1, r2 = 3 + 3 * cos + 0.2, 3 + 3 * cos - 0.2
+            rows += [f"{a},{b},{r1},p1", f"{b},{a},{r2},p2"]   # order within a pair is irrelevant
+            truth[(a, b)] = 3 + 3 * cos
+    path = tmp_path / "judgements.csv"
+    path.write_text("\n".join(rows) + "\n")
+    j = ob.read_similarity_judgements(path)
+    assert set(j) == set(truth)
+    for k in truth:
+        assert j[k] == pytest.approx(truth[k])
+    rho, p, n = ob.similarity_judgement_correlation(j, emb)
+    assert n == 28 and rho == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="lack"):
+        ob.similarity_judgement_correlation(j, {k: emb[k] for k in ids[:4]})
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="embeddings"):
+        ob.oddball_choices(np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="deviant"):
+        ob.error_rates_by_shape(np.zeros((2, 6, 3)), np.array([0, 6]), ["square", "square"])
+    with pytest.raises(ValueError, match="shapes"):
+        ob.error_rates_by_shape(np.zeros((2, 6, 3)), np.array([0, 1]), ["square", "circle"])
