@@ -4,6 +4,7 @@
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
 ``gensim-jax train EXPERIMENT ...``   forwards to ``python -m train EXPERIMENT ...`` (run from the
                                       repository root, where the ``train/`` package lives)
+``gensim-jax eval PROTOCOL ...``      forwards to ``python -m eval PROTOCOL ...`` (likewise)
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ def _info(args) -> int:
     return 0
 
 
-def _train(args) -> int:
-    cmd = [sys.executable, "-m", "train", args.experiment, *args.rest]
+def _forward(args) -> int:
+    cmd = [sys.executable, "-m", args.command, args.name, *args.rest]
     return subprocess.call(cmd)
 
 
@@ -48,10 +49,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p_info.add_argument("--distributed", action="store_true",
                         help="call jax.distributed.initialize() first (multi-host jobs)")
     p_info.set_defaults(fn=_info)
-    p_train = sub.add_parser("train", help="run an experiment: python -m train EXPERIMENT [options]")
-    p_train.add_argument("experiment", help="experiment name, e.g. gaussian_mixture")
-    p_train.add_argument("rest", nargs=argparse.REMAINDER, help="options passed on to python -m train")
-    p_train.set_defaults(fn=_train)
+    for command, what in (("train", "EXPERIMENT, e.g. gaussian_mixture"), ("eval", "PROTOCOL, e.g. oddball")):
+        p = sub.add_parser(command, help=f"python -m {command} {what.split(',')[0]} [options]")
+        p.add_argument("name", help=what)
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options passed on to python -m {command}")
+        p.set_defaults(fn=_forward)
     args = parser.parse_args(argv)
     return int(args.fn(args))
 

@@ -22,11 +22,13 @@ def test_info_prints_devices(capsys):
     assert info["device_count"] >= 1 and info["process_count"] == 1
 
 
-def test_train_forwards_to_python_m_train(monkeypatch):
+def test_train_and_eval_forward_to_python_m(monkeypatch):
     calls = []
     monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 3)
     assert cli.main(["train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"]) == 3
-    assert calls == [[sys.executable, "-m", "train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"]]
+    assert cli.main(["eval", "oddball", "--help"]) == 3
+    assert calls == [[sys.executable, "-m", "train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"],
+                     [sys.executable, "-m", "eval", "oddball", "--help"]]
 
 
 def test_training_package_imports_neither_tensorflow_nor_torch():
