@@ -1,0 +1,41 @@
+"""Training system: TrainState, objectives (one pure loss each), the generic step, checkpoints, the loop.
+
+``gensim_jax.training.state``       :class:`TrainState`, :func:`create_train_state`
+``gensim_jax.training.objectives``  GenSim regression / distance regression / triplets / NT-Xent /
+                                    SupCon / SINCERE / cross entropy / centre loss, and the targets
+``gensim_jax.training.step``        :func:`train_step` (with gradient accumulation), :func:`eval_step`
+``gensim_jax.training.checkpoints`` orbax checkpoints (async, SIGTERM), :func:`restore_or_init`
+``gensim_jax.training.loop``        :func:`train` with progress bar, eval hook, JSON-lines metrics
+"""
+
+from gensim_jax.training.objectives import (
+    BetaBernoulliTarget,
+    CenterLoss,
+    CrossEntropy,
+    DistanceRegression,
+    GaussianMixtureTarget,
+    GenSimRegression,
+    NTXent,
+    Objective,
+    Sincere,
+    SupCon,
+    TableTarget,
+    Target,
+    TripletObjective,
+    forward,
+)
+from gensim_jax.training.state import TrainState, create_train_state, step_key
+from gensim_jax.training.step import eval_step, make_eval_step, make_train_step, split_microbatches, train_step
+
+__all__ = [
+    "BetaBernoulliTarget", "CenterLoss", "CrossEntropy", "DistanceRegression", "GaussianMixtureTarget",
+    "GenSimRegression", "NTXent", "Objective", "Sincere", "SupCon", "TableTarget", "Target",
+    "TrainState", "TripletObjective", "create_train_state", "eval_step", "forward", "make_eval_step",
+    "make_train_step", "split_microbatches", "step_key", "train_step",
+]
+
+from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init  # noqa: E402
+from gensim_jax.training.loop import TrainResult, read_metrics, save_run_config, train  # noqa: E402
+
+__all__ += ["Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
+            "save_run_config", "train"]

@@ -1,0 +1,157 @@
+"""The generic train and eval steps shared by every objective, with gradient accumulation.
+
+:func:`train_step` differentiates an objective's pure ``(state, batch, rng) -> (loss, aux)`` with
+respect to the parameters, stores the new BatchNorm statistics, applies the optax update and
+returns scalar metrics.  The step's key is ``fold_in(state.rng, state.step)``, so a resumed run
+draws the same random numbers as an uninterrupted one.
+
+Gradient accumulation (``accum_steps = k``) splits the step batch into ``k`` micro-batches,
+runs them sequentially (``lax.scan``, so memory is that of one micro-batch), averages gradients
+and metrics, and applies ONE optimizer update.  Micro-batch ``i`` takes examples ``i, i + k,
+i + 2k, ...``: with the batch sharded over the mesh's data axis, every device keeps its own rows
+(no data moves between devices).  For losses that are means over independent terms (triplets,
+cross entropy, per-anchor terms with partners inside the same micro-batch) of equal-size
+micro-batches, the result equals one step on the whole batch.  All-pairs losses (GenSim
+regression, NT-Xent, SupCon, SINCERE) are NOT decomposable: accumulation averages ``k`` losses,
+each over the pairs inside one micro-batch of ``B / k`` examples, i.e. ``k (B/k)^2`` of the
+``B^2`` pairs.  It has the same expectation per pair but fewer negatives per anchor; to enlarge
+the set of pairs, add devices to the data axis instead (the global batch is one all-pairs batch).
+BatchNorm likewise sees micro-batch statistics; its running statistics are updated ``k`` times.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from gensim_jax.training.objectives import Objective
+from gensim_jax.training.state import TrainState, step_key
+
+Array = jax.Array
+
+__all__ = ["train_step", "eval_step", "split_microbatches", "make_train_step", "make_eval_step"]
+
+
+def _check_objective(objective) -> None:
+    if not isinstance(objective, Objective):
+        raise TypeError(f"objective must be a gensim_jax.training.objectives.Objective, got {type(objective).__name__}")
+
+
+def split_microbatches(batch: Mapping[str, Array], accum_steps: int) -> dict[str, Array]:
+    """Reshape every ``(B, ...)`` leaf to ``(k, B/k, ...)``; micro-batch ``i`` holds rows ``i::k``.
+
+    Raises ``ValueError`` when ``B`` is not divisible by ``accum_steps`` or the leaves disagree on ``B``.
+    """
+    sizes = {k: jnp.shape(v)[0] if jnp.ndim(v) else None for k, v in batch.items()}
+    bs = set(sizes.values())
+    if None in bs or len(bs) != 1:
+        raise ValueError(f"every batch entry needs the same leading batch size; got {sizes}")
+    b = bs.pop()
+    if accum_steps < 1 or b % accum_steps:
+        raise ValueError(f"batch size {b} is not divisible by accum_steps={accum_steps}")
+    return {k: jnp.swapaxes(jnp.reshape(v, (b // accum_steps, accum_steps) + jnp.shape(v)[1:]), 0, 1)
+            for k, v in batch.items()}
+
+
+def _grads(state: TrainState, batch, objective, key, batch_stats):
+    st = state.replace(batch_stats=batch_stats)
+
+    def loss_fn(params):
+        return objective(st, batch, key, params=params, train=True)
+
+    (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    metrics = dict(aux["metrics"])
+    metrics["loss"] = loss
+    return grads, metrics, aux["batch_stats"]
+
+
+def train_step(state: TrainState, batch: Mapping[str, Array], objective: Objective,
+               accum_steps: int = 1) -> tuple[TrainState, dict[str, Array]]:
+    """One optimizer step of ``objective`` on ``batch`` (pure; jit it, e.g. with :func:`make_train_step`).
+
+    Args:
+      state: the :class:`TrainState`.
+      batch: dict of ``(B, ...)`` arrays (the global batch under a mesh).
+      objective: an :class:`~gensim_jax.training.objectives.Objective`.
+      accum_steps: number of micro-batches (static); see the module docstring for its semantics.
+
+    Returns:
+      ``(new_state, metrics)``; metrics are scalars: ``loss``, ``grad_norm`` and the objective's own
+      (e.g. ``accuracy``), averaged over micro-batches.
+    """
+    _check_objective(objective)
+    key = step_key(state)
+    if accum_steps == 1:
+        grads, metrics, stats = _grads(state, batch, objective, key, state.batch_stats)
+    else:
+        micro = split_microbatches(batch, accum_steps)
+        first = jax.tree.map(lambda v: v[0], micro)
+        g0, m0, _ = jax.eval_shape(lambda: _grads(state, first, objective, key, state.batch_stats))
+        zeros = lambda tree: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), tree)  # noqa: E731
+
+        def body(carry, xs):
+            g_sum, m_sum, stats = carry
+            i, mb = xs
+            g, m, stats = _grads(state, mb, objective, jax.random.fold_in(key, i), stats)
+            return (jax.tree.map(jnp.add, g_sum, g), jax.tree.map(jnp.add, m_sum, m), stats), None
+
+        (g_sum, m_sum, stats), _ = jax.lax.scan(
+            body, (zeros(g0), zeros(m0), state.batch_stats), (jnp.arange(accum_steps), micro))
+        grads = jax.tree.map(lambda g: g / accum_steps, g_sum)
+        metrics = jax.tree.map(lambda m: m / accum_steps, m_sum)
+    metrics["grad_norm"] = optax.global_norm(grads)
+    return state.apply_gradients(grads, stats), metrics
+
+
+def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objective) -> dict[str, Array]:
+    """The objective's loss and metrics in eval mode (running BatchNorm statistics, no update)."""
+    _check_objective(objective)
+    loss, aux = objective(state, batch, step_key(state), train=False)
+    metrics = dict(aux["metrics"])
+    metrics["loss"] = loss
+    return metrics
+
+
+def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
+                    fsdp: bool = False, donate: bool = True) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
+    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective``.
+
+    Without ``mesh``: plain ``jax.jit`` with the state donated.  With ``mesh`` (see
+    :mod:`gensim_jax.parallel`): ``in_shardings``/``out_shardings`` put the batch on the data axes and
+    the state replicated (or FSDP-sharded with ``fsdp=True``); ``state`` (or an abstract state) is
+    needed to derive the state shardings.  The objective travels as an argument (its tables are
+    replicated arrays, not constants of the program).
+    """
+    _check_objective(objective)
+
+    def step(st, batch, obj):
+        return train_step(st, batch, obj, accum_steps)
+
+    if mesh is None:
+        jitted = jax.jit(step, donate_argnums=(0,) if donate else ())
+    else:
+        from gensim_jax import parallel
+
+        if state is None:
+            raise ValueError("make_train_step(mesh=...) needs state (concrete or abstract) to derive shardings")
+        jitted = parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate)
+    return lambda st, batch: jitted(st, batch, objective)
+
+
+def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = False) -> Callable:
+    """A jitted ``eval(state, batch) -> metrics`` (sharded like :func:`make_train_step` when ``mesh`` is given)."""
+    _check_objective(objective)
+    if mesh is None:
+        jitted = jax.jit(eval_step)
+    else:
+        from gensim_jax import parallel
+
+        if state is None:
+            raise ValueError("make_eval_step(mesh=...) needs state (concrete or abstract) to derive shardings")
+        state_sh = parallel.state_shardings(state, mesh, fsdp=fsdp)
+        rep = parallel.replicated(mesh)
+        jitted = jax.jit(eval_step, in_shardings=(state_sh, parallel.batch_sharding(mesh), rep), out_shardings=rep)
+    return lambda st, batch: jitted(st, batch, objective)

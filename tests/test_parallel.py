@@ -1,0 +1,83 @@
+"""Parallelism: sharded (1x8, 2x4 FSDP) and pmap steps equal the single-device step; mesh helpers.
+
+The 8-device comparison runs in a subprocess (tests/_parallel_worker.py) because XLA_FLAGS must be
+set before jax is imported, and this pytest process has already imported jax with one CPU device.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from gensim_jax import parallel
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_sharded_and_pmap_steps_equal_the_single_device_step():
+    """One subprocess (8 CPU devices) runs every layout; each must match the single-device run."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+               PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "_parallel_worker.py")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    cases = ["gensim/1x8", "gensim/2x4", "gensim/pmap", "ntxent_bn/1x8", "ntxent_bn/2x4"]
+    assert sorted(results) == sorted(cases)
+    for case in cases:
+        r = results[case]
+        assert r["loss"] <= 1e-5 * max(1.0, abs(r["loss_value"])), (case, r)
+        assert r["params"] <= 1e-5, (case, r)
+        assert r.get("batch_stats", 0.0) <= 1e-6, (case, r)
+    # the layouts really distribute: FSDP splits parameter leaves, every layout spans 8 devices
+    assert results["gensim/1x8"]["fsdp_split_leaves"] == 0
+    assert results["gensim/2x4"]["fsdp_split_leaves"] > 0 and results["ntxent_bn/2x4"]["fsdp_split_leaves"] > 0
+    assert all(v["param_devices"] == 8 for k, v in results.items() if "pmap" not in k)
+
+
+def test_make_mesh_validates_sizes():
+    mesh = parallel.make_mesh()
+    assert mesh.axis_names == ("data", "fsdp") and mesh.devices.shape == (jax.device_count(), 1)
+    with pytest.raises(ValueError, match="fsdp"):
+        parallel.make_mesh(fsdp=jax.device_count() + 1)
+    with pytest.raises(ValueError, match="does not match"):
+        parallel.make_mesh(data=jax.device_count() + 1)
+
+
+def test_leaf_sharding_rules_on_a_one_device_mesh():
+    mesh = parallel.make_mesh()
+    assert parallel.leaf_sharding((512, 512), mesh, fsdp=True).spec == parallel.replicated(mesh).spec
+
+
+def test_process_batch_slice():
+    assert parallel.process_batch_slice(12, 1, 3) == slice(4, 8)
+    assert parallel.process_batch_slice(12) == slice(0, 12)
+    with pytest.raises(ValueError, match="divisible"):
+        parallel.process_batch_slice(10, 0, 3)
+
+
+def test_shard_batch_and_split_for_pmap():
+    mesh = parallel.make_mesh()
+    b = {"x": np.arange(8.0).reshape(4, 2), "y": np.arange(4)}
+    g = parallel.shard_batch(b, mesh)
+    np.testing.assert_array_equal(np.asarray(g["x"]), b["x"])
+    with pytest.raises(ValueError, match="leading batch axis"):
+        parallel.shard_batch({"s": np.float32(1.0)}, mesh)
+    s = parallel.split_for_pmap(b, 2)
+    assert s["x"].shape == (2, 2, 2)
+    with pytest.raises(ValueError, match="cannot be split"):
+        parallel.split_for_pmap(b, 3)
+
+
+def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):
+    for k in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS", "TPU_WORKER_HOSTNAMES",
+              "MEGASCALE_COORDINATOR_ADDRESS"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SLURM_NTASKS", "1")
+    info = parallel.initialize_distributed()
+    assert info["process_count"] == 1 and info["devices"] == jax.device_count()
