@@ -401,67 +401,74 @@ def _check_size(size, name: str = "size") -> int:
     return int(size)
 
 
-def _edge_pieces(polygons: np.ndarray, height: int, width: int):
-    """Split every polygon edge at the integer x and y lines inside the canvas.
+def _split_segments(a: np.ndarray, b: np.ndarray, axis: int, limit: int):
+    """Split segments ``a -> b`` (P, 2) where they cross the lines ``coord[axis] = k``, k in [0, limit].
 
-    Returns the piece endpoints ``(P, 2)`` x2 and the polygon index of each piece.
+    Returns the pieces' start and end points and, for every piece, the index of its segment.
+    All done with ragged index arithmetic: no Python loop, no sort.
     """
-    n, nv, _ = polygons.shape
-    p0 = polygons.reshape(n * nv, 2)
-    p1 = np.roll(polygons, -1, axis=1).reshape(n * nv, 2)
-    n_edges = n * nv
-    delta = p1 - p0
-    edge_ids = np.arange(n_edges)
-    ts, eids = [np.zeros(n_edges), np.ones(n_edges)], [edge_ids, edge_ids]
-    for axis, limit in ((0, width), (1, height)):
-        lo_c, hi_c = p0[:, axis], p1[:, axis]
-        first = np.clip(np.floor(np.minimum(lo_c, hi_c)) + 1.0, 0.0, limit)
-        last = np.clip(np.ceil(np.maximum(lo_c, hi_c)) - 1.0, 0.0, limit)
-        count = np.maximum(last - first + 1.0, 0.0).astype(np.int64)
-        e = np.repeat(edge_ids, count)
-        offset = np.cumsum(count) - count
-        k = first[e] + (np.arange(e.size) - offset[e])
-        ts.append((k - lo_c[e]) / delta[e, axis])  # count > 0 implies delta != 0
-        eids.append(e)
-    t = np.concatenate(ts)
-    e = np.concatenate(eids)
-    order = np.argsort(e * 2.0 + t)  # by edge, then along the edge (t in [0, 1])
-    t, e = t[order], e[order]
-    same = e[1:] == e[:-1]
-    ta, tb, ee = t[:-1][same], t[1:][same], e[:-1][same]
-    pa = p0[ee] + ta[:, None] * delta[ee]
-    pb = p0[ee] + tb[:, None] * delta[ee]
-    return pa, pb, ee // nv
+    n = a.shape[0]
+    c0, c1 = a[:, axis], b[:, axis]
+    delta = c1 - c0
+    first = np.maximum(np.floor(np.minimum(c0, c1)) + 1.0, 0.0)
+    last = np.minimum(np.ceil(np.maximum(c0, c1)) - 1.0, float(limit))
+    count = np.maximum(last - first + 1.0, 0.0).astype(np.int64)  # crossings strictly inside
+    npts = count + 2
+    seg = np.repeat(np.arange(n), npts)
+    local = np.arange(seg.size) - (np.cumsum(npts) - npts)[seg]
+    cnt = count[seg]
+    # the j-th crossing met when travelling from a to b (j = local - 1)
+    k = np.where(delta[seg] > 0, first[seg] + (local - 1), last[seg] - (local - 1))
+    safe = np.where(delta == 0.0, 1.0, delta)  # count > 0 implies delta != 0
+    t = (k - c0[seg]) / safe[seg]
+    t = np.where(local == 0, 0.0, np.where(local == cnt + 1, 1.0, t))
+    pts = a[seg] + t[:, None] * (b - a)[seg]
+    inner = (local >= 1) & (local <= cnt)
+    pts[inner, axis] = k[inner]  # exact grid coordinates at the crossings
+    valid = (local <= cnt)[:-1]  # consecutive points of the same segment
+    return pts[:-1][valid], pts[1:][valid], seg[:-1][valid]
 
 
 def _rasterize_chunk(polygons: np.ndarray, height: int, width: int, out: np.ndarray) -> None:
-    n = polygons.shape[0]
-    pa, pb, poly = _edge_pieces(polygons, height, width)
-    # Every piece lies in one pixel column c. Its signed area contribution to the column below it
-    # is dx per unit height: it covers fraction (1 - f) of its own row r and all rows below.
-    ya = np.clip(pa[:, 1], 0.0, height)
-    yb = np.clip(pb[:, 1], 0.0, height)
-    dx = pb[:, 0] - pa[:, 0]
-    mx = 0.5 * (pa[:, 0] + pb[:, 0])
-    my = 0.5 * (ya + yb)
-    col = np.floor(mx).astype(np.int64)
-    row = np.clip(np.floor(my), 0, height).astype(np.int64)
-    frac = my - row
+    n, nv, _ = polygons.shape
+    a = polygons.reshape(n * nv, 2)
+    b = np.roll(polygons, -1, axis=1).reshape(n * nv, 2)
+    poly = np.repeat(np.arange(n), nv)
+    # 1) split the edges at the vertical grid lines; keep the pieces over canvas columns
+    a, b, seg = _split_segments(a, b, 0, width)
+    col = np.floor(0.5 * (a[:, 0] + b[:, 0])).astype(np.int64)
     keep = (col >= 0) & (col < width)
-    idx = ((poly * (height + 2) + row) * width + col)[keep]
-    w_own = (dx * (1.0 - frac))[keep]
-    w_next = (dx * frac)[keep]
+    a, b, col, poly = a[keep], b[keep], col[keep], poly[seg[keep]]
+    # 2) split at the horizontal grid lines: every piece now lies in one pixel cell
+    a, b, seg = _split_segments(a, b, 1, height)
+    col, poly = col[seg], poly[seg]
+    # A piece in cell (row, col) with horizontal extent dx covers, with sign, the part of its
+    # cell below it, dx * (1 - frac), and the full width dx of every cell further down.
+    # Pieces above / below the canvas are clamped onto its top / bottom border.
+    ya = np.clip(a[:, 1], 0.0, height)
+    yb = np.clip(b[:, 1], 0.0, height)
+    my = 0.5 * (ya + yb)
+    row = np.minimum(np.floor(my), height).astype(np.int64)
+    frac = my - row
+    dx = b[:, 0] - a[:, 0]
+    out[...] = 0.0
+    if row.size == 0:
+        return
+    r0, r1 = int(row.min()), int(row.max())  # bounding box of the chunk's pieces
+    c0, c1 = int(col.min()), int(col.max())
+    nr, nc = r1 - r0 + 2, c1 - c0 + 1
+    idx = (poly * nr + (row - r0)) * nc + (col - c0)
     acc = np.bincount(
-        np.concatenate([idx, idx + width]),
-        np.concatenate([w_own, w_next]),
-        minlength=n * (height + 2) * width,
-    ).reshape(n, height + 2, width)
-    for r in range(1, height):  # cumulative sum down the rows (faster than np.cumsum here)
+        np.concatenate([idx, idx + nc]),
+        np.concatenate([dx * (1.0 - frac), dx * frac]),
+        minlength=n * nr * nc,
+    ).astype(np.float64, copy=False).reshape(n, nr, nc)
+    rows = min(r1 + 1, height) - r0
+    for r in range(1, rows):  # cumulative sum down the columns (faster than np.cumsum here)
         np.add(acc[:, r], acc[:, r - 1], out=acc[:, r])
-    cov = acc[:, :height]
+    cov = acc[:, :rows]
     np.abs(cov, out=cov)
-    np.minimum(cov, 1.0, out=cov)
-    out[...] = cov
+    np.minimum(cov, 1.0, out=out[:, r0 : r0 + rows, c0 : c1 + 1])
 
 
 def rasterize_polygons(polygons, height: int, width: int | None = None, chunk: int = 64) -> np.ndarray:
@@ -469,10 +476,10 @@ def rasterize_polygons(polygons, height: int, width: int | None = None, chunk: i
 
     Pixel ``(i, j)`` covers ``[j, j+1] x [i, i+1]`` in pixel coordinates (x right, y down) and gets
     the exact fraction of its area inside the polygon (box-filter anti-aliasing). Each edge is
-    split at the integer grid lines; every piece adds its signed area to an accumulation buffer,
-    and a cumulative sum down each column turns the buffer into coverage (the signed-area
-    scanline method of font rasterisers; by Green's theorem the sum is the winding-number integral
-    over the pixel). The absolute winding is clipped to 1: exact for simple polygons of either
+    split at the integer grid lines so that every piece lies in one pixel; a piece adds its signed
+    area (horizontal extent x fraction of the pixel below it) to an accumulation buffer, and a
+    cumulative sum down each column turns the buffer into coverage (the signed-area method of
+    font rasterisers; by Green's theorem it is the integral of the winding number over the pixel). The absolute winding is clipped to 1: exact for simple polygons of either
     orientation; for self-intersecting ones it is the non-zero rule, approximate on boundary
     pixels. Parts outside the canvas are clipped. Cost is O(perimeter) per polygon plus one pass
     over the image.
