@@ -31,7 +31,7 @@ Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-o
 
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
 fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
-``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 40 steps of 32, 1 run; a few
+``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
 minutes on 2 CPU cores). Every config field can be overridden with ``--set``.
 
 Evaluation (``fewshot_evaluate``, per-concept threshold as in the paper, plus the threshold-free
@@ -122,10 +122,10 @@ class Config:
 
 CONFIGS = {
     "paper": Config(),
-    # Runs on a 2-core CPU in a few minutes: tiny ResNet, 64 x 64, 384 images, 40 steps, 1 run.
+    # Runs on a 2-core CPU in a few minutes: tiny ResNet, 64 x 64, 384 images, 30 steps of 16, 1 run.
     "cpu_small": Config(
         num_runs=1, model="resnet18", stage_sizes=(1, 1, 1, 1), image_size=64, num_train_images=384,
-        num_steps=40, batch_size=32, learning_rate=3e-4, projection_dims=(128, 64), eval_batch_size=35,
+        num_steps=30, batch_size=16, learning_rate=3e-4, projection_dims=(128, 64), eval_batch_size=35,
         checkpoint_every=10_000,
     ),
 }
