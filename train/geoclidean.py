@@ -443,7 +443,9 @@ def _plot(path: Path, results: dict) -> None:
 
     summary = results["summary"]["sampler"]
     names = list(summary)
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+    training = results["training"]
+    fig, ax = plt.subplots(1, 1 + len(training), figsize=(6 + 3.2 * len(training), 4),
+                           gridspec_kw={"width_ratios": [2] + [1] * len(training)})
     width = 0.2
     x = np.arange(len(names))
     for k, m in enumerate(_METRICS):
@@ -454,11 +456,11 @@ def _plot(path: Path, results: dict) -> None:
     ax[0].set_ylim(0, 1.05)
     ax[0].set(title="Held-out Geoclidean concepts (few-shot, our sampler)", ylabel="accuracy / AUC")
     ax[0].legend(fontsize=8, ncol=2)
-    for name, runs in results["training"].items():
+    for a, (name, runs) in zip(ax[1:], training.items()):
         for i, run in enumerate(runs):
-            ax[1].plot(run["losses"], label=name if i == 0 else None)
-    ax[1].set(title="training loss per step", xlabel="step", ylabel="loss")
-    ax[1].legend()
+            a.plot(run["losses"], lw=1, label=f"run {i}")
+        a.set(title=f"{name}: training loss", xlabel="step")
+    ax[1].set_ylabel("loss")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
