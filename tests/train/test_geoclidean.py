@@ -104,3 +104,21 @@ def test_config_validation_and_cli_registration(capsys):
     with pytest.raises(SystemExit):
         main(["gaussian_mixture", "--benchmark-dir", "/nonexistent"])
     assert "does not apply" in capsys.readouterr().err
+
+
+def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
+    config = tiny_config(benchmark_dir=str(shared_dir / "reference" / "geoclidean"))
+    episodes = exp.official_concepts(config)
+    assert sorted(episodes) == sorted(TEST_CONCEPTS)
+    for support, test, kind in episodes.values():
+        assert support.shape == (5, 32, 32, 3) and test.shape == (15, 32, 32, 3)
+        assert sorted(set(kind.tolist())) == ["close", "far", "in"]
+    row = exp.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
+    # independent: the per-concept best-threshold accuracy of raw pixels, by brute force over cuts
+    accs = []
+    for support, test, kind in episodes.values():
+        s = np.abs(test.reshape(15, -1) - support.reshape(5, -1).mean(0)).mean(1)
+        m = (kind == "in") | (kind == "close")
+        y, sc = kind[m] == "in", s[m]
+        accs.append(max(np.mean((sc <= t) == y) for t in np.concatenate([sc, [-np.inf]])))
+    assert row["acc_close"] == pytest.approx(np.mean(accs))
