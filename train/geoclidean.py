@@ -203,9 +203,11 @@ class GeoclideanSource:
     """
 
     def __init__(self, n: int, seed: int, size: int, progress: bool = False):
-        examples = list(geo.generate(n, seed=seed, concepts="train", size=size, progress=progress))
-        self.images = np.stack([e["image"] for e in examples])
-        self.program_id = np.array([e["program_id"] for e in examples], np.int32)
+        self.images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
+        self.program_id = np.empty((n,), np.int32)
+        for i, e in enumerate(geo.generate(n, seed=seed, concepts="train", size=size, progress=progress)):
+            self.images[i] = e["image"]
+            self.program_id[i] = e["program_id"]
 
     def __len__(self) -> int:
         return len(self.images)

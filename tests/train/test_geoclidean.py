@@ -122,3 +122,15 @@ def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
         y, sc = kind[m] == "in", s[m]
         accs.append(max(np.mean((sc <= t) == y) for t in np.concatenate([sc, [-np.inf]])))
     assert row["acc_close"] == pytest.approx(np.mean(accs))
+
+
+def test_source_serves_the_training_stream_as_rgb():
+    from gensim_jax.stimuli.geoclidean.dataset import example
+
+    source = exp.GeoclideanSource(12, seed=3, size=32)
+    got = source.examples(np.arange(12))
+    for i in range(12):
+        ref = example(i, 3, concepts="train", size=32)
+        assert got["program_id"][i] == ref["program_id"] == TRAIN_IDS[i % 30]
+        for c in range(3):
+            np.testing.assert_array_equal(got["image"][i, ..., c], ref["image"])
