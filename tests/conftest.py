@@ -2,8 +2,17 @@
 
 from pathlib import Path
 
+import os
+
 import jax
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a red CI must mean a change, not a new random draw);
+# locally hypothesis keeps exploring.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 jax.config.update("jax_default_matmul_precision", "highest")
 

@@ -271,4 +271,5 @@ def test_property_pairwise_matches_betaln_reference(seed, log_a, log_b):
     got = np.asarray(bb.pairwise_log_similarity(f1, f2, a, b), np.float64)
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-4)
     sym = np.asarray(bb.pairwise_log_similarity(f2, f1, a, b), np.float64)
-    np.testing.assert_allclose(sym, got.T, rtol=1e-6, atol=1e-6)
+    # float32 sums in another order: a few ulp apart (1.9e-6 seen at |log s| = 0.6)
+    np.testing.assert_allclose(sym, got.T, rtol=1e-5, atol=1e-5)
