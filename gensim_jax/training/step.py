@@ -142,7 +142,7 @@ def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, st
 
 
 def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = False) -> Callable:
-    """A jitted ``eval(state, batch) -> metrics`` (sharded like :func:`make_train_step` when ``mesh`` is given)."""
+    """A jitted evaluation step ``(state, batch) -> metrics`` (sharded like :func:`make_train_step` when ``mesh`` is given)."""
     _check_objective(objective)
     if mesh is None:
         jitted = jax.jit(eval_step)
