@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from gensim_jax.kernels.gaussian_mixture import GaussianMixture, appendix_h_mixture, make_mixture
+from gensim_jax.stimuli._random import as_generator as _rng
 
 __all__ = [
     "GaussianMixture",
@@ -34,14 +35,6 @@ __all__ = [
     "sample_points",
     "sample_triplets",
 ]
-
-
-def _rng(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise ValueError(f"rng must be a numpy Generator or an int seed, got {type(rng).__name__}")
 
 
 def _count(n, name: str = "n") -> int:

@@ -41,6 +41,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from gensim_jax.stimuli._random import as_generator as _rng
+
 __all__ = [
     "ANGLE_TOLERANCE_RAD",
     "CANVAS_UNITS",
@@ -589,14 +591,6 @@ def render_shape(
 # ----------------------------------------------------------------------------------------------
 # Test/training split and samplers
 # ----------------------------------------------------------------------------------------------
-
-
-def _rng(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise ValueError(f"rng must be a numpy Generator or an int seed, got {type(rng).__name__}")
 
 
 def _shape_indices(shapes) -> np.ndarray:
