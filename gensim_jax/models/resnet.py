@@ -169,14 +169,20 @@ _DEPTHS = {
 def resnet(depth: int, **kwargs: Any) -> ResNet:
     """ResNet of a standard ``depth`` (18, 34, 50, 101, 152); ``kwargs`` override ResNet fields.
 
+    ``stage_sizes`` may be overridden too (small CPU variants keep the depth's block type).
+
     Example:
       >>> resnet(50, num_classes=11).stage_sizes
       (3, 4, 6, 3)
+      >>> resnet(18, stage_sizes=(1, 1, 1, 1)).stage_sizes
+      (1, 1, 1, 1)
     """
     if depth not in _DEPTHS:
         raise ValueError(f"depth must be one of {sorted(_DEPTHS)}, got {depth}")
     stages, block = _DEPTHS[depth]
-    return ResNet(stage_sizes=stages, block=block, **kwargs)
+    kwargs = {"stage_sizes": stages, "block": block, **kwargs}
+    kwargs["stage_sizes"] = tuple(kwargs["stage_sizes"])
+    return ResNet(**kwargs)
 
 
 def resnet18(**kwargs: Any) -> ResNet:

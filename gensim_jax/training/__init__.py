@@ -6,6 +6,7 @@
 ``gensim_jax.training.step``        :func:`train_step` (with gradient accumulation), :func:`eval_step`
 ``gensim_jax.training.checkpoints`` orbax checkpoints (async, SIGTERM), :func:`restore_or_init`
 ``gensim_jax.training.loop``        :func:`train` with progress bar, eval hook, JSON-lines metrics
+``gensim_jax.training.export``      :func:`export_variables` / :func:`load_exported` (variables + model description)
 """
 
 from gensim_jax.training.objectives import (
@@ -39,3 +40,6 @@ from gensim_jax.training.loop import TrainResult, read_metrics, save_run_config,
 
 __all__ += ["Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
             "save_run_config", "train"]
+from gensim_jax.training.export import export_variables, load_exported  # noqa: E402
+
+__all__ += ["export_variables", "load_exported"]

@@ -1,0 +1,48 @@
+"""Export round trip: the rebuilt model gives the trained model's outputs; bad exports are named."""
+
+import json
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+from gensim_jax.models import get_model
+from gensim_jax.training import create_train_state
+from gensim_jax.training.export import MODEL_FILE, VARIABLES_FILE, export_variables, load_exported
+
+KW = {"num_classes": None, "stage_sizes": (1, 1, 1, 1)}
+
+
+def _variables():
+    model = get_model("resnet18", **KW)
+    state = create_train_state(model, optax.adam(1e-3), 0, example_input=np.zeros((1, 32, 32, 3), np.float32))
+    # perturb the BatchNorm statistics so that a lost collection would show in the outputs
+    stats = jax.tree_util.tree_map(lambda x: x + 0.5, state.batch_stats)
+    return model, {"params": state.params, "batch_stats": stats}
+
+
+def test_round_trip_gives_the_same_embeddings(tmp_path):
+    model, variables = _variables()
+    export_variables(tmp_path, variables, model="resnet18", model_kwargs=KW, image_size=32, seed=3)
+    rebuilt, restored, meta = load_exported(tmp_path)
+    assert meta["seed"] == 3 and rebuilt.stage_sizes == (1, 1, 1, 1)
+    x = np.random.default_rng(0).random((3, 32, 32, 3), np.float32)
+    want = model.apply(variables, x, train=False)["embedding"]
+    got = rebuilt.apply(restored, x, train=False)["embedding"]
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_mismatched_description_and_missing_files(tmp_path):
+    _, variables = _variables()
+    export_variables(tmp_path, variables, model="resnet18", model_kwargs={"num_classes": None}, image_size=32)
+    with pytest.raises(ValueError, match="do not match model 'resnet18'"):
+        load_exported(tmp_path)
+    with pytest.raises(ValueError, match="not registered"):
+        export_variables(tmp_path / "b", variables, model="no_such_net")
+    with pytest.raises(TypeError):
+        export_variables(tmp_path / "c", variables, model="resnet18", note=object())
+    assert not (tmp_path / "c" / VARIABLES_FILE).exists()
+    (tmp_path / MODEL_FILE).unlink()
+    with pytest.raises(FileNotFoundError, match=MODEL_FILE):
+        load_exported(tmp_path)
