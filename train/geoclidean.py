@@ -74,6 +74,7 @@ from gensim_jax.training import (
     TableTarget,
     TripletObjective,
     create_train_state,
+    export_variables,
     read_metrics,
     train,
 )
@@ -259,14 +260,19 @@ def make_objective(objective: str, config: Config):
     raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
 
 
-def make_model(objective: str, config: Config, rng):
-    """``(model, variables or None)``: the encoder (classifier dropped; a projection head for simclr)."""
-    kw = {"num_classes": None}
+def model_kwargs(objective: str, config: Config) -> dict:
+    """Registry keyword arguments of the encoder (classifier dropped; a projection head for simclr)."""
+    kw: dict = {"num_classes": None}
     if objective == "simclr":
         kw["projection_dims"] = tuple(config.projection_dims)
-    model = get_model(config.model, **kw)
     if config.stage_sizes is not None:
-        model = model.clone(stage_sizes=tuple(config.stage_sizes))
+        kw["stage_sizes"] = tuple(config.stage_sizes)
+    return kw
+
+
+def make_model(objective: str, config: Config, rng):
+    """``(model, variables or None)``: the encoder of :func:`model_kwargs`, loaded from ``pretrained`` if set."""
+    model = get_model(config.model, **model_kwargs(objective, config))
     if config.pretrained:
         from gensim_jax.models.torch_import import load_pretrained
 
@@ -376,6 +382,9 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
                            num_steps=steps, workdir=run_dir, config={**dataclasses.asdict(config), "objective": name},
                            seed=seed, checkpoint_every=config.checkpoint_every, progress=progress)
             seconds = time.perf_counter() - t0
+            export_variables(run_dir / "export", result.state.variables, model=config.model,
+                             model_kwargs=model_kwargs(name, config), image_size=config.image_size,
+                             preprocess="imagenet", seed=seed, objective=name, experiment="geoclidean")
             trained = _model_embed(model, result.state.variables, config.eval_batch_size)
             for suite, episodes in suites.items():
                 evals[suite].setdefault(name, []).append(evaluate_embedding(trained, episodes, thr))
@@ -461,5 +470,5 @@ def format_table(results: dict) -> str:
 
 
 __all__ = ["CONFIGS", "Config", "GeoclideanSource", "OBJECTIVES", "format_table", "gensim_target", "get_config",
-           "heldout_concepts", "init_variables", "make_batches", "make_model", "make_objective", "num_steps", "preprocess",
-           "train_and_evaluate", "tree_kernel_log_table"]
+           "heldout_concepts", "init_variables", "make_batches", "make_model", "make_objective", "model_kwargs",
+           "num_steps", "preprocess", "train_and_evaluate", "tree_kernel_log_table"]
