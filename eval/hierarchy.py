@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-leaf", type=int, default=12, help="synthetic images per leaf")
     p.add_argument("--noise", type=float, default=2.0, help="synthetic pixel noise")
+    p.add_argument("--size", type=int, default=16, help="synthetic image side (pixels)")
     p.add_argument("--shuffle-embeddings", action="store_true")
     p.add_argument("--chance", choices=("uniform", "majority"), default="uniform")
     p.add_argument("--n-jobs", type=int, default=None, help="parallel one-vs-all SVM fits")
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
         y = z["classes"].astype(np.int64)
         data, source = z.get("embeddings", z.get("images")), a.embeddings or a.images
     else:
-        data, y, tree = synthetic_hierarchy_images(rng, per_leaf=a.per_leaf, noise=a.noise)
+        data, y, tree = synthetic_hierarchy_images(rng, per_leaf=a.per_leaf, size=a.size, noise=a.noise)
         nodes, source = None, "synthetic images" if a.export else "synthetic pixels"
     head = {"source": source, "shuffled": a.shuffle_embeddings, "chance": a.chance}
     if a.export:
