@@ -100,7 +100,7 @@ def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: O
     if not models:
         raise ValueError("models is empty")
     tasks = ("close", "far")
-    fig, (ax,) = _figure(1.6 + 1.1 * len(models), 3.4)
+    fig, (ax,) = _figure(max(3.6, 1.6 + 1.1 * len(models)), 3.4)
     width = 0.8 / len(models)
     for i, (label, acc) in enumerate(models.items()):
         missing = [t for t in tasks if t not in acc]
@@ -111,7 +111,8 @@ def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: O
         sems = [mean_sem(r)[1] for r in runs]
         x = np.arange(len(tasks)) - 0.4 + width * (i + 0.5)
         color = _COLORS[i % len(_COLORS)]
-        ax.bar(x, means, width * 0.9, yerr=sems, capsize=3, color=color, label=label)
+        multi = min(len(r) for r in runs) > 1
+        ax.bar(x, means, width * 0.9, yerr=sems if multi else None, capsize=3, color=color, label=label)
         for xi, r in zip(x, runs):
             if len(r) > 1:
                 ax.plot(np.full(len(r), xi), r, "o", ms=2.5, color="black", alpha=0.6)
@@ -124,11 +125,17 @@ def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: O
     ax.set_xticks(np.arange(len(tasks)), ["close", "far"])
     ax.set_ylabel("classification accuracy")
     ax.set_ylim(0.0, 1.0)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_wrap(title), fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     if path is not None:
         save_figure(fig, path)
     return fig
+
+
+def _wrap(text: str, width: int = 42) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
 
 
 def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[str | os.PathLike] = None,
@@ -150,6 +157,8 @@ def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[
     """
     if not models:
         raise ValueError("models is empty")
+    from matplotlib.ticker import MaxNLocator
+
     fig, (ax_l, ax_s) = _figure(7.5, 3.2, ncols=2)
     labels, score_means, score_sems = [], [], []
     for i, (label, m) in enumerate(models.items()):
@@ -165,22 +174,25 @@ def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[
                              f"got {acc.shape} and {chance.shape}")
         color = _COLORS[i % len(_COLORS)]
         mu, se = mean_sem(acc)
-        ax_l.errorbar(levels, mu, yerr=se, marker="o", ms=3.5, capsize=2, color=color, label=label)
+        ax_l.errorbar(levels, mu, yerr=se if len(acc) > 1 else None, marker="o", ms=3.5, capsize=2,
+                      color=color, label=label)
         ax_l.plot(levels, chance, ls=":", marker="_", color="grey", label="chance" if i == 0 else None)
         s_mu, s_se = mean_sem(_runs(m["score"], f"models[{label!r}]['score']"))
         labels.append(label)
         score_means.append(float(s_mu))
         score_sems.append(float(s_se))
     ax_l.set_xlabel("tree level")
+    ax_l.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_l.set_ylabel("decoding accuracy")
     ax_l.set_ylim(0.0, 1.02)
-    ax_l.legend(fontsize=7)
+    ax_l.legend(fontsize=7, loc="best")
     x = np.arange(len(labels))
-    ax_s.bar(x, score_means, 0.6, yerr=score_sems, capsize=3,
+    ax_s.bar(x, score_means, 0.6 if len(labels) > 1 else 0.35, yerr=score_sems, capsize=3,
              color=[_COLORS[i % len(_COLORS)] for i in range(len(labels))])
     ax_s.axhline(0.0, color="black", lw=0.8)
     ax_s.set_xticks(x, labels, rotation=20, fontsize=8)
-    ax_s.set_ylabel(r"$\sum_l \log(a_l / c_l)$")
+    ax_s.set_ylabel("Σ over levels of log(accuracy / chance)", fontsize=8)
+    ax_s.set_xlim(-0.75, len(labels) - 0.25)
     ax_s.set_title("accuracy over chance, all levels", fontsize=9)
     fig.suptitle(title, fontsize=10)
     if path is not None:
