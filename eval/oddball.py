@@ -8,17 +8,20 @@ Inputs (one of):
   :func:`gensim_jax.training.export.export_variables`, one directory per training run. The seeded
   test set :func:`gensim_jax.stimuli.quadrilaterals.oddball_test_set` (``--test-seed``,
   ``--trials-per-condition``) is rendered at each export's ``image_size``, grey repeated to 3
-  channels, normalised as its ``preprocess`` says, and embedded. The JSON reports every run and,
-  across runs, the error rate per shape (mean and s.e.m.), the statistics of the mean error rates,
-  and (two runs or more) the t-test of the runs' correlations with human vs baboon error rates
-  (:func:`gensim_jax.evaluation.oddball.compare_across_runs`; humans = ``--human-populations``
-  pooled, default the French adults).
+  channels, normalised as its ``preprocess`` says, and embedded. The JSON reports every run and
+  the statistics of the error rates averaged over runs.
+
+Both add ``summary`` (:func:`gensim_jax.evaluation.oddball.oddball_summary`: error rate per shape
+with s.e.m. over runs, Spearman rho(9) of the mean, per-run correlations with the pooled human
+(``--human-populations``, default all five groups) and baboon rates and, with two runs or more,
+their t-test) unless a shape has no trials.
 
 Reports error rate per shape, Spearman rho against irregularity rank, and correlations with the
 packaged per-population error rates (or ``--error-rates CSV``) and, with ``--behavior FILE ...``,
 with every subject of those trial-level files. ``--judgements CSV --stimuli FILE.npz`` (arrays
 ``ids``, ``embeddings``) adds the correlation with human similarity ratings (``--trials`` only).
-``--workdir DIR`` writes ``oddball.json``.
+``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C,
+:func:`gensim_jax.evaluation.figures.plot_oddball`).
 """
 
 from __future__ import annotations
@@ -27,16 +30,22 @@ import argparse
 
 import numpy as np
 
-from eval._common import add_output_arguments, finish, load_encoders, load_npz, mean_sem_dict, model_label, run_info
+from eval._common import add_output_arguments, finish, load_encoders, load_npz, model_label, run_info
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
 
 
 def shape_statistics(model, table, behavior_trials=None) -> dict:
-    """Spearman with regularity and correlations with every population (and subject) of ``model`` ``(11,)``."""
+    """Spearman with regularity and correlations with every population (and subject) of ``model`` ``(11,)``.
+
+    Nothing is computed when a shape has no trials (NaN rate); a constant rate vector (e.g. no
+    errors at all) has no correlation with anything and gets ``None``.
+    """
     out = {}
     if not np.all(np.isfinite(model)):
         return out
+    if np.ptp(model) == 0:
+        return {"regularity_spearman": None, "population_correlation": None}
     rho, pval, dof = ob.regularity_correlation(model)
     out["regularity_spearman"] = {"rho": rho, "p": pval, "dof": dof}
     out["population_correlation"] = {
@@ -71,8 +80,9 @@ def main(argv=None) -> int:
     p.add_argument("--trials-per-condition", type=int, default=10,
                    help="test-set trials per (shape, deviant) (--export; 10 -> 440 trials)")
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--human-populations", default="french_adults_1,french_adults_2",
-                   help="populations pooled as 'human' in the across-run t-test")
+    p.add_argument("--human-populations", default=",".join(sm.HUMAN_POPULATIONS),
+                   help="comma-separated populations pooled as 'human' in the summary (Fig. 2C, t-test); "
+                        "default: all five human groups")
     p.add_argument("--label", default=None, help="model name in the outputs")
     p.add_argument("--error-rates", default=None, help="per-population CSV (default: packaged data)")
     p.add_argument("--behavior", nargs="+", default=None,
@@ -89,17 +99,18 @@ def main(argv=None) -> int:
 
     table = sm.read_error_rates(a.error_rates) if a.error_rates else sm.packaged_error_rates()
     behavior = [t for f in a.behavior for t in sm.read_behavior(f)] if a.behavior else None
+    humans = [h for h in a.human_populations.split(",") if h]
     if a.trials:
         z = load_npz(a.trials, ("embeddings", "deviant", "shapes"))
         rates = ob.error_rates_by_shape(z["embeddings"], z["deviant"].astype(np.int64),
                                         [str(s) for s in z["shapes"]])
+        label = a.label or "model"
         result = {"shapes": list(sm.SHAPES), "error_rate": rates["error_rate"], "trials": rates["trials"],
                   **shape_statistics(rates["error_rate"], table, behavior)}
+        per_run = rates["error_rate"][None]
     else:
         from gensim_jax.stimuli import quadrilaterals as q
 
-        humans = a.human_populations.split(",")
-        human = sm.pooled_error_rates(table, humans)
         test = q.oddball_test_set(seed=a.test_seed, trials_per_condition=a.trials_per_condition)
         shapes = [q.SHAPE_NAMES[i] for i in test.shape]
         encoders = load_encoders(a.export)
@@ -111,19 +122,25 @@ def main(argv=None) -> int:
             runs.append({**run_info(enc), "error_rate": rates["error_rate"], "errors": rates["errors"],
                          **shape_statistics(rates["error_rate"], table)})
         per_run = np.stack([r["error_rate"] for r in runs])
-        mean = per_run.mean(axis=0)
-        across = {"error_rate": mean_sem_dict(per_run), **shape_statistics(mean, table, behavior)}
-        if len(runs) >= 2:
-            c = ob.compare_across_runs(per_run, human, table["baboons"]["error_rate"])
-            across["human_vs_baboon"] = {"human_populations": humans, "r_human": c.r_human, "r_baboon": c.r_baboon,
-                                         "t": c.t, "p": c.p, "dof": c.dof}
-        result = {"model": model_label(a.label, encoders), "shapes": list(sm.SHAPES),
+        label = model_label(a.label, encoders)
+        result = {"model": label, "shapes": list(sm.SHAPES),
                   "test_set": {"seed": a.test_seed, "trials_per_condition": a.trials_per_condition,
                                "trials": len(test), "trials_per_shape": np.bincount(test.shape, minlength=11)},
-                  "runs": runs, "across_runs": across}
+                  "runs": runs, "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior)}
+    # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
+    summary = None
+    if np.all(np.isfinite(per_run)):
+        summary = ob.oddball_summary({label: per_run}, table, human_populations=humans)
+        result["summary"] = summary
     if a.judgements:
         s = load_npz(a.stimuli, ("ids", "embeddings"))
         emb = {str(k): v for k, v in zip(s["ids"], s["embeddings"])}
         rho, pval, n = ob.similarity_judgement_correlation(ob.read_similarity_judgements(a.judgements), emb)
         result["judgement_spearman"] = {"rho": rho, "p": pval, "pairs": n}
-    return finish(result, a, "oddball")
+
+    def plot(path):
+        from gensim_jax.evaluation.figures import plot_oddball
+
+        plot_oddball(summary, path)
+
+    return finish(result, a, "oddball", plot if summary is not None else None)

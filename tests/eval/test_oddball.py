@@ -8,6 +8,7 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from PIL import Image
 from scipy import stats
 
 from eval.__main__ import main
@@ -16,6 +17,11 @@ from tests.eval.conftest import reference_embed
 
 SHAPES = ["square", "rectangle", "losange", "parallelogram", "rightKite", "kite", "isoTrapezoid", "hinge",
           "rustedHinge", "trapezoid", "random"]
+
+
+def _png_ok(path):
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 0 and im.size[1] > 0
 
 
 def _error_rates_by_loop(emb, deviant, shape_idx):
@@ -51,6 +57,8 @@ def test_oddball_trials_workdir(tmp_path):
     assert out["regularity_spearman"]["rho"] == pytest.approx(stats.spearmanr(want, np.arange(11)).statistic)
     e, t = _packaged_rates()["baboons"]
     assert out["population_correlation"]["baboons"]["r"] == pytest.approx(np.corrcoef(want, e / t)[0, 1])
+    assert out["summary"]["models"]["model"]["runs"] == 1
+    _png_ok(tmp_path / "wd" / "oddball.png")
 
 
 def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
@@ -70,25 +78,25 @@ def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     assert [r["preprocess"] for r in out["runs"]] == ["imagenet", "none"]
     for r, want in zip(out["runs"], per_run):
         np.testing.assert_allclose(r["error_rate"], want)
-    across = out["across_runs"]
-    np.testing.assert_allclose(across["error_rate"]["mean"], per_run.mean(0))
-    np.testing.assert_allclose(across["error_rate"]["sem"], per_run.std(0, ddof=1) / np.sqrt(2), atol=1e-12)
     rho = stats.spearmanr(per_run.mean(0), np.arange(11)).statistic
-    assert across["regularity_spearman"]["rho"] == pytest.approx(rho)
+    assert out["mean_over_runs"]["regularity_spearman"]["rho"] == pytest.approx(rho)
 
     table = _packaged_rates()
-    human = (table["french_adults_1"][0] + table["french_adults_2"][0]) / (
-        table["french_adults_1"][1] + table["french_adults_2"][1])
+    humans = ["french_adults_1", "french_adults_2", "1st_graders", "preschoolers", "himbas"]
+    human = sum(table[h][0] for h in humans) / sum(table[h][1] for h in humans)
     baboon = table["baboons"][0] / table["baboons"][1]
     r_h = [np.corrcoef(x, human)[0, 1] for x in per_run]
     r_b = [np.corrcoef(x, baboon)[0, 1] for x in per_run]
     # Student's t by hand: pooled variance, dof 2R - 2
     sp2 = (np.var(r_h, ddof=1) + np.var(r_b, ddof=1)) / 2
     t = (np.mean(r_h) - np.mean(r_b)) / np.sqrt(sp2 * (2 / len(r_h)))
-    hb = across["human_vs_baboon"]
-    np.testing.assert_allclose(hb["r_human"], r_h)
-    np.testing.assert_allclose(hb["r_baboon"], r_b)
-    assert hb["t"] == pytest.approx(t) and hb["dof"] == 2
+    m = out["summary"]["models"]["lenet5"]
+    np.testing.assert_allclose(m["error_rate_mean"], per_run.mean(0))
+    np.testing.assert_allclose(m["error_rate_sem"], per_run.std(0, ddof=1) / np.sqrt(2), atol=1e-12)
+    np.testing.assert_allclose(m["r_human"], r_h)
+    np.testing.assert_allclose(m["r_baboon"], r_b)
+    assert m["comparison"]["t"] == pytest.approx(t) and m["comparison"]["dof"] == 2
+    _png_ok(wd / "oddball.png")
 
 
 def test_oddball_needs_one_input(capsys):
