@@ -52,17 +52,22 @@ def test_prepare_images_resize_samples_a_smooth_image_at_pixel_centres():
     np.testing.assert_allclose(up, grid(64), atol=0.02)            # edge pixels: clamped, not extrapolated
 
 
-def test_load_encoder_matches_model_apply(tmp_path):
+def test_load_encoder_rejects_incomplete_exports(tmp_path):
     import jax
 
     from gensim_jax.evaluation.embed import load_encoder
     from gensim_jax.models import get_model
     from gensim_jax.training.export import export_variables
 
-    m = get_model("mlp", in_features=3, embed_dim=2)
-    v = m.init(jax.random.key(0), m.example_input())
-    export_variables(tmp_path / "e", v, model="mlp", model_kwargs={"in_features": 3, "embed_dim": 2})
+    m = get_model("lenet5", num_classes=None)
+    shapes = jax.eval_shape(m.init, jax.random.key(0), np.zeros((1, 32, 32, 3), np.float32))  # nothing compiled
+    v = jax.tree_util.tree_map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+    kw = {"num_classes": None}
+    export_variables(tmp_path / "e", v, model="lenet5", model_kwargs=kw)
     with pytest.raises(ValueError, match="image_size"):
         load_encoder(tmp_path / "e")
     with pytest.raises(FileNotFoundError):
         load_encoder(tmp_path / "missing")
+    export_variables(tmp_path / "f", v, model="lenet5", model_kwargs=kw, image_size=32, preprocess="zscore")
+    with pytest.raises(ValueError, match="preprocess"):
+        load_encoder(tmp_path / "f")
