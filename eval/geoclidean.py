@@ -113,7 +113,8 @@ def main(argv=None) -> int:
         else:
             concepts = fewshot.load_geoclidean(a.root, names, image_size=a.image_size)
             embed = _model_embedder(a.model, a.checkpoint, a.image_size, a.batch_size)
-        embedded = embed_all(concepts, embed)
+        # pixels: per concept (no copy of all 360 x 360 images); a model: one call, one compilation
+        embedded = (fewshot.embed_concepts(concepts, embed) if a.model == "pixels" else embed_all(concepts, embed))
         weights = ("none (model-free)" if a.model == "pixels" else a.checkpoint
                    or "random initialisation (no --checkpoint given)")
         label = a.label or a.model

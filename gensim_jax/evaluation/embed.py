@@ -13,6 +13,7 @@ encoder exported by :func:`gensim_jax.training.export.export_variables`) to them
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -56,11 +57,15 @@ def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 
         raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    batch_size = min(int(batch_size), len(x))
     fn = jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+    return _embed_batches(fn, variables, x, min(int(batch_size), len(x)), lambda b: b)
+
+
+def _embed_batches(fn, variables, x, batch_size: int, prepare) -> np.ndarray:
+    """``fn(variables, prepare(batch))`` over fixed-size batches of ``x`` (last one zero-padded)."""
     out = []
     for start in range(0, len(x), batch_size):
-        b = x[start:start + batch_size]
+        b = prepare(x[start:start + batch_size])
         n = len(b)
         if n < batch_size:
             b = np.concatenate([b, np.zeros((batch_size - n, *b.shape[1:]), b.dtype)])
@@ -142,10 +147,24 @@ class ExportedEncoder:
     def channels(self) -> int:
         return int(self.metadata.get("channels", 3))
 
+    @functools.cached_property
+    def _apply(self):
+        model = self.model
+        return jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+
     def __call__(self, images, batch_size: int = 64) -> np.ndarray:
-        """``(N, D)`` embeddings of ``images`` (any form :func:`prepare_images` takes)."""
-        x = prepare_images(images, self.image_size, self.preprocess, self.channels)
-        return embed_images(self.model, self.variables, x, batch_size)
+        """``(N, D)`` float32 embeddings of ``images`` (any form :func:`prepare_images` takes).
+
+        Images are prepared batch by batch (so a large set at 224 x 224 never exists as one
+        float32 RGB array) and embedded by one jitted function kept for every call.
+        """
+        x = np.asarray(images)
+        if x.ndim not in (3, 4) or len(x) == 0:
+            raise ValueError(f"images must be a non-empty (N, H, W) or (N, H, W, C) batch, got shape {x.shape}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        prepare = lambda b: prepare_images(b, self.image_size, self.preprocess, self.channels)  # noqa: E731
+        return _embed_batches(self._apply, self.variables, x, min(int(batch_size), len(x)), prepare)
 
 
 def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
