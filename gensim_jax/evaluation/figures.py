@@ -45,8 +45,9 @@ def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
       ``(mean, sem)`` with ``axis`` removed.
 
     Example:
-      >>> mean_sem([1.0, 3.0])
-      (array(2.), array(1.))
+      >>> m, s = mean_sem([1.0, 3.0])
+      >>> float(m), float(s)
+      (2.0, 1.0)
     """
     v = np.asarray(values, np.float64)
     if v.ndim == 0 or v.shape[axis] == 0:
