@@ -30,8 +30,10 @@ def reference_embed(directory, images_grey) -> np.ndarray:
 
 
 def random_variables(model, seed: int, size: int = 32) -> dict:
-    """He-scaled normal weights (for models without BatchNorm, e.g. LeNet-5) of ``model``'s variable shapes (``eval_shape``: nothing is compiled,
-    which keeps the fixture cheap on a loaded CPU; ``model.init`` compiles every layer eagerly)."""
+    """He-scaled normal weights of ``model``'s variable shapes, for models without BatchNorm (LeNet-5).
+
+    ``eval_shape`` compiles nothing, which keeps the fixture cheap on a loaded CPU (``model.init``
+    compiles every layer eagerly)."""
     shapes = jax.eval_shape(model.init, jax.random.key(0), np.zeros((1, size, size, 3), np.float32))
     rng = np.random.default_rng(seed)
 
