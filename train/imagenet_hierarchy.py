@@ -266,14 +266,23 @@ def gensim_target(config: Config) -> TableTarget:
 def _node_attributes(tree: Tree, seed: int) -> np.ndarray:
     """``(N, 5)`` per-node offsets (colour logits RGB, orientation, log frequency); root 0.
 
-    Offsets shrink with depth (``0.75 ** (depth - 1)``), so deeper levels are finer distinctions.
+    The offsets of a node's children are drawn i.i.d., centred over the siblings and rescaled so
+    that their root-mean-square (in units of the per-column scales ``1.5, 1.5, 1.5, 0.9, 0.4``) is 1,
+    then shrunk with depth (``0.6 ** (depth - 1)``): siblings are always equally far apart on
+    average, and deeper levels are finer distinctions.
     """
     rng = np.random.default_rng([int(seed), 7_001])
-    scale = np.where(tree.depth > 0, 0.75 ** (np.maximum(tree.depth, 1) - 1), 0.0)[:, None]
-    attr = np.concatenate([rng.normal(0.0, 1.5, (tree.num_nodes, 3)),
-                           rng.uniform(-np.pi / 2, np.pi / 2, (tree.num_nodes, 1)),
-                           rng.normal(0.0, 0.4, (tree.num_nodes, 1))], axis=1)
-    return attr * scale
+    col_scale = np.array([1.5, 1.5, 1.5, 0.9, 0.4])
+    raw = rng.standard_normal((tree.num_nodes, 5))
+    attr = np.zeros((tree.num_nodes, 5))
+    for parent in np.flatnonzero(tree.num_children > 0):
+        kids = np.flatnonzero(tree.parents == parent)
+        v = raw[kids]
+        if len(kids) > 1:
+            v = v - v.mean(axis=0)
+        v = v / max(float(np.sqrt(np.mean(np.sum(v ** 2, axis=1)) / 5)), 1e-12)
+        attr[kids] = v * col_scale * 0.6 ** (tree.depth[kids][:, None] - 1)
+    return attr
 
 
 def class_attributes(tree: Tree, class_nodes, seed: int) -> np.ndarray:
@@ -504,7 +513,7 @@ def check_imagenet(config: Config) -> None:
             f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
             "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
             "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
-            "--set data_dir='\"DATA_DIR\"' (see docs/api/train_imagenet_hierarchy.md), or use --config cpu_small.")
+            "--set data_dir=DATA_DIR (see docs/api/train_imagenet_hierarchy.md), or use --config cpu_small.")
 
 
 # --------------------------------------------------------------------------------------------
