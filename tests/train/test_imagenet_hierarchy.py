@@ -153,7 +153,7 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
 
 def test_imagenet_batches_on_tfds_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
-    config = exp.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=3,
+    config = exp.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6,
                             eval_batch_size=2)
     with tfds.testing.mock_data(num_examples=4):
         g = next(exp.make_batches("gensim", config, seed=0)(0))
@@ -170,7 +170,7 @@ def test_imagenet_batches_on_tfds_mock_data():
     lab = t["label"]
     np.testing.assert_array_equal(lab[:, 0], lab[:, 1])
     assert np.all(lab[t["mask"], 2] != lab[t["mask"], 0]) and t["mask"].any()
-    assert images.shape == (3, 32, 32, 3) and labels.shape == (3,) and images.dtype == np.float16
+    assert images.shape == (4, 32, 32, 3) and labels.shape == (4,) and images.dtype == np.float16  # the mock split
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,3 +238,14 @@ def test_results_levels_chance_and_scores_are_consistent(run):
     table = exp.format_table(results)
     for name in ("pixels", "initial", *exp.OBJECTIVES):
         assert f"| {name} | 1 |" in table
+
+
+def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, (3, 6, 6, 3), dtype=np.uint8)
+    got = exp.pixel_embedding(images, 2)
+    x = (images / 255.0 - exp.IMAGENET_MEAN) / exp.IMAGENET_STD
+    expected = np.stack([[[x[n, 3 * i:3 * i + 3, 3 * j:3 * j + 3, c].mean() for c in range(3)]
+                          for i in range(2) for j in range(2)] for n in range(3)]).reshape(3, -1)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
