@@ -443,7 +443,6 @@ def imagenet_triplet_batches(config: Config, seed: int, position: int, *, split:
     read per triplet, so resuming at ``position`` restarts the record stream at its batch
     ``2 * position``: a valid continuation, not bit-identical to the uninterrupted stream.
     """
-    from gensim_jax.data._tf import tf
     from gensim_jax.data.imagenet import imagenet_dataset
     from gensim_jax.data.pipelines import as_numpy
 
