@@ -74,6 +74,7 @@ import jax
 import numpy as np
 import optax
 
+from gensim_jax.data.sources import ArraySource
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, balanced_tree, decode_levels
 from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
@@ -88,12 +89,12 @@ from gensim_jax.training import (
     read_metrics,
     train,
 )
+from train import _common
+from train._common import preprocess
 
 OBJECTIVES = ("gensim", "class_triplet", "simclr")
 TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
 DATASETS = ("imagenet2012", "synthetic")
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
@@ -337,37 +338,31 @@ def hierarchy_images(tree: Tree, class_nodes, per_class: int, size: int, *, attr
     return np.clip(np.round(img * 255), 0, 255).astype(np.uint8), labels
 
 
-class HierarchySource:
-    """Indexed source of :func:`hierarchy_images` (``image`` uint8 ``(S, S, 3)``, ``label``)."""
+class HierarchySource(ArraySource):
+    """In-memory source of :func:`hierarchy_images`: ``image`` uint8 ``(S, S, 3)`` and ``label`` per example.
+
+    The class attributes come from ``config.seed`` (shared by the training and held-out sets), the
+    images from ``image_seed``.
+    """
 
     def __init__(self, config: Config, per_class: int, image_seed: int):
         tree, nodes = class_tree(config)
-        self.images, self.label = hierarchy_images(tree, nodes, per_class, config.image_size,
-                                                   attribute_seed=config.seed, image_seed=image_seed,
-                                                   noise=config.synthetic_noise)
+        images, labels = hierarchy_images(tree, nodes, per_class, config.image_size, attribute_seed=config.seed,
+                                          image_seed=image_seed, noise=config.synthetic_noise)
+        super().__init__({"image": images, "label": labels})
 
-    def __len__(self) -> int:
-        return len(self.images)
+    @property
+    def images(self) -> np.ndarray:
+        return self.arrays["image"]
 
-    def examples(self, indices) -> dict:
-        idx = np.asarray(indices, np.int64)
-        return {"image": self.images[idx], "label": self.label[idx]}
-
-    def example(self, index: int) -> dict:
-        out = self.examples(np.array([index]))
-        return {k: v[0] for k, v in out.items()}
+    @property
+    def label(self) -> np.ndarray:
+        return self.arrays["label"]
 
     def metadata(self, key: str) -> np.ndarray:
         if key != "label":
             raise ValueError(f"HierarchySource has metadata 'label' only, got {key!r}")
         return self.label
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32."""
-    x = np.asarray(images)
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
-    return (x - IMAGENET_MEAN) / IMAGENET_STD
 
 
 # --------------------------------------------------------------------------------------------
@@ -548,9 +543,8 @@ def make_objective(objective: str, config: Config):
 
 
 def init_variables(model, config: Config, seed: int) -> dict:
-    """Freshly initialised variables, drawn with JAX's ``rbg`` generator keyed by ``seed`` (fast to compile on CPU)."""
-    example = np.zeros((1, config.image_size, config.image_size, 3), np.float32)
-    return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), example)
+    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
+    return _common.init_variables(model, config.image_size, seed)
 
 
 # --------------------------------------------------------------------------------------------
