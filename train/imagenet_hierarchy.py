@@ -56,7 +56,7 @@ training, run 0) are baselines.
 
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs)
 and ``cpu_small`` (a 1-1-1-1 basic ResNet at 32 x 32, 2-3-3 synthetic tree, 432 training images,
-40 steps of 32, 1 run; about 3 minutes on 2 CPU cores).
+40 steps of 32, 1 run; 3 min of CPU time on 2 cores, more wall time on a loaded machine).
 
 Entry point: ``train_and_evaluate(config, workdir)``; ``python -m train imagenet_hierarchy --config cpu_small``.
 """
@@ -146,7 +146,7 @@ class Config:
 
 CONFIGS = {
     "paper": Config(),
-    # Runs on a 2-core CPU in about 3 minutes: tiny ResNet, 32 x 32, 18 synthetic classes x 24 images,
+    # About 3 min of CPU time on 2 cores: tiny ResNet, 32 x 32, 18 synthetic classes x 24 images,
     # 40 steps of 32, 1 run.
     "cpu_small": Config(
         num_runs=1, model="resnet18", stage_sizes=(1, 1, 1, 1), image_size=32, num_steps=40, batch_size=32,
