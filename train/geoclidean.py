@@ -57,6 +57,7 @@ import jax
 import numpy as np
 import optax
 
+from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import fewshot
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.kernels.trees import gram_log_table
@@ -76,11 +77,11 @@ from gensim_jax.training import (
     read_metrics,
     train,
 )
+from train import _common
+from train._common import preprocess
 
 OBJECTIVES = ("gensim", "class_triplet", "simclr")
 TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,43 +196,25 @@ def gensim_target(config: Config) -> TableTarget:
 # --------------------------------------------------------------------------------------------
 
 
-class GeoclideanSource:
+class GeoclideanSource(GreyImageSource):
     """Indexed source of rendered training images, stored grey ``(N, S, S)`` and served as RGB.
 
     Example ``i`` is ``dataset.example(i, seed, concepts="train", size=S)`` (concept ``i mod 30``,
-    geometry from ``(seed, i)``), rendered once at construction.
+    geometry from ``(seed, i)``), rendered once at construction; metadata ``program_id``.
     """
 
     def __init__(self, n: int, seed: int, size: int, progress: bool = False):
-        self.images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
-        self.program_id = np.empty((n,), np.int32)
+        images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
+        program_id = np.empty((n,), np.int32)
         for i, e in enumerate(geo.generate(n, seed=seed, concepts="train", size=size, progress=progress)):
-            self.images[i] = e["image"]
-            self.program_id[i] = e["program_id"]
+            images[i] = e["image"]
+            program_id[i] = e["program_id"]
+        super().__init__(images, program_id=program_id)
 
-    def __len__(self) -> int:
-        return len(self.images)
-
-    def examples(self, indices) -> dict:
-        idx = np.asarray(indices, np.int64)
-        img = self.images[idx]
-        return {"image": np.repeat(img[..., None], 3, axis=-1), "program_id": self.program_id[idx]}
-
-    def example(self, index: int) -> dict:
-        out = self.examples(np.array([index]))
-        return {k: v[0] for k, v in out.items()}
-
-    def metadata(self, key: str) -> np.ndarray:
-        if key != "program_id":
-            raise ValueError(f"GeoclideanSource has metadata 'program_id' only, got {key!r}")
-        return self.program_id
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32."""
-    x = np.asarray(images)
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
-    return (x - IMAGENET_MEAN) / IMAGENET_STD
+    @property
+    def images(self) -> np.ndarray:
+        """The stored grey images ``(N, S, S)`` uint8."""
+        return self.arrays["image"][..., 0]
 
 
 def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int):
@@ -292,13 +275,8 @@ def make_model(objective: str, config: Config, rng):
 
 
 def init_variables(model, config: Config, seed: int) -> dict:
-    """Freshly initialised variables, drawn with JAX's ``rbg`` generator keyed by ``seed``.
-
-    Deterministic like the default threefry key, and its initialiser compiles about 4x faster on
-    a CPU (measured 1.6 s against 6 s for LeNet-5), which dominates short runs.
-    """
-    example = np.zeros((1, config.image_size, config.image_size, 3), np.float32)
-    return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), example)
+    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
+    return _common.init_variables(model, config.image_size, seed)
 
 
 # --------------------------------------------------------------------------------------------
