@@ -3,18 +3,21 @@
 ``gensim-jax list-models``            registered encoders (``gensim_jax.models.list_models``)
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
 ``gensim-jax train EXPERIMENT ...``   forwards to ``python -m train EXPERIMENT ...`` (run from the
-                                      repository root, where the ``train/`` package lives)
+                                      repository root, where the ``train/`` package lives);
+                                      ``gensim-jax train --help`` lists the experiments
 ``gensim-jax eval PROTOCOL ...``      forwards to ``python -m eval PROTOCOL ...`` (likewise)
-``gensim-jax eval --help``            forwards to ``python -m eval --help`` (lists the protocols;
-                                      ``train --help`` likewise)
+
+Everything after ``train``/``eval`` (``--help`` included) goes to the forwarded command unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Optional, Sequence
 
 __all__ = ["main"]
@@ -37,16 +40,23 @@ def _info(args) -> int:
     return 0
 
 
-def _forward(args) -> int:
-    cmd = [sys.executable, "-m", args.command, args.name, *args.rest]
-    return subprocess.call(cmd)
+FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. oddball"}
+
+
+def _forward(command: str, rest: Sequence[str]) -> int:
+    """Run ``python -m COMMAND REST...`` (the ``train``/``eval`` packages of the current directory)."""
+    if not (Path.cwd() / command / "__main__.py").is_file() and importlib.util.find_spec(command) is None:
+        print(f"gensim-jax {command}: no `{command}` package in {Path.cwd()}; run from the repository root "
+              f"(where train/ and eval/ live)", file=sys.stderr)
+        return 2
+    return subprocess.call([sys.executable, "-m", command, *rest])
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``gensim-jax`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) == 2 and argv[0] in ("train", "eval") and argv[1] in ("-h", "--help"):
-        return int(subprocess.call([sys.executable, "-m", argv[0], "--help"]))
+    if argv and argv[0] in FORWARDED:  # all of the rest, --help included, is for python -m train/eval
+        return _forward(argv[0], argv[1:])
     parser = argparse.ArgumentParser(prog="gensim-jax", description="GenSim in JAX: models, devices, training.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list-models", help="list the registered encoders").set_defaults(fn=_list_models)
@@ -54,11 +64,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p_info.add_argument("--distributed", action="store_true",
                         help="call jax.distributed.initialize() first (multi-host jobs)")
     p_info.set_defaults(fn=_info)
-    for command, what in (("train", "EXPERIMENT, e.g. gaussian_mixture"), ("eval", "PROTOCOL, e.g. oddball")):
-        p = sub.add_parser(command, help=f"python -m {command} {what.split(',')[0]} [options]")
+    for command, what in FORWARDED.items():  # listed for --help; main() forwards them before parsing
+        p = sub.add_parser(command, help=f"= python -m {command} {what.split(',')[0]} [options] "
+                                         f"(`gensim-jax {command} --help` for the list)")
         p.add_argument("name", help=what)
         p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options passed on to python -m {command}")
-        p.set_defaults(fn=_forward)
     args = parser.parse_args(argv)
     return int(args.fn(args))
 

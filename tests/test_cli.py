@@ -27,8 +27,20 @@ def test_train_and_eval_forward_to_python_m(monkeypatch):
     monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 3)
     assert cli.main(["train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"]) == 3
     assert cli.main(["eval", "oddball", "--help"]) == 3
+    assert cli.main(["train", "--help"]) == 3  # the experiment list comes from python -m train
     assert calls == [[sys.executable, "-m", "train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"],
-                     [sys.executable, "-m", "eval", "oddball", "--help"]]
+                     [sys.executable, "-m", "eval", "oddball", "--help"],
+                     [sys.executable, "-m", "train", "--help"]]
+
+
+def test_forwarding_outside_the_repository_explains_where_to_run(monkeypatch, tmp_path, capsys):
+    calls = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != REPO])
+    monkeypatch.delitem(sys.modules, "train", raising=False)
+    assert cli.main(["train", "geoclidean"]) == 2
+    assert "repository root" in capsys.readouterr().err and calls == []
 
 
 def test_training_package_imports_neither_tensorflow_nor_torch():

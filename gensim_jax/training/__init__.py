@@ -4,7 +4,7 @@
 ``gensim_jax.training.objectives``  GenSim regression / distance regression / triplets / NT-Xent /
                                     SupCon / SINCERE / cross entropy / centre loss, and the targets
 ``gensim_jax.training.step``        :func:`train_step` (with gradient accumulation), :func:`eval_step`
-``gensim_jax.training.checkpoints`` orbax checkpoints (async, SIGTERM), :func:`restore_or_init`
+``gensim_jax.training.checkpoints`` orbax checkpoints (async, SIGTERM/SIGINT, damaged-step fallback), :func:`restore_or_init`
 ``gensim_jax.training.loop``        :func:`train` with progress bar, eval hook, JSON-lines metrics
 ``gensim_jax.training.export``      :func:`export_variables` / :func:`load_exported` (variables + model description)
 """
@@ -35,10 +35,16 @@ __all__ = [
     "make_train_step", "split_microbatches", "step_key", "train_step",
 ]
 
-from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init  # noqa: E402
+from gensim_jax.training.checkpoints import (  # noqa: E402
+    CheckpointFallbackWarning,
+    Checkpointer,
+    CheckpointRestoreError,
+    PreemptionGuard,
+    restore_or_init,
+)
 from gensim_jax.training.loop import TrainResult, read_metrics, save_run_config, train  # noqa: E402
 
-__all__ += ["Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
+__all__ += ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
             "save_run_config", "train"]
 from gensim_jax.training.export import export_variables, load_exported  # noqa: E402
 

@@ -13,16 +13,28 @@ Restoring reads the arrays back into the structure, dtypes and shardings of a ta
 on a different mesh gets its arrays resharded.  Saves are asynchronous (the step loop continues
 while tensorstore writes); :meth:`Checkpointer.wait` blocks until they are durable.
 
+Damaged checkpoints: restoring the newest checkpoint tries the saved steps from the newest down;
+a step whose files cannot be read (truncated or missing array data, broken JSON, a missing item)
+is skipped with a :class:`CheckpointFallbackWarning` naming the step and the error, and the next
+older one is restored.  :func:`restore_or_init` then deletes the unreadable steps newer than the
+restored one, so that the resumed run writes them again.  When no checkpoint can be restored,
+:class:`CheckpointRestoreError` lists every step with its error.  (A step that a killed process
+was still writing is not a damaged checkpoint: orbax writes into ``<step>.orbax-checkpoint-tmp``
+and renames it only when complete, and ignores such directories.)
+
 Preemption: :class:`PreemptionGuard` turns SIGTERM (what SLURM, Kubernetes and TPU maintenance
-send before killing a job) into a flag that the loop polls after each step; the loop then saves,
-waits for the write, and exits with status 0.  On multi-host runs orbax's
-``reached_preemption(step)`` (JAX's preemption sync manager) makes every host stop at the same step.
+send before killing a job) and, in a single process, SIGINT (Ctrl-C) into a flag that the loop
+polls after each step; the loop then saves, waits for the write, and exits (status 0 after
+SIGTERM, 130 after SIGINT).  A second SIGINT interrupts at once (``KeyboardInterrupt``).  On
+multi-host runs orbax's ``reached_preemption(step)`` (JAX's preemption sync manager) makes every
+host stop at the same step.
 """
 
 from __future__ import annotations
 
 import signal
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,7 +42,33 @@ import flax.serialization
 import jax
 import orbax.checkpoint as ocp
 
-__all__ = ["Checkpointer", "PreemptionGuard", "restore_or_init"]
+__all__ = ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard",
+           "restore_or_init"]
+
+_MAX_ERROR_CHARS = 400  # tensorstore errors carry the whole spec; the head says what went wrong
+
+
+class CheckpointFallbackWarning(RuntimeWarning):
+    """The newest checkpoint could not be restored; an older one was used instead."""
+
+
+class CheckpointRestoreError(RuntimeError):
+    """No checkpoint of a directory could be restored (each step's error is in the message).
+
+    Attributes:
+      errors: ``{step: "ExceptionType: message"}`` for every step that was tried.
+    """
+
+    def __init__(self, message: str, errors: dict):
+        super().__init__(message)
+        self.errors = dict(errors)
+
+
+def _describe(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    if len(text) > _MAX_ERROR_CHARS:
+        text = text[:_MAX_ERROR_CHARS] + " ..."
+    return f"{type(err).__name__}: {text}"
 
 
 def _abstract(tree):
@@ -110,19 +148,71 @@ class Checkpointer:
         return sorted(self.manager.all_steps())
 
     def restore(self, target, step: Optional[int] = None) -> tuple[Any, dict]:
-        """Restore ``(state, data)`` of ``step`` (default latest) into the structure/shardings of ``target``.
+        """Restore ``(state, data)`` into the structure/shardings of ``target``.
 
         ``target`` is a :class:`TrainState` with the right tree structure (e.g. a freshly initialised
         one, possibly placed on a mesh); its static ``apply_fn`` and ``tx`` are kept.
+
+        Args:
+          target: the restore target.
+          step: the step to restore; errors propagate.  ``None`` (default): the newest step that
+            can be restored, falling back past unreadable steps with a
+            :class:`CheckpointFallbackWarning` each (see :meth:`restore_newest`).
+
+        Raises:
+          FileNotFoundError: no checkpoint in the directory.
+          CheckpointRestoreError: ``step=None`` and no checkpoint could be restored.
         """
-        step = self.latest_step() if step is None else int(step)
-        if step is None:
+        if step is not None:
+            return self._restore_step(target, int(step))
+        state, data, _, _ = self.restore_newest(target)
+        return state, data
+
+    def restore_newest(self, target) -> tuple[Any, dict, int, dict]:
+        """The newest restorable checkpoint: ``(state, data, step, damaged)``.
+
+        Tries the saved steps from the newest down.  A step whose restore raises (truncated or
+        missing array files, unreadable JSON, a missing item, a tree that does not match
+        ``target``) is recorded in ``damaged`` (``{step: "Error: message"}``) and a
+        :class:`CheckpointFallbackWarning` names it, its error and the step tried next.  Nothing
+        is deleted here (:func:`restore_or_init` removes the damaged steps of a resumed run).
+
+        Raises:
+          FileNotFoundError: no checkpoint in the directory.
+          CheckpointRestoreError: every checkpoint failed; the message lists each step's error.
+        """
+        steps = sorted(self.manager.all_steps(), reverse=True)
+        if not steps:
             raise FileNotFoundError(f"no checkpoint in {self.directory}")
+        damaged: dict = {}
+        for i, step in enumerate(steps):
+            try:
+                state, data = self._restore_step(target, step)
+            except Exception as err:  # tensorstore, JSON and orbax raise many types for broken files
+                damaged[step] = _describe(err)
+                then = f"falling back to step {steps[i + 1]}" if i + 1 < len(steps) else "no older checkpoint left"
+                warnings.warn(f"checkpoint step {step} in {self.directory} could not be restored "
+                              f"({damaged[step]}); {then}", CheckpointFallbackWarning, stacklevel=2)
+                continue
+            return state, data, step, damaged
+        listing = "\n".join(f"  step {s}: {e}" for s, e in damaged.items())
+        raise CheckpointRestoreError(
+            f"none of the {len(steps)} checkpoints in {self.directory} could be restored:\n{listing}\n"
+            "They are damaged, or were written for a different model/state structure than the one being "
+            "restored. Delete the directory (or use a new workdir) to start the run over.", damaged)
+
+    def _restore_step(self, target, step: int) -> tuple[Any, dict]:
         target_dict = flax.serialization.to_state_dict(target)
         restored = self.manager.restore(step, args=ocp.args.Composite(
             state=ocp.args.StandardRestore(_abstract(target_dict)), data=ocp.args.JsonRestore()))
+        if restored.get("state") is None:
+            raise ValueError(f"checkpoint step {step} has no 'state' item")
         state_dict = _fill_empty(target_dict, restored["state"])
         return flax.serialization.from_state_dict(target, state_dict), dict(restored["data"] or {})
+
+    def delete(self, step: int) -> None:
+        """Delete the checkpoint of ``step`` (e.g. a damaged one, so that it can be written again)."""
+        self.manager.delete(int(step))
 
     def close(self) -> None:
         """Wait for pending saves and release the manager."""
@@ -145,30 +235,59 @@ def _fill_empty(target, restored):
 
 
 def restore_or_init(checkpointer: Checkpointer, init_state) -> tuple[Any, dict, bool]:
-    """Resume from the latest checkpoint if there is one, else start from ``init_state``.
+    """Resume from the newest restorable checkpoint if there is one, else start from ``init_state``.
+
+    Unreadable newer checkpoints are skipped with a :class:`CheckpointFallbackWarning` (see
+    :meth:`Checkpointer.restore_newest`) and then deleted, so that the resumed run can save those
+    steps again.
 
     Returns:
       ``(state, data, resumed)``: the state, the saved JSON data (``{}`` for a fresh start) and
       whether a checkpoint was restored.
+
+    Raises:
+      CheckpointRestoreError: there are checkpoints but none can be restored (nothing is deleted).
     """
     if checkpointer.latest_step() is None:
         return init_state, {}, False
-    state, data = checkpointer.restore(init_state)
+    state, data, step, damaged = checkpointer.restore_newest(init_state)
+    for bad in sorted(damaged):
+        if bad > step:
+            checkpointer.delete(bad)
+    if damaged:
+        warnings.warn(f"resumed from checkpoint step {step} in {checkpointer.directory}; deleted the damaged "
+                      f"step(s) {sorted(damaged)}, which the run will write again", CheckpointFallbackWarning,
+                      stacklevel=2)
     return state, data, True
 
 
 class PreemptionGuard:
     """Context manager that turns SIGTERM (and optionally SIGINT) into a flag instead of death.
 
-    ``guard.requested`` becomes True when the signal arrives; the training loop checks it after each
-    step, saves a checkpoint and exits cleanly.  The previous handlers are restored on exit.  Signal
-    handlers can only be installed from the main thread; elsewhere the guard is inert.
+    ``guard.requested`` becomes True when a guarded signal arrives and ``guard.signum`` records
+    which one; the training loop checks the flag after each step, saves a checkpoint and exits
+    cleanly.  A second SIGINT while the flag is already set raises ``KeyboardInterrupt`` (press
+    Ctrl-C twice to stop without waiting for the save).  The previous handlers are restored on
+    exit.  Signal handlers can only be installed from the main thread; elsewhere the guard is inert.
+
+    Args:
+      signals: the signals to catch (default SIGTERM only; the loop passes SIGTERM and SIGINT).
+
+    Example:
+      >>> import os, signal
+      >>> with PreemptionGuard(signals=(signal.SIGTERM,)) as guard:
+      ...     os.kill(os.getpid(), signal.SIGTERM)
+      ...     while not guard.requested:
+      ...         pass
+      >>> guard.signum == signal.SIGTERM
+      True
     """
 
     def __init__(self, signals=(signal.SIGTERM,)):
         self.signals = tuple(signals)
         self._event = threading.Event()
         self._previous: dict = {}
+        self.signum: Optional[int] = None
 
     @property
     def requested(self) -> bool:
@@ -176,6 +295,10 @@ class PreemptionGuard:
         return self._event.is_set()
 
     def _handler(self, signum, frame) -> None:
+        if self._event.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.signum is None:
+            self.signum = signum
         self._event.set()
 
     def __enter__(self) -> "PreemptionGuard":

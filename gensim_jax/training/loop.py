@@ -1,4 +1,4 @@
-"""The training loop: resume, step, log, evaluate, checkpoint, and stop cleanly on SIGTERM.
+"""The training loop: resume, step, log, evaluate, checkpoint, and stop cleanly on SIGTERM or SIGINT.
 
 :func:`train` drives any objective.  The data come from a factory ``batches(position)`` that
 returns an iterator over host batches starting at the given position (number of batches already
@@ -10,7 +10,8 @@ Files written to ``workdir``:
 
 * ``config.json``: the config, the seed and the device summary (process 0, at the start);
 * ``metrics.jsonl``: one JSON object per logged step (``{"step", "time", "loss", ...}``) and per
-  evaluation (keys prefixed ``eval/``); on resume, lines beyond the restored step are dropped;
+  evaluation (keys prefixed ``eval/``); at the start, lines beyond the step the run starts from
+  (the restored step, or 0) are dropped, and so is a line cut short by a killed process;
 * ``checkpoints/``: orbax checkpoints (:mod:`gensim_jax.training.checkpoints`).
 """
 
@@ -42,13 +43,15 @@ class TrainResult:
       state: the final :class:`~gensim_jax.training.state.TrainState`.
       history: the metrics logged by this call (dicts, as in ``metrics.jsonl``).
       start_step: the step the run started (or resumed) from.
-      preempted: True if SIGTERM stopped the run (a checkpoint of ``state`` was saved).
+      preempted: True if SIGTERM or SIGINT stopped the run (a checkpoint of ``state`` was saved).
+      stop_signal: the name of that signal (``"SIGTERM"``, ``"SIGINT"``), else None.
     """
 
     state: Any
     history: list
     start_step: int
     preempted: bool = False
+    stop_signal: Optional[str] = None
 
 
 def _jsonable(x):
@@ -86,10 +89,17 @@ def read_metrics(workdir) -> list[dict]:
 
 
 def _truncate_history(path: Path, step: int) -> None:
+    """Keep the lines of ``metrics.jsonl`` up to ``step``; drop later ones and unparsable (cut-off) lines."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text().splitlines()
-            if line.strip() and json.loads(line).get("step", 0) <= step]
+    kept = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # the last line of a process killed while writing it
+            continue
+        if isinstance(record, dict) and record.get("step", 0) <= step:
+            kept.append(line)
     path.write_text("".join(line + "\n" for line in kept))
 
 
@@ -131,8 +141,8 @@ def train(
       eval_every, eval_fn: call ``eval_fn(state, step) -> dict`` every ``eval_every`` steps and at
         the end; its scalars are logged with the prefix ``eval/``.
       progress: show a tqdm bar (rate, ETA, loss) on process 0.
-      exit_on_preemption: after saving on SIGTERM, raise ``SystemExit(0)`` (else return with
-        ``preempted=True``).
+      exit_on_preemption: after saving on SIGTERM, raise ``SystemExit(0)``; after saving on SIGINT
+        (single process), ``SystemExit(130)`` (else return with ``preempted=True``).
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
 
     Returns:
@@ -155,16 +165,23 @@ def train(
         to_device = lambda b: jax.device_put(dict(b))  # noqa: E731
 
     ckpt = Checkpointer(workdir / "checkpoints", save_every=checkpoint_every, max_to_keep=max_to_keep)
-    state, data, resumed = restore_or_init(ckpt, state)
+    try:
+        state, data, resumed = restore_or_init(ckpt, state)
+    except BaseException:
+        ckpt.close()
+        raise
     start = int(jax.device_get(state.step))
     position = int(data.get("position", start))
-    if resumed and is_main:
-        _truncate_history(metrics_path, start)
+    if is_main:
+        _truncate_history(metrics_path, start)  # lines past the restored step (or all, on a fresh start) are stale
+        if resumed:
+            print(f"train: resumed from step {start} of {num_steps} ({ckpt.directory})", file=sys.stderr, flush=True)
     if step_fn is None:
         step_fn = make_train_step(objective, accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp)
 
     history: list[dict] = []
     preempted = False
+    stop_signal: Optional[str] = None
 
     def log(record: dict) -> None:
         history.append(record)
@@ -184,9 +201,9 @@ def train(
     step = start
     try:
         # multi-host: JAX's preemption sync manager owns SIGTERM and orbax makes all hosts agree on
-        # the step; single process: our own SIGTERM flag
+        # the step; single process: our own SIGTERM/SIGINT flag
         multi = jax.process_count() > 1
-        with PreemptionGuard(signals=() if multi else (signal.SIGTERM,)) as guard:
+        with PreemptionGuard(signals=() if multi else (signal.SIGTERM, signal.SIGINT)) as guard:
             iterator: Iterator = iter(batches(position))
             while step < num_steps:
                 try:
@@ -207,6 +224,7 @@ def train(
                     ckpt.save(state, {"position": position}, step=step)
                     ckpt.wait()
                     preempted = True
+                    stop_signal = signal.Signals(guard.signum).name if guard.signum is not None else "SIGTERM"
                     break
                 if step % checkpoint_every == 0:
                     ckpt.save(state, {"position": position}, step=step)
@@ -217,6 +235,9 @@ def train(
     finally:
         bar.close()
         ckpt.close()
+    if preempted and is_main:
+        print(f"train: {stop_signal} at step {step} of {num_steps}: saved a checkpoint in {ckpt.directory}; "
+              "run again with the same workdir to resume (python -m train ... --resume)", file=sys.stderr, flush=True)
     if preempted and exit_on_preemption:
-        raise SystemExit(0)
-    return TrainResult(state=state, history=history, start_step=start, preempted=preempted)
+        raise SystemExit(130 if stop_signal == "SIGINT" else 0)
+    return TrainResult(state=state, history=history, start_step=start, preempted=preempted, stop_signal=stop_signal)

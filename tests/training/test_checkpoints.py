@@ -1,4 +1,5 @@
-"""Checkpoints and the loop: bit-exact save/restore, exact resume of params and data stream, SIGTERM."""
+"""Checkpoints and the loop: bit-exact save/restore, exact resume of params and data stream, fallback past
+damaged checkpoints, SIGTERM and SIGINT."""
 
 import json
 import os
@@ -13,8 +14,8 @@ import numpy as np
 import pytest
 
 from gensim_jax.training import (
-    BetaBernoulliTarget, Checkpointer, CrossEntropy, GenSimRegression, make_train_step, read_metrics, restore_or_init,
-    train)
+    BetaBernoulliTarget, CheckpointFallbackWarning, Checkpointer, CheckpointRestoreError, CrossEntropy,
+    GenSimRegression, PreemptionGuard, make_train_step, read_metrics, restore_or_init, train)
 from tests.training._tiny import stream, tiny_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,7 +91,8 @@ def test_eval_hook_and_data_exhaustion(tmp_path):
         train(tiny_state(), CrossEntropy(input_key="x"), short, num_steps=9, workdir=tmp_path / "s", progress=False)
 
 
-def test_sigterm_saves_and_restart_resumes(tmp_path):
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 0), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+def test_signal_saves_and_restart_resumes(tmp_path, signum, status):
     env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
     proc = subprocess.Popen([sys.executable, "-m", "tests.training._tiny", str(tmp_path), "100000", "0.05"],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -102,13 +104,14 @@ def test_sigterm_saves_and_restart_resumes(tmp_path):
             if not line and proc.poll() is not None:
                 break
         assert "READY" in line, proc.stderr.read()
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err
+    assert proc.returncode == status, err
     assert "DONE" not in out  # it stopped early
+    assert f"{signal.Signals(signum).name} at step" in err
     with Checkpointer(tmp_path / "checkpoints") as ck:
         saved = ck.latest_step()
     assert saved is not None and 1 <= saved < 100000
@@ -122,3 +125,139 @@ def test_sigterm_saves_and_restart_resumes(tmp_path):
     ref = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, workdir=tmp_path / "ref",
                 progress=False, step_fn=step)
     assert_trees_equal(res.state.params, ref.state.params)
+
+
+def test_guard_records_the_signal_and_a_second_sigint_interrupts():
+    before = signal.getsignal(signal.SIGINT)
+    with PreemptionGuard(signals=(signal.SIGTERM, signal.SIGINT)) as guard:
+        assert not guard.requested
+        os.kill(os.getpid(), signal.SIGINT)
+        deadline = time.time() + 10
+        while not guard.requested and time.time() < deadline:
+            time.sleep(0.01)
+        assert guard.requested and guard.signum == signal.SIGINT
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the handler raises as soon as the signal is delivered
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+# -- damaged checkpoints ------------------------------------------------------------------------------
+
+
+def _array_files(step_dir: Path) -> list:
+    """The tensorstore chunk files of a checkpoint's state item (every file in a ``d/`` folder)."""
+    files = [p for p in (step_dir / "state").rglob("*") if p.is_file() and p.parent.name == "d"]
+    assert files, f"no array data under {step_dir}"
+    return files
+
+
+def _truncate_arrays(step_dir: Path) -> None:
+    for p in _array_files(step_dir):
+        with p.open("r+b") as f:
+            f.truncate(p.stat().st_size // 2)
+
+
+def _delete_arrays(step_dir: Path) -> None:
+    for p in _array_files(step_dir):
+        p.unlink()
+
+
+def _break_json(step_dir: Path) -> None:
+    p = step_dir / "data" / "metadata"
+    p.write_text(p.read_text()[:5])
+
+
+def _damage_everything(step_dir: Path) -> None:
+    for p in step_dir.rglob("*"):
+        if p.is_file():
+            with p.open("r+b") as f:
+                f.truncate(p.stat().st_size // 3)
+
+
+@pytest.fixture(scope="module")
+def gensim_step():
+    obj = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
+    return obj, make_train_step(obj)
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory, gensim_step):
+    obj, step = gensim_step
+    workdir = tmp_path_factory.mktemp("reference")
+    res = train(tiny_state(), obj, stream(5), num_steps=6, workdir=workdir, checkpoint_every=2, progress=False,
+                step_fn=step)
+    return res, [r["loss"] for r in read_metrics(workdir) if "loss" in r]
+
+
+@pytest.mark.parametrize("damage", [_truncate_arrays, _break_json], ids=["truncated-arrays", "broken-json"])
+def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(tmp_path, gensim_step, reference_run,
+                                                                            damage):
+    obj, step = gensim_step
+    ref, ref_losses = reference_run
+    first = train(tiny_state(), obj, stream(5), num_steps=4, workdir=tmp_path, checkpoint_every=2, progress=False,
+                  step_fn=step)
+    assert int(first.state.step) == 4
+    with Checkpointer(tmp_path / "checkpoints") as ck:
+        assert ck.all_steps() == [2, 4]
+    damage(tmp_path / "checkpoints" / "4")
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 5, "lo')  # and a metrics line cut off by the crash
+
+    with pytest.warns(CheckpointFallbackWarning, match=r"step 4 .*could not be restored \(\w+(Error|Exception)") as rec:
+        res = train(tiny_state(seed=3), obj, stream(5), num_steps=6, workdir=tmp_path, checkpoint_every=2,
+                    progress=False, step_fn=step)
+    assert any("falling back to step 2" in str(w.message) for w in rec)
+    assert res.start_step == 2 and int(res.state.step) == 6
+    # the continued run is the uninterrupted one: parameters, optimizer state and every logged loss
+    assert_trees_equal(res.state.params, ref.state.params)
+    assert_trees_equal(res.state.opt_state, ref.state.opt_state)
+    history = read_metrics(tmp_path)
+    assert [r["step"] for r in history if "loss" in r] == [1, 2, 3, 4, 5, 6]
+    assert [r["loss"] for r in history if "loss" in r] == ref_losses
+    # the damaged step was removed and written again: every checkpoint restores now, step 4 to the reference
+    # run's state after 4 steps (recomputed independently: 4 steps from the same init and stream)
+    with Checkpointer(tmp_path / "checkpoints") as ck:
+        assert ck.all_steps() == [2, 4, 6]
+        four, data = ck.restore(tiny_state(seed=8), step=4)
+    assert data == {"position": 4}
+    replay = tiny_state()
+    batches = stream(5)(0)
+    for _ in range(4):
+        replay, _ = step(replay, jax.device_put(next(batches)))
+    assert_trees_equal(four.params, replay.params)
+
+
+def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
+    state = tiny_state()
+    with Checkpointer(tmp_path, save_every=1) as ck:
+        for k in (1, 2, 3):
+            ck.save(state.replace(step=k, params=jax.tree.map(lambda x: x + k, state.params)), {"position": k})
+        ck.wait()
+    _truncate_arrays(tmp_path / "3")
+    _delete_arrays(tmp_path / "2")
+    with Checkpointer(tmp_path) as ck:
+        with pytest.warns(CheckpointFallbackWarning) as rec:
+            restored, data, step, damaged = ck.restore_newest(tiny_state(seed=4))
+        assert ck.all_steps() == [1, 2, 3]  # restore alone deletes nothing
+    assert step == 1 and data == {"position": 1} and sorted(damaged) == [2, 3]
+    messages = [str(w.message) for w in rec]
+    assert any("step 3" in m and "falling back to step 2" in m for m in messages)
+    assert any("step 2" in m and "falling back to step 1" in m for m in messages)
+    assert_trees_equal(restored.params, jax.tree.map(lambda x: x + 1, state.params))
+
+
+def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
+    obj, step = gensim_step
+    train(tiny_state(), obj, stream(5), num_steps=4, workdir=tmp_path, checkpoint_every=2, progress=False,
+          step_fn=step)
+    _damage_everything(tmp_path / "checkpoints" / "4")
+    _break_json(tmp_path / "checkpoints" / "2")
+    with pytest.warns(CheckpointFallbackWarning):
+        with pytest.raises(CheckpointRestoreError, match="none of the 2 checkpoints") as info:
+            train(tiny_state(), obj, stream(5), num_steps=6, workdir=tmp_path, checkpoint_every=2, progress=False,
+                  step_fn=step)
+    assert sorted(info.value.errors) == [2, 4]
+    assert "step 4: " in str(info.value) and "step 2: JSONDecodeError" in str(info.value)
+    with Checkpointer(tmp_path / "checkpoints") as ck:  # nothing was deleted
+        assert ck.all_steps() == [2, 4]
