@@ -32,4 +32,4 @@ def test_gensim_jax_eval_help_forwards(monkeypatch):
     monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
     assert cli.main(["eval", "--help"]) == 0
     assert cli.main(["eval", "-h"]) == 0
-    assert calls == [[sys.executable, "-m", "eval", "--help"]] * 2
+    assert calls == [[sys.executable, "-m", "eval", "--help"], [sys.executable, "-m", "eval", "-h"]]
