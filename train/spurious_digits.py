@@ -295,7 +295,11 @@ class GridCenterLoss(CenterLoss):
 
 
 def make_step_fn():
-    """``objective -> step(state, batch)``: one jitted :func:`~gensim_jax.training.step.train_step` for all objectives."""
+    """``objective -> step(state, batch)``: one jitted :func:`~gensim_jax.training.step.train_step` for all objectives.
+
+    Compiled once for every lambda and seed as long as the states share their optimiser instance
+    and model (static fields of the ``TrainState``) and the objectives their static fields.
+    """
     jitted = jax.jit(lambda st, batch, obj: train_step(st, batch, obj), donate_argnums=(0,))
     return lambda objective: (lambda st, batch: jitted(st, batch, objective))
 
@@ -350,6 +354,8 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
     predict = protocol.make_predictor(model, config.eval_batch_size)
     init_fn = jax.jit(model.init)
     step_for = make_step_fn()
+    tx = optax.adam(config.learning_rate)  # one instance: the optimiser is a static part of the state, so a new
+    # instance per run would recompile the step
     eval_every = max(1, steps // config.evals_per_run) if config.evals_per_run else None
 
     def eval_fn(state, step):
@@ -363,7 +369,7 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
         for r in range(config.num_runs):
             seed = config.seed + r
             run_dir = workdir / lambda_dir(lam) / f"run{r}"
-            state = create_train_state(model, optax.adam(config.learning_rate), jax.random.key(seed),
+            state = create_train_state(model, tx, jax.random.key(seed),
                                        variables=init_variables(model, seed, init_fn))
             if progress:
                 print(f"[spurious_digits] lambda {lam:g} run {r} (seed {seed}): {steps} steps -> {run_dir}",

@@ -12,7 +12,7 @@ This module is the numeric part of that protocol:
 * :func:`summarize` -- per-run accuracies ``{lambda: [run, ...]}`` -> one row per lambda with the
   mean and interval of ``id_accuracy``, ``ood_accuracy`` and their per-run difference ``gap``;
 * :func:`format_table` -- the rows as Markdown; :func:`plot_accuracy_vs_lambda` -- ID and OOD
-  lines with interval bands on a symmetric-log lambda axis (lambda spans 0 to 100);
+  lines with interval bands on a symmetric-log lambda axis (linear to 1, lambda spans 0 to 100);
 * :func:`make_predictor` -- the bridge from a classifier to predictions (jitted once, fixed-size
   batches).
 
@@ -145,13 +145,14 @@ def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", c
                             chance: float | None = 0.1) -> None:
     """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
 
-    The axis is linear on ``[0, 0.25]`` and logarithmic beyond, so the thesis's grid
+    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
     ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
 
     if not rows:
         raise ValueError("rows is empty")
@@ -168,12 +169,14 @@ def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", c
                             label=f"{100 * confidence:g}% CI over seeds")
     if chance is not None:
         ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
-    ax.set_xscale("symlog", linthresh=0.25, linscale=1.0)
+    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
+    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
     ax.set_xticks(lam, [f"{v:g}" for v in lam])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.set_ylim(0, 1.02)
-    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy",
-           title=title or "Spurious digits: accuracy against lambda")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
+    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
+    ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -192,9 +195,9 @@ def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any]
     Example:
       >>> import jax
       >>> from gensim_jax.models import get_model
-      >>> m = get_model("lenet5")
+      >>> m = get_model("mlp", num_classes=3)   # e.g. get_model("lenet5") on (N, 32, 32, 3)
       >>> v = m.init(jax.random.key(0), m.example_input())
-      >>> make_predictor(m, 4)(v, np.zeros((5, 32, 32, 3), np.float32)).shape
+      >>> make_predictor(m, 4)(v, np.zeros((5, 2), np.float32)).shape
       (5,)
     """
     import jax

@@ -19,10 +19,10 @@ def _segment_distance(px, py, a, b):
 def test_classes_are_distinguishable_by_shape():
     from sklearn.linear_model import LogisticRegression
 
-    y_train, y_test = np.arange(600) % 10, np.arange(300) % 10
-    x_train = render_digits(y_train, seed=1).reshape(600, -1) / 255.0
-    x_test = render_digits(y_test, seed=2).reshape(300, -1) / 255.0
-    clf = LogisticRegression(max_iter=300).fit(x_train, y_train)
+    y_train, y_test = np.arange(400) % 10, np.arange(200) % 10
+    x_train = render_digits(y_train, seed=1).reshape(400, -1) / 255.0
+    x_test = render_digits(y_test, seed=2).reshape(200, -1) / 255.0
+    clf = LogisticRegression(max_iter=200).fit(x_train, y_train)
     assert clf.score(x_test, y_test) > 0.9
     # and within-class variation is real: no two images of a class are identical
     same = render_digits(np.full(20, 3), seed=0).reshape(20, -1)
@@ -120,3 +120,12 @@ def test_synthetic_arrays_go_through_the_pool_machinery_and_carry_a_background_s
     assert colour_accuracy("test_ood") < 0.15
     with pytest.raises(ValueError, match="num_backgrounds"):
         synthetic_arrays(num_train=10, num_test=10, num_backgrounds=0)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from gensim_jax.data import synthetic_digits
+
+    result = doctest.testmod(synthetic_digits, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

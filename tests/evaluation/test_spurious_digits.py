@@ -91,10 +91,18 @@ def test_predictor_equals_direct_argmax():
 
     from gensim_jax.models import get_model
 
-    m = get_model("lenet5")
+    m = get_model("mlp", in_features=5, num_classes=4)
     v = m.init(jax.random.key(1), m.example_input())
-    x = np.random.default_rng(0).uniform(0, 1, (7, 32, 32, 3)).astype(np.float32)
-    ref = np.argmax(np.asarray(m.apply(v, x)["logits"]), axis=-1)
+    x = np.random.default_rng(0).normal(size=(7, 5)).astype(np.float32)
+    logits = np.asarray(m.apply(v, x)["logits"])
+    ref = [max(range(4), key=lambda c: logits[i, c]) for i in range(7)]
     np.testing.assert_array_equal(sd.make_predictor(m, batch_size=3)(v, x), ref)  # 3 + 3 + 1 padded
     with pytest.raises(ValueError, match="batch_size"):
         sd.make_predictor(m, 0)
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(sd, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -54,10 +54,13 @@ def test_paper_config_without_prepared_tfds_says_how_to_prepare(tmp_path):
 
 
 def test_grid_objective_equals_center_loss_and_shares_one_compilation():
-    model = sd.make_model(sd.get_config("cpu_small"))
+    # a small classifier keeps this cheap; the objective only needs "logits" and "embedding"
+    from gensim_jax.models import get_model
+
+    model = get_model("mlp", in_features=6, num_classes=10)
     state = create_train_state(model, optax.adam(1e-3), 0)
     rng = np.random.default_rng(0)
-    batch = {"image": jnp.asarray(rng.uniform(0, 1, (8, 32, 32, 3)), jnp.float32),
+    batch = {"image": jnp.asarray(rng.normal(size=(8, 6)), jnp.float32),
              "label": jnp.asarray(rng.integers(0, 10, 8), jnp.int32)}
     key = jax.random.key(0)
     traces = []
