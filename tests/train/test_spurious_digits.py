@@ -78,7 +78,7 @@ def test_grid_objective_equals_center_loss_and_shares_one_compilation():
 
 
 def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
-    from eval import spurious_digits as driver
+    from eval.__main__ import main as eval_main
 
     config = sd.get_config("cpu_small", lambdas=(0.0, 10.0), num_runs=2, num_train_images=40, num_test_images=20,
                            num_backgrounds=30, per_class=2, num_steps=3, batch_size=8, evals_per_run=1,
@@ -106,8 +106,8 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
     table = sd.format_table(results)
     assert "procedural stand-ins" in table and "| 10 | 2 |" in table
 
-    # the driver re-evaluates the exports and agrees with the training-time evaluation
-    assert driver.main(["--workdir", str(tmp_path)]) == 0
+    # `python -m eval spurious_digits` re-evaluates the exports and agrees with the training-time evaluation
+    assert eval_main(["spurious_digits", "--workdir", str(tmp_path)]) == 0
     capsys.readouterr()
     evaluated = json.loads((tmp_path / "eval_spurious_digits.json").read_text())
     assert (tmp_path / "eval_spurious_digits.png").is_file()
@@ -115,4 +115,4 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
         for a, b in zip(runs, evaluated["per_run"][lam]):
             assert (a["id_accuracy"], a["ood_accuracy"]) == (b["id_accuracy"], b["ood_accuracy"])
     with pytest.raises(SystemExit):
-        driver.main(["--workdir", str(tmp_path / "nowhere")])
+        eval_main(["spurious_digits", "--workdir", str(tmp_path / "nowhere")])
