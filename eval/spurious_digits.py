@@ -1,14 +1,16 @@
 """``python -m eval spurious_digits --workdir RUN_DIR``: ID / OOD accuracy against lambda (seed 003 Sec. 4).
 
-Re-evaluates a workdir written by ``python -m train spurious_digits``: reads its ``config.json``,
+Re-evaluates a workdir written by ``python -m train spurious_digits`` (``--runs DIR``, default the
+``--workdir``): reads its ``config.json``,
 rebuilds the same test splits (same data source, pools and ``data_seed``; tfds data must be
 prepared for the ``paper`` config, see ``docs/api/train_spurious_digits.md``), loads every export
 ``RUN_DIR/lambda_<lam>/run<r>/export`` (:func:`gensim_jax.training.load_exported`), and reports
 per run and per lambda the accuracy on digits over their own pool's backgrounds (ID) and over
 other pools' backgrounds (OOD) with the mean and Student-t confidence interval over seeds
-(:mod:`gensim_jax.evaluation.spurious_digits`). Writes JSON (``--out``, default
-``RUN_DIR/eval_spurious_digits.json``) and the plot (``--plot``, default ``RUN_DIR/eval_spurious_digits.png``)
-and prints the JSON and a Markdown table.
+(:mod:`gensim_jax.evaluation.spurious_digits`). Prints the JSON and a Markdown table;
+``--workdir DIR`` writes ``spurious_digits.json`` and the figure ``spurious_digits.png`` (ID and
+OOD accuracy against lambda with CI bands; in a training workdir this redraws the training run's
+figure from the re-evaluated numbers), ``--out FILE`` the JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from eval._common import emit
+from eval._common import add_output_arguments, finish
 
 
 def find_exports(workdir: Path) -> dict[str, list[Path]]:
@@ -35,18 +37,20 @@ def find_exports(workdir: Path) -> dict[str, list[Path]]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval spurious_digits", description=__doc__)
-    p.add_argument("--workdir", required=True, help="workdir of `python -m train spurious_digits`")
-    p.add_argument("--data-dir", default=None, help="tfds data directory (overrides the workdir's config)")
+    p.add_argument("--runs", default=None,
+                   help="workdir of `python -m train spurious_digits` to evaluate (default: --workdir)")
+    p.add_argument("--data-dir", default=None, help="tfds data directory (overrides the runs' config)")
     p.add_argument("--confidence", type=float, default=None, help="interval level (default: the config's, 0.95)")
-    p.add_argument("--out", default=None, help="JSON output (default RUN_DIR/eval_spurious_digits.json)")
-    p.add_argument("--plot", default=None, help="PNG output (default RUN_DIR/eval_spurious_digits.png)")
+    add_output_arguments(p)
     a = p.parse_args(argv)
+    if not (a.runs or a.workdir):
+        p.error("give --workdir (a training workdir) or --runs")
 
     from gensim_jax.evaluation import spurious_digits as protocol
     from gensim_jax.training import load_exported
     from train import spurious_digits as exp
 
-    workdir = Path(a.workdir)
+    workdir = Path(a.runs or a.workdir)
     cfg_path = workdir / "config.json"
     if not cfg_path.is_file():
         p.error(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?")
@@ -81,11 +85,12 @@ def main(argv=None) -> int:
     summary = protocol.summarize(per_run, config.confidence)
     result = {"workdir": str(workdir), "data": config.data, "ood": config.ood, "confidence": config.confidence,
               "num_test": {k: int(len(v[1])) for k, v in sets.items()}, "summary": summary, "per_run": per_run}
-    out = a.out or str(workdir / "eval_spurious_digits.json")
-    plot = a.plot or str(workdir / "eval_spurious_digits.png")
-    protocol.plot_accuracy_vs_lambda(summary, plot, confidence=config.confidence,
-                                     title=f"Spurious digits ({config.data}): {workdir.name}")
-    emit(result, out)
+
+    def plot(path: str) -> None:
+        protocol.plot_accuracy_vs_lambda(summary, path, confidence=config.confidence,
+                                         title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}")
+
+    rc = finish(result, a, "spurious_digits", plot)
     print()
     print(protocol.format_table(summary, config.confidence))
-    return 0
+    return rc

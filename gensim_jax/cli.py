@@ -5,6 +5,8 @@
 ``gensim-jax train EXPERIMENT ...``   forwards to ``python -m train EXPERIMENT ...`` (run from the
                                       repository root, where the ``train/`` package lives)
 ``gensim-jax eval PROTOCOL ...``      forwards to ``python -m eval PROTOCOL ...`` (likewise)
+``gensim-jax eval --help``            forwards to ``python -m eval --help`` (lists the protocols;
+                                      ``train --help`` likewise)
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def _forward(args) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``gensim-jax`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 2 and argv[0] in ("train", "eval") and argv[1] in ("-h", "--help"):
+        return int(subprocess.call([sys.executable, "-m", argv[0], "--help"]))
     parser = argparse.ArgumentParser(prog="gensim-jax", description="GenSim in JAX: models, devices, training.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list-models", help="list the registered encoders").set_defaults(fn=_list_models)

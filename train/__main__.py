@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 
-EXPERIMENTS = ("gaussian_mixture", "geoclidean", "spurious_digits")
+EXPERIMENTS = ("gaussian_mixture", "geoclidean", "quadrilaterals", "spurious_digits")
 
 
 def _parse_value(text: str):

@@ -57,6 +57,7 @@ import jax
 import numpy as np
 import optax
 
+from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import fewshot
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.kernels.trees import gram_log_table
@@ -73,14 +74,15 @@ from gensim_jax.training import (
     TableTarget,
     TripletObjective,
     create_train_state,
+    export_variables,
     read_metrics,
     train,
 )
+from train import _common
+from train._common import preprocess
 
 OBJECTIVES = ("gensim", "class_triplet", "simclr")
 TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,43 +197,25 @@ def gensim_target(config: Config) -> TableTarget:
 # --------------------------------------------------------------------------------------------
 
 
-class GeoclideanSource:
+class GeoclideanSource(GreyImageSource):
     """Indexed source of rendered training images, stored grey ``(N, S, S)`` and served as RGB.
 
     Example ``i`` is ``dataset.example(i, seed, concepts="train", size=S)`` (concept ``i mod 30``,
-    geometry from ``(seed, i)``), rendered once at construction.
+    geometry from ``(seed, i)``), rendered once at construction; metadata ``program_id``.
     """
 
     def __init__(self, n: int, seed: int, size: int, progress: bool = False):
-        self.images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
-        self.program_id = np.empty((n,), np.int32)
+        images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
+        program_id = np.empty((n,), np.int32)
         for i, e in enumerate(geo.generate(n, seed=seed, concepts="train", size=size, progress=progress)):
-            self.images[i] = e["image"]
-            self.program_id[i] = e["program_id"]
+            images[i] = e["image"]
+            program_id[i] = e["program_id"]
+        super().__init__(images, program_id=program_id)
 
-    def __len__(self) -> int:
-        return len(self.images)
-
-    def examples(self, indices) -> dict:
-        idx = np.asarray(indices, np.int64)
-        img = self.images[idx]
-        return {"image": np.repeat(img[..., None], 3, axis=-1), "program_id": self.program_id[idx]}
-
-    def example(self, index: int) -> dict:
-        out = self.examples(np.array([index]))
-        return {k: v[0] for k, v in out.items()}
-
-    def metadata(self, key: str) -> np.ndarray:
-        if key != "program_id":
-            raise ValueError(f"GeoclideanSource has metadata 'program_id' only, got {key!r}")
-        return self.program_id
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32."""
-    x = np.asarray(images)
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
-    return (x - IMAGENET_MEAN) / IMAGENET_STD
+    @property
+    def images(self) -> np.ndarray:
+        """The stored grey images ``(N, S, S)`` uint8."""
+        return self.arrays["image"][..., 0]
 
 
 def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int):
@@ -276,14 +260,19 @@ def make_objective(objective: str, config: Config):
     raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
 
 
-def make_model(objective: str, config: Config, rng):
-    """``(model, variables or None)``: the encoder (classifier dropped; a projection head for simclr)."""
-    kw = {"num_classes": None}
+def model_kwargs(objective: str, config: Config) -> dict:
+    """Registry keyword arguments of the encoder (classifier dropped; a projection head for simclr)."""
+    kw: dict = {"num_classes": None}
     if objective == "simclr":
         kw["projection_dims"] = tuple(config.projection_dims)
-    model = get_model(config.model, **kw)
     if config.stage_sizes is not None:
-        model = model.clone(stage_sizes=tuple(config.stage_sizes))
+        kw["stage_sizes"] = tuple(config.stage_sizes)
+    return kw
+
+
+def make_model(objective: str, config: Config, rng):
+    """``(model, variables or None)``: the encoder of :func:`model_kwargs`, loaded from ``pretrained`` if set."""
+    model = get_model(config.model, **model_kwargs(objective, config))
     if config.pretrained:
         from gensim_jax.models.torch_import import load_pretrained
 
@@ -292,13 +281,8 @@ def make_model(objective: str, config: Config, rng):
 
 
 def init_variables(model, config: Config, seed: int) -> dict:
-    """Freshly initialised variables, drawn with JAX's ``rbg`` generator keyed by ``seed``.
-
-    Deterministic like the default threefry key, and its initialiser compiles about 4x faster on
-    a CPU (measured 1.6 s against 6 s for LeNet-5), which dominates short runs.
-    """
-    example = np.zeros((1, config.image_size, config.image_size, 3), np.float32)
-    return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), example)
+    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
+    return _common.init_variables(model, config.image_size, seed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,6 +382,9 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
                            num_steps=steps, workdir=run_dir, config={**dataclasses.asdict(config), "objective": name},
                            seed=seed, checkpoint_every=config.checkpoint_every, progress=progress)
             seconds = time.perf_counter() - t0
+            export_variables(run_dir / "export", result.state.variables, model=config.model,
+                             model_kwargs=model_kwargs(name, config), image_size=config.image_size,
+                             preprocess="imagenet", seed=seed, objective=name, experiment="geoclidean")
             trained = _model_embed(model, result.state.variables, config.eval_batch_size)
             for suite, episodes in suites.items():
                 evals[suite].setdefault(name, []).append(evaluate_embedding(trained, episodes, thr))
@@ -483,5 +470,5 @@ def format_table(results: dict) -> str:
 
 
 __all__ = ["CONFIGS", "Config", "GeoclideanSource", "OBJECTIVES", "format_table", "gensim_target", "get_config",
-           "heldout_concepts", "init_variables", "make_batches", "make_model", "make_objective", "num_steps", "preprocess",
-           "train_and_evaluate", "tree_kernel_log_table"]
+           "heldout_concepts", "init_variables", "make_batches", "make_model", "make_objective", "model_kwargs",
+           "num_steps", "preprocess", "train_and_evaluate", "tree_kernel_log_table"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 
 from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
-from gensim_jax.data.sources import (ArraySource, FunctionSource, GroupIndex, IndexedSource,
+from gensim_jax.data.sources import (ArraySource, FunctionSource, GreyImageSource, GroupIndex, IndexedSource,
                                      SyntheticImageSource, gather, group_index)
 
 _LAZY = {
@@ -32,7 +32,7 @@ _LAZY = {
     "imagenet_dataset": "gensim_jax.data.imagenet",
 }
 
-__all__ = ["ArraySource", "FunctionSource", "GroupIndex", "IndexedSource", "StreamIndex",
+__all__ = ["ArraySource", "FunctionSource", "GreyImageSource", "GroupIndex", "IndexedSource", "StreamIndex",
            "SyntheticImageSource", "derive_key", "gather", "group_index", "stateless_uniform",
            *_LAZY]
 

@@ -29,6 +29,7 @@ import numpy as np
 __all__ = [
     "IndexedSource",
     "ArraySource",
+    "GreyImageSource",
     "FunctionSource",
     "SyntheticImageSource",
     "gather",
@@ -129,6 +130,44 @@ class ArraySource:
     def examples(self, indices) -> dict[str, np.ndarray]:
         indices = np.asarray(indices, dtype=np.int64)
         return {k: v[indices] for k, v in self.arrays.items()}
+
+
+class GreyImageSource(ArraySource):
+    """An in-memory source of grey images stored once ``(N, H, W)`` and served as ``(H, W, C)``.
+
+    Line-drawing stimuli (quadrilaterals, Geoclidean figures) are grey, while ImageNet encoders
+    take 3 channels: storing one channel and repeating it per batch keeps a third of the memory
+    (the paper-size quadrilateral set, 11,000 images of 224 x 224, is 0.55 GB instead of 1.7 GB).
+
+    Args:
+      images: ``(N, H, W)`` (any dtype; ``uint8`` recommended).
+      channels: channels of the served images (default 3).
+      **metadata: arrays with leading axis ``N`` (labels, features, ids).
+
+    Example:
+      >>> src = GreyImageSource(np.zeros((2, 4, 4), np.uint8), label=np.array([3, 5]))
+      >>> src.example(1)["image"].shape, int(src.example(1)["label"])
+      ((4, 4, 3), 5)
+    """
+
+    def __init__(self, images, channels: int = 3, **metadata: Any):
+        images = np.asarray(images)
+        if images.ndim != 3:
+            raise ValueError(f"images must have shape (N, H, W), got {images.shape}")
+        if int(channels) < 1:
+            raise ValueError(f"channels must be >= 1, got {channels}")
+        super().__init__({"image": images[..., None], **metadata})
+        self.channels = int(channels)
+
+    def examples(self, indices) -> dict[str, np.ndarray]:
+        out = super().examples(indices)
+        out["image"] = np.repeat(out["image"], self.channels, axis=-1)
+        return out
+
+    def example(self, index: int) -> dict[str, np.ndarray]:
+        out = super().example(index)
+        out["image"] = np.repeat(out["image"], self.channels, axis=-1)
+        return out
 
 
 class FunctionSource:

@@ -1,18 +1,31 @@
 """Embedding images with a gensim-jax encoder, in fixed-size jitted batches.
 
 Every evaluation protocol takes embeddings, not models; this is the one bridge from a model
-(:func:`gensim_jax.models.get_model`, :func:`gensim_jax.models.load_pretrained`) to them.
+(:func:`gensim_jax.models.get_model`, :func:`gensim_jax.models.load_pretrained`, or a trained
+encoder exported by :func:`gensim_jax.training.export.export_variables`) to them.
+
+* :func:`embed_images` -- ``model.apply(..., method="embed")`` in fixed-size jitted batches.
+* :func:`prepare_images` -- grey/RGB images in ``[0, 1]`` -> the encoder's input: 3 channels,
+  resized to its image size, normalised as it was trained (``"imagenet"`` or ``"none"``).
+* :func:`load_encoder` / :class:`ExportedEncoder` -- an export directory as a callable
+  ``images -> (N, D)`` embeddings.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["embed_images"]
+__all__ = ["ExportedEncoder", "PREPROCESSING", "embed_images", "load_encoder", "prepare_images"]
+
+#: Input normalisations an export can name in its ``preprocess`` metadata.
+PREPROCESSING = ("imagenet", "none")
 
 
 def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 64) -> np.ndarray:
@@ -44,13 +57,133 @@ def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 
         raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    batch_size = min(int(batch_size), len(x))
     fn = jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+    return _embed_batches(fn, variables, x, min(int(batch_size), len(x)), lambda b: b)
+
+
+def _embed_batches(fn, variables, x, batch_size: int, prepare) -> np.ndarray:
+    """``fn(variables, prepare(batch))`` over fixed-size batches of ``x`` (last one zero-padded)."""
     out = []
     for start in range(0, len(x), batch_size):
-        b = x[start:start + batch_size]
+        b = prepare(x[start:start + batch_size])
         n = len(b)
         if n < batch_size:
             b = np.concatenate([b, np.zeros((batch_size - n, *b.shape[1:]), b.dtype)])
         out.append(np.asarray(fn(variables, jnp.asarray(b)), np.float32)[:n])
     return np.concatenate(out)
+
+
+def prepare_images(images, image_size: int, preprocess: str = "imagenet", channels: int = 3) -> np.ndarray:
+    """Images in ``[0, 1]`` -> an encoder's input batch ``(N, image_size, image_size, channels)``.
+
+    Grey images (``(N, H, W)`` or ``(N, H, W, 1)``) are repeated to ``channels`` channels; images of
+    another size are resized bilinearly (antialiased, ``jax.image.resize``); then ``"imagenet"``
+    subtracts the ImageNet mean and divides by its standard deviation per channel
+    (:func:`gensim_jax.models.normalize_imagenet`) and ``"none"`` leaves the values as they are.
+
+    Args:
+      images: ``(N, H, W)`` or ``(N, H, W, C)`` with ``C`` in ``{1, channels}``, values in ``[0, 1]``.
+      image_size: the encoder's input side ``S``.
+      preprocess: ``"imagenet"`` or ``"none"`` (an export's ``preprocess`` metadata).
+      channels: the encoder's input channels (3 for every image model here).
+
+    Returns:
+      ``(N, S, S, channels)`` float32 numpy array.
+
+    Example:
+      >>> prepare_images(np.ones((2, 8, 8)), 4, "none").shape
+      (2, 4, 4, 3)
+    """
+    if preprocess not in PREPROCESSING:
+        raise ValueError(f"preprocess must be one of {PREPROCESSING}, got {preprocess!r}")
+    if int(image_size) < 1 or int(channels) < 1:
+        raise ValueError(f"image_size and channels must be >= 1, got {image_size} and {channels}")
+    x = np.asarray(images, np.float32)
+    if x.ndim == 3:
+        x = x[..., None]
+    if x.ndim != 4 or len(x) == 0 or x.shape[-1] not in (1, channels):
+        raise ValueError(f"images must be (N, H, W) or (N, H, W, C) with C in (1, {channels}), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("images contain NaN or inf")
+    if x.shape[-1] == 1 and channels != 1:
+        x = np.repeat(x, channels, axis=-1)
+    s = int(image_size)
+    if x.shape[1:3] != (s, s):
+        x = np.asarray(jax.image.resize(jnp.asarray(x), (len(x), s, s, x.shape[-1]), "linear", antialias=True))
+    if preprocess == "imagenet":
+        if channels != 3:
+            raise ValueError(f"'imagenet' preprocessing needs 3 channels, got channels={channels}")
+        from gensim_jax.models import normalize_imagenet
+
+        x = np.asarray(normalize_imagenet(x))
+    return x.astype(np.float32)
+
+
+@dataclass(frozen=True)
+class ExportedEncoder:
+    """A trained encoder read from an export directory; call it on images in ``[0, 1]``.
+
+    Attributes:
+      directory: the export directory.
+      model, variables: the rebuilt flax module and its variables.
+      metadata: the export's ``model.json`` (``model``, ``model_kwargs``, ``image_size``,
+        ``preprocess``, ``seed``, ...).
+    """
+
+    directory: str
+    model: Any
+    variables: Mapping[str, Any]
+    metadata: Mapping[str, Any]
+
+    @property
+    def image_size(self) -> int:
+        return int(self.metadata["image_size"])
+
+    @property
+    def preprocess(self) -> str:
+        return str(self.metadata.get("preprocess", "imagenet"))
+
+    @property
+    def channels(self) -> int:
+        return int(self.metadata.get("channels", 3))
+
+    @functools.cached_property
+    def _apply(self):
+        model = self.model
+        return jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+
+    def __call__(self, images, batch_size: int = 64) -> np.ndarray:
+        """``(N, D)`` float32 embeddings of ``images`` (any form :func:`prepare_images` takes).
+
+        Images are prepared batch by batch (so a large set at 224 x 224 never exists as one
+        float32 RGB array) and embedded by one jitted function kept for every call.
+        """
+        x = np.asarray(images)
+        if x.ndim not in (3, 4) or len(x) == 0:
+            raise ValueError(f"images must be a non-empty (N, H, W) or (N, H, W, C) batch, got shape {x.shape}")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        prepare = lambda b: prepare_images(b, self.image_size, self.preprocess, self.channels)  # noqa: E731
+        return _embed_batches(self._apply, self.variables, x, min(int(batch_size), len(x)), prepare)
+
+
+def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
+    """Read an export (:func:`gensim_jax.training.export.load_exported`) as an :class:`ExportedEncoder`.
+
+    The export's metadata must give ``image_size`` (the side its inputs were trained at);
+    ``preprocess`` defaults to ``"imagenet"`` when absent.
+
+    Raises:
+      FileNotFoundError: not an export directory.
+      ValueError: ``image_size`` missing or ``preprocess`` unknown.
+    """
+    from gensim_jax.training.export import load_exported
+
+    model, variables, metadata = load_exported(directory)
+    if "image_size" not in metadata:
+        raise ValueError(f"export {directory} has no 'image_size' in its metadata; "
+                         "pass image_size=... to export_variables")
+    pre = metadata.get("preprocess", "imagenet")
+    if pre not in PREPROCESSING:
+        raise ValueError(f"export {directory}: preprocess {pre!r} is not one of {PREPROCESSING}")
+    return ExportedEncoder(str(directory), model, variables, dict(metadata))

@@ -12,6 +12,8 @@ module's business (see :func:`gensim_jax.evaluation.embed.embed_images`).
 * :func:`behaviour_correlation` / :func:`subject_correlations` -- correlation of a model's error
   rates with a population's (Fig. 2C) or each subject's (Fig. S2) error rates.
 * :func:`compare_across_runs` -- the t-test across training runs that the paper reports as t(18).
+* :func:`oddball_summary` -- all of the above for several models x runs at once (the numbers of
+  Fig. 2B/2C; :func:`gensim_jax.evaluation.figures.plot_oddball` draws them).
 * :func:`read_similarity_judgements` / :func:`similarity_judgement_correlation` -- the model's
   pairwise cosine similarity against human similarity ratings (Fig. 2D, Appendix J).
 """
@@ -26,7 +28,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from gensim_jax.evaluation.sable_meyer import SHAPES, regularity_rank
+from gensim_jax.evaluation.sable_meyer import (
+    HUMAN_POPULATIONS, SHAPES, packaged_error_rates, pooled_error_rates, regularity_rank)
 
 __all__ = [
     "oddball_choices",
@@ -36,6 +39,8 @@ __all__ = [
     "subject_correlations",
     "compare_across_runs",
     "RunComparison",
+    "oddball_summary",
+    "CHANCE_ERROR_RATE",
     "read_similarity_judgements",
     "similarity_judgement_correlation",
 ]
@@ -216,6 +221,92 @@ def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate,
     rb = np.array([_corr(x, b, method)[0] for x in runs])
     res = stats.ttest_ind(rh, rb)
     return RunComparison(rh, rb, float(res.statistic), float(res.pvalue), 2 * len(runs) - 2)
+
+
+#: Error rate of a uniformly random choice among the 6 items of a trial (the red line of Fig. 2B).
+CHANCE_ERROR_RATE = 5.0 / 6.0
+
+
+def _maybe_corr(a: np.ndarray, b: np.ndarray, method: str = "pearson") -> dict | None:
+    """``{"r", "p"}``, or None when either vector is constant (the correlation is undefined)."""
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    r, p = _corr(a, b, method)
+    return {"r": r, "p": p}
+
+
+def oddball_summary(run_error_rates: Mapping[str, object], behaviour: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+                    human_populations: Sequence[str] = HUMAN_POPULATIONS, baboon_population: str = "baboons",
+                    method: str = "pearson") -> dict:
+    """The numbers of paper Fig. 2B and 2C for several models, each trained ``R`` times.
+
+    For every model (``name -> (R, 11)`` error rates in ``SHAPES`` order, one row per run):
+
+    * ``error_rate_mean``, ``error_rate_sem`` over runs (Fig. 2B; s.e.m. ``std(ddof=1)/sqrt(R)``,
+      0 for one run);
+    * ``regularity``: Spearman ``rho(9)`` and ``p`` of the mean error rate against the irregularity
+      rank (:func:`regularity_correlation`; paper: GenSim 0.88, supervised 0.472), and
+      ``regularity_per_run`` (rho of each run);
+    * ``r_human`` / ``r_baboon``: the ``R`` per-run correlations with the human rate (trial-weighted
+      pool of ``human_populations``) and the baboon rate, their means and s.e.m. (Fig. 2C);
+    * ``comparison``: :func:`compare_across_runs` (``t``, ``p``, ``dof = 2R - 2``) when ``R >= 2``.
+
+    A correlation is undefined when a vector is constant (e.g. a run that never errs): it is
+    reported as None and left out of the means (``n_defined`` says how many remain), never NaN.
+
+    Args:
+      run_error_rates: ``{model name: (R, 11) or (11,)}``.
+      behaviour: per-population rates as :func:`~gensim_jax.evaluation.sable_meyer.read_error_rates`
+        returns them (default: the packaged counts).
+      human_populations: populations pooled into "human" (default: all five human groups).
+      baboon_population: the non-human reference.
+      method: ``"pearson"`` (default) or ``"spearman"`` for the behaviour correlations.
+
+    Returns:
+      ``{"shapes", "human_error_rate", "baboon_error_rate", "chance_error_rate", "models": {...}}``.
+    """
+    table = packaged_error_rates() if behaviour is None else behaviour
+    if baboon_population not in table:
+        raise ValueError(f"baboon_population {baboon_population!r} is not in the behaviour table {sorted(table)}")
+    human = pooled_error_rates(table, human_populations)
+    baboon = _check_rates(table[baboon_population]["error_rate"], "baboon error rate")
+    if not run_error_rates:
+        raise ValueError("run_error_rates is empty: give at least one model")
+    models = {}
+    for name, rates in run_error_rates.items():
+        runs = np.asarray(rates, np.float64)
+        runs = runs[None] if runs.ndim == 1 else runs
+        if runs.ndim != 2 or runs.shape[1] != len(SHAPES) or runs.shape[0] == 0:
+            raise ValueError(f"error rates of {name!r} must have shape (R, {len(SHAPES)}), got {np.shape(rates)}")
+        for row in runs:
+            _check_rates(row, f"error rates of {name!r}")
+        r = runs.shape[0]
+        mean = runs.mean(axis=0)
+        sem = runs.std(axis=0, ddof=1) / np.sqrt(r) if r > 1 else np.zeros(len(SHAPES))
+        entry: dict = {"runs": r, "error_rate_mean": mean, "error_rate_sem": sem, "error_rate_runs": runs}
+        if np.ptp(mean) > 0:
+            rho, p, dof = regularity_correlation(mean)
+            entry["regularity"] = {"rho": rho, "p": p, "dof": dof}
+        else:
+            entry["regularity"] = None
+        entry["regularity_per_run"] = [regularity_correlation(x)[0] if np.ptp(x) > 0 else None for x in runs]
+        for who, ref in (("human", human), ("baboon", baboon)):
+            per_run = [_maybe_corr(x, ref, method) for x in runs]
+            vals = np.array([c["r"] for c in per_run if c is not None])
+            entry[f"r_{who}"] = [None if c is None else c["r"] for c in per_run]
+            entry[f"r_{who}_mean"] = float(vals.mean()) if vals.size else None
+            entry[f"r_{who}_sem"] = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
+            entry[f"r_{who}_n_defined"] = int(vals.size)
+            entry[f"{who}_correlation_of_mean"] = _maybe_corr(mean, ref, method)
+        entry["comparison"] = None
+        if r >= 2 and all(np.ptp(x) > 0 for x in runs):
+            c = compare_across_runs(runs, human, baboon, method)
+            if np.isfinite(c.t):  # identical correlations in every run leave t undefined
+                entry["comparison"] = {"t": c.t, "p": c.p, "dof": c.dof}
+        models[name] = entry
+    return {"shapes": list(SHAPES), "human_error_rate": human, "baboon_error_rate": baboon,
+            "human_populations": list(human_populations), "chance_error_rate": CHANCE_ERROR_RATE,
+            "models": models}
 
 
 def read_similarity_judgements(path: str | os.PathLike) -> dict[tuple[str, str], float]:

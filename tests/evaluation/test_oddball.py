@@ -126,3 +126,41 @@ def test_bad_inputs():
         ob.error_rates_by_shape(np.zeros((2, 6, 3)), np.array([0, 6]), ["square", "square"])
     with pytest.raises(ValueError, match="shapes"):
         ob.error_rates_by_shape(np.zeros((2, 6, 3)), np.array([0, 1]), ["square", "circle"])
+
+
+def test_oddball_summary_matches_direct_statistics(tmp_path):
+    from scipy import stats as st
+
+    from gensim_jax.evaluation import figures
+    from gensim_jax.evaluation.oddball import CHANCE_ERROR_RATE, oddball_summary
+    from gensim_jax.evaluation.sable_meyer import packaged_error_rates
+
+    rng = np.random.default_rng(3)
+    runs = rng.random((4, 11))
+    flat = np.zeros(11)
+    s = oddball_summary({"a": runs, "flat": flat})
+    table = packaged_error_rates()
+    pops = ["french_adults_1", "french_adults_2", "1st_graders", "preschoolers", "himbas"]
+    human = sum(table[p]["errors"] for p in pops) / sum(table[p]["trials"] for p in pops)
+    np.testing.assert_allclose(s["human_error_rate"], human)
+    a = s["models"]["a"]
+    np.testing.assert_allclose(a["error_rate_mean"], runs.mean(0))
+    np.testing.assert_allclose(a["error_rate_sem"], runs.std(0, ddof=1) / 2.0)
+    assert a["regularity"]["rho"] == pytest.approx(st.spearmanr(runs.mean(0), np.arange(11)).statistic)
+    rh = [st.pearsonr(x, human).statistic for x in runs]
+    rb = [st.pearsonr(x, table["baboons"]["error_rate"]).statistic for x in runs]
+    np.testing.assert_allclose(a["r_human"], rh)
+    assert a["r_baboon_mean"] == pytest.approx(np.mean(rb))
+    t = st.ttest_ind(rh, rb)
+    assert a["comparison"]["t"] == pytest.approx(t.statistic) and a["comparison"]["dof"] == 6
+    # a model that never errs: every correlation undefined, reported as None, not NaN
+    f = s["models"]["flat"]
+    assert f["regularity"] is None and f["r_human"] == [None] and f["r_human_mean"] is None
+    assert f["comparison"] is None and s["chance_error_rate"] == CHANCE_ERROR_RATE
+    with pytest.raises(ValueError, match="must have shape"):
+        oddball_summary({"bad": np.zeros((2, 10))})
+    out = figures.plot_oddball(s, tmp_path / "fig.png")
+    from PIL import Image
+
+    with Image.open(out) as im:
+        assert im.size[0] > 500 and im.size[1] > 200

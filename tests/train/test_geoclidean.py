@@ -39,6 +39,10 @@ def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["seed"] == 0 and saved["config"]["objective"] == objective
     assert saved["config"]["image_size"] == 32
+    from gensim_jax.training.export import load_exported
+
+    model, variables, meta = load_exported(run_dir / "export")  # checks shapes against the rebuilt model
+    assert meta["objective"] == objective and meta["model"] == "lenet5"
     row = results["summary"]["sampler"][objective]
     for m in ("acc_close", "acc_far", "auc_close", "auc_far"):
         assert 0.0 <= row[m] <= 1.0

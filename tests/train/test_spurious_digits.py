@@ -109,8 +109,8 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
     # `python -m eval spurious_digits` re-evaluates the exports and agrees with the training-time evaluation
     assert eval_main(["spurious_digits", "--workdir", str(tmp_path)]) == 0
     capsys.readouterr()
-    evaluated = json.loads((tmp_path / "eval_spurious_digits.json").read_text())
-    assert (tmp_path / "eval_spurious_digits.png").is_file()
+    evaluated = json.loads((tmp_path / "spurious_digits.json").read_text())
+    assert (tmp_path / "spurious_digits.png").is_file()
     for lam, runs in results["per_run"].items():
         for a, b in zip(runs, evaluated["per_run"][lam]):
             assert (a["id_accuracy"], a["ood_accuracy"]) == (b["id_accuracy"], b["ood_accuracy"])

@@ -1,0 +1,326 @@
+"""Figures of the evaluation protocols in the style of the paper's panels (PNG via matplotlib Agg).
+
+* :func:`plot_oddball` -- Fig. 2B (error rate per quadrilateral, most to least regular, per model
+  with s.e.m. over runs, human and baboon rates, the chance line) and Fig. 2C (per-run correlation
+  of the model's error rates with human and with baboon rates), from
+  :func:`gensim_jax.evaluation.oddball.oddball_summary`.
+* :func:`plot_geoclidean` -- Fig. 3C: few-shot accuracy on the *close* and *far* tasks per model,
+  mean and s.e.m. over training runs, chance 0.5, and the human accuracy when one is given.
+* :func:`plot_hierarchy` -- Fig. 4B (with the per-level accuracies of Fig. S3): decoding accuracy
+  per tree level against chance, and the aggregate ``sum_l log(a_l / c_l)`` per model.
+* :func:`plot_odd_one_out` -- the odd-one-out likelihood of the human choices as a function of the
+  temperature factor ``alpha`` (``tau = alpha * rt``), per participant and on average, with each
+  participant's fitted ``alpha`` (the quantity behind Fig. 4D).
+
+matplotlib is imported when a figure is drawn (Agg backend), never at import time.
+:func:`plot_geoclidean`, :func:`plot_hierarchy` and :func:`plot_odd_one_out` use only the
+object-oriented API with the Agg canvas (``matplotlib.figure.Figure``: no pyplot state, no
+display), return the ``Figure`` and write it when ``path`` is given; :func:`plot_oddball` writes
+``path`` and returns it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["mean_sem", "plot_geoclidean", "plot_hierarchy", "plot_odd_one_out", "plot_oddball", "save_figure"]
+
+_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
+_HUMAN = "#2CA02C"
+
+
+def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard error of the mean ``std(ddof=1) / sqrt(n)`` along ``axis``.
+
+    With a single value along ``axis`` the s.e.m. is 0 (one run has no spread to show).
+
+    Args:
+      values: array with ``n >= 1`` entries along ``axis``.
+
+    Returns:
+      ``(mean, sem)`` with ``axis`` removed.
+
+    Example:
+      >>> m, s = mean_sem([1.0, 3.0])
+      >>> float(m), float(s)
+      (2.0, 1.0)
+    """
+    v = np.asarray(values, np.float64)
+    if v.ndim == 0 or v.shape[axis] == 0:
+        raise ValueError(f"values need at least one entry along axis {axis}, got shape {v.shape}")
+    n = v.shape[axis]
+    sem = v.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(v.mean(axis=axis))
+    return v.mean(axis=axis), sem
+
+
+def _figure(width: float, height: float, ncols: int = 1):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+def save_figure(fig, path: str | os.PathLike, dpi: int = 150) -> str:
+    """Write ``fig`` as PNG to ``path`` (parent directories created); returns the path."""
+    path = os.fspath(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    fig.savefig(path, dpi=dpi, format="png")
+    return path
+
+
+def _runs(x, name: str) -> np.ndarray:
+    v = np.atleast_1d(np.asarray(x, np.float64))
+    if v.ndim != 1 or len(v) == 0 or not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be a non-empty 1-D list of finite per-run values, got shape {v.shape}")
+    return v
+
+
+def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: Optional[str | os.PathLike] = None,
+                    *, human: Optional[Mapping[str, float]] = None, chance: float = 0.5,
+                    title: str = "Geoclidean few-shot (held-out concepts)"):
+    """Fig. 3C: few-shot accuracy on the close and far tasks, one bar per model (paper Sec. 3.2).
+
+    Bars are the mean over training runs, error bars the s.e.m. over runs (none for one run), dots
+    the single runs; a dashed line marks chance and, when ``human`` is given, a green line per task
+    marks the mean human accuracy (the paper draws it but does not print its value, so none is
+    built in).
+
+    Args:
+      models: ``{label: {"close": (R,) accuracies, "far": (R,) accuracies}}`` (``R`` runs, any
+        ``R >= 1`` per model), e.g. the mean over concepts of each run's ``acc_close``/``acc_far``.
+      path: write the PNG here when given.
+      human: optional ``{"close": a, "far": b}`` human accuracies.
+      chance: chance accuracy (0.5: balanced binary tasks).
+      title: axes title.
+
+    Returns:
+      the matplotlib ``Figure``.
+    """
+    if not models:
+        raise ValueError("models is empty")
+    tasks = ("close", "far")
+    fig, (ax,) = _figure(max(3.6, 1.6 + 1.1 * len(models)), 3.4)
+    width = 0.8 / len(models)
+    for i, (label, acc) in enumerate(models.items()):
+        missing = [t for t in tasks if t not in acc]
+        if missing:
+            raise ValueError(f"model {label!r} lacks accuracies for {missing}; it has {sorted(acc)}")
+        runs = [_runs(acc[t], f"models[{label!r}][{t!r}]") for t in tasks]
+        means = [mean_sem(r)[0] for r in runs]
+        sems = [mean_sem(r)[1] for r in runs]
+        x = np.arange(len(tasks)) - 0.4 + width * (i + 0.5)
+        color = _COLORS[i % len(_COLORS)]
+        multi = min(len(r) for r in runs) > 1
+        ax.bar(x, means, width * 0.9, yerr=sems if multi else None, capsize=3, color=color, label=label)
+        for xi, r in zip(x, runs):
+            if len(r) > 1:
+                ax.plot(np.full(len(r), xi), r, "o", ms=2.5, color="black", alpha=0.6)
+    ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    if human is not None:
+        for j, t in enumerate(tasks):
+            if t in human:
+                ax.hlines(float(human[t]), j - 0.45, j + 0.45, color=_HUMAN, lw=2.5,
+                          label="human" if j == 0 else None)
+    ax.set_xticks(np.arange(len(tasks)), ["close", "far"])
+    ax.set_ylabel("classification accuracy")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_title(_wrap(title), fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def _wrap(text: str, width: int = 42) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[str | os.PathLike] = None,
+                   *, title: str = "Hierarchy decoding"):
+    """Fig. 4B with Fig. S3: decoding accuracy per tree level and the aggregate score per model.
+
+    Left panel: accuracy of the linear decoder at each level (mean +- s.e.m. over runs) and the
+    chance used in the score (grey). Right panel: ``sum_l log(a_l / c_l)`` (paper Sec. 3.3), mean
+    +- s.e.m. over runs, one bar per model.
+
+    Args:
+      models: ``{label: {"levels": (L,) level numbers, "accuracy": (R, L) per run and level,
+        "chance": (L,), "score": (R,)}}``.
+      path: write the PNG here when given.
+      title: figure title.
+
+    Returns:
+      the matplotlib ``Figure``.
+    """
+    if not models:
+        raise ValueError("models is empty")
+    from matplotlib.ticker import MaxNLocator
+
+    fig, (ax_l, ax_s) = _figure(7.5, 3.2, ncols=2)
+    labels, score_means, score_sems = [], [], []
+    for i, (label, m) in enumerate(models.items()):
+        missing = [k for k in ("levels", "accuracy", "chance", "score") if k not in m]
+        if missing:
+            raise ValueError(f"model {label!r} lacks {missing}")
+        levels = np.asarray(m["levels"])
+        acc = np.asarray(m["accuracy"], np.float64)
+        acc = acc[None] if acc.ndim == 1 else acc
+        chance = np.asarray(m["chance"], np.float64)
+        if acc.ndim != 2 or acc.shape[1] != len(levels) or chance.shape != levels.shape:
+            raise ValueError(f"model {label!r}: accuracy must be (R, {len(levels)}) and chance ({len(levels)},), "
+                             f"got {acc.shape} and {chance.shape}")
+        color = _COLORS[i % len(_COLORS)]
+        mu, se = mean_sem(acc)
+        ax_l.errorbar(levels, mu, yerr=se if len(acc) > 1 else None, marker="o", ms=3.5, capsize=2,
+                      color=color, label=label)
+        ax_l.plot(levels, chance, ls=":", marker="_", color="grey", label="chance" if i == 0 else None)
+        s_mu, s_se = mean_sem(_runs(m["score"], f"models[{label!r}]['score']"))
+        labels.append(label)
+        score_means.append(float(s_mu))
+        score_sems.append(float(s_se))
+    ax_l.set_xlabel("tree level")
+    ax_l.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_l.set_ylabel("decoding accuracy")
+    ax_l.set_ylim(0.0, 1.02)
+    ax_l.legend(fontsize=7, loc="best")
+    x = np.arange(len(labels))
+    ax_s.bar(x, score_means, 0.6 if len(labels) > 1 else 0.35, yerr=score_sems, capsize=3,
+             color=[_COLORS[i % len(_COLORS)] for i in range(len(labels))])
+    ax_s.axhline(0.0, color="black", lw=0.8)
+    ax_s.set_xticks(x, labels, rotation=20, fontsize=8)
+    ax_s.set_ylabel("Σ over levels of log(accuracy / chance)", fontsize=8)
+    ax_s.set_xlim(-0.75, len(labels) - 0.25)
+    ax_s.set_title("accuracy over chance, all levels", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def plot_odd_one_out(alphas, curves: Mapping[str, Sequence[float]], path: Optional[str | os.PathLike] = None,
+                     *, fitted: Optional[Mapping[str, float]] = None, chance: float = 1.0 / 3.0,
+                     ylabel: str = "mean likelihood of the human choices",
+                     title: str = "Odd-one-out likelihood vs temperature factor"):
+    """Likelihood of the human odd-one-out choices as a function of ``alpha`` (``tau = alpha * rt``).
+
+    One thin line per participant, their mean in black, each participant's fitted ``alpha`` as a
+    dot on its curve (the grid search of paper Sec. 3.3; Fig. 4D reports the value at that dot,
+    averaged over participants), chance ``1/3`` dashed. The x axis is logarithmic.
+
+    Args:
+      alphas: ``(A,)`` positive grid.
+      curves: ``{participant: (A,) objective over the grid}`` (e.g. mean likelihood).
+      path: write the PNG here when given.
+      fitted: optional ``{participant: alpha}``; the value must lie on the grid's range.
+      chance: horizontal reference line (``None`` for none; e.g. for log-likelihood curves pass
+        ``log(1/3)``).
+      ylabel, title: labels.
+
+    Returns:
+      the matplotlib ``Figure``.
+    """
+    a = np.asarray(alphas, np.float64)
+    if a.ndim != 1 or len(a) < 2 or np.any(a <= 0):
+        raise ValueError(f"alphas must be a 1-D grid of >= 2 positive values, got shape {a.shape}")
+    if not curves:
+        raise ValueError("curves is empty")
+    ys = {}
+    for p, c in curves.items():
+        c = np.asarray(c, np.float64)
+        if c.shape != a.shape:
+            raise ValueError(f"curve of participant {p!r} has shape {c.shape}, alphas has {a.shape}")
+        ys[p] = c
+    fig, (ax,) = _figure(5.0, 3.4)
+    for p, c in ys.items():
+        ax.plot(a, c, lw=0.7, alpha=0.5, color=_COLORS[0])
+        if fitted is not None and p in fitted:
+            ax.plot([fitted[p]], [np.interp(np.log(fitted[p]), np.log(a), c)], "o", ms=3, color=_COLORS[1])
+    ax.plot(a, np.mean(np.stack(list(ys.values())), axis=0), lw=2, color="black",
+            label=f"mean over {len(ys)} participant{'s' if len(ys) != 1 else ''}")
+    if fitted:
+        ax.plot([], [], "o", ms=3, color=_COLORS[1], label=r"fitted $\alpha$")
+    if chance is not None:
+        ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\alpha$ ($\tau = \alpha \cdot rt$)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+_MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
+    """Write paper Fig. 2B + 2C for ``summary`` (:func:`~gensim_jax.evaluation.oddball.oddball_summary`).
+
+    Left: mean error rate per shape (x: most to least regular, as Fig. 2B) for every model with
+    s.e.m. error bars over runs, the pooled human and the baboon rates (dashed), and the chance
+    error rate 5/6 (red). The legend gives each model's Spearman rho(9) with regularity. Right:
+    mean over runs of the correlation with human and with baboon error rates, s.e.m. bars and each
+    run's value as a dot (Fig. 2C). Returns the path.
+    """
+    plt = _pyplot()
+    shapes = list(summary["shapes"])
+    models = summary["models"]
+    x = np.arange(len(shapes))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [2.3, 1]})
+    for k, (name, m) in enumerate(models.items()):
+        reg = m.get("regularity")
+        label = f"{name} (rho(9)={reg['rho']:.2f}, p={reg['p']:.3g})" if reg else f"{name} (rho undefined)"
+        ax.errorbar(x, m["error_rate_mean"], yerr=m["error_rate_sem"], marker="o", ms=4, capsize=2, lw=1.5,
+                    color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)], label=label)
+    ax.plot(x, summary["human_error_rate"], "k--", marker="s", ms=3, lw=1, label="humans (pooled)")
+    ax.plot(x, summary["baboon_error_rate"], color="grey", ls=":", marker="^", ms=3, lw=1, label="baboons")
+    ax.axhline(summary["chance_error_rate"], color="red", lw=1, label="chance (5/6)")
+    ax.set_xticks(x, shapes, rotation=40, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set(ylabel="error rate", xlabel="reference shape (most to least regular)",
+           title=title or "Oddball error rate per quadrilateral (Fig. 2B)")
+    ax.legend(fontsize=7, loc="upper left")
+
+    names = list(models)
+    width = 0.38
+    for j, (who, colour) in enumerate((("human", "black"), ("baboon", "grey"))):
+        means = [models[n][f"r_{who}_mean"] for n in names]
+        sems = [models[n][f"r_{who}_sem"] for n in names]
+        pos = np.arange(len(names)) + (j - 0.5) * width
+        bx.bar(pos, [0.0 if v is None else v for v in means], width, yerr=sems, color=colour, alpha=0.55,
+               capsize=3, label=who)
+        for p_, n in zip(pos, names):
+            vals = [v for v in models[n][f"r_{who}"] if v is not None]
+            bx.plot(np.full(len(vals), p_), vals, ".", color=colour, ms=4)
+    bx.axhline(0, color="k", lw=0.6)
+    bx.set_xticks(np.arange(len(names)), names, rotation=20)
+    bx.set_ylim(-1, 1)
+    bx.set(ylabel="correlation with error rates", title="Human vs baboon likeness (Fig. 2C)")
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
