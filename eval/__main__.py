@@ -20,6 +20,7 @@ PROTOCOLS = {
     "geoclidean": "eval.geoclidean",
     "hierarchy": "eval.hierarchy",
     "odd_one_out": "eval.odd_one_out",
+    "spurious_digits": "eval.spurious_digits",
 }
 
 

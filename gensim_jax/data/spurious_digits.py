@@ -32,7 +32,7 @@ import numpy as np
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
 __all__ = ["NUM_CLASSES", "make_pools", "compose", "pad_digits", "SpuriousDigits",
-           "load_spurious_digits", "load_tfds_arrays"]
+           "load_spurious_digits", "load_tfds_arrays", "tfds_prepared"]
 
 NUM_CLASSES = 10
 _POOL_TAG, _BG_TAG = 31, 32
@@ -223,6 +223,14 @@ class SpuriousDigits:
         if key == "label":
             return self.labels
         return self.examples(np.arange(len(self)))[key]
+
+
+def tfds_prepared(name: str, data_dir: str | None = None) -> bool:
+    """Whether tfds data set ``name`` is downloaded and prepared under ``data_dir`` (no download)."""
+    from gensim_jax.data._tf import tf  # noqa: F401  (hides GPUs before tfds touches TF)
+    import tensorflow_datasets as tfds
+
+    return bool(tfds.builder(name, data_dir=data_dir).is_prepared())
 
 
 def load_tfds_arrays(name: str, split: str, data_dir: str | None = None,

@@ -1,0 +1,224 @@
+"""Spurious-digits protocol: ID / OOD accuracy against the centre-loss weight lambda (seed 003 Sec. 4).
+
+The thesis of seed 003 trains LeNet-5 with ``L_total = CE + lambda L_sim`` (its Eq. 12) for
+``lambda in {0, 0.25, 0.5, 0.75, 10, 100}``, 5 seeds each, and reports the accuracy on digits
+whose backgrounds come from their own pool (in distribution, ID) and from other digits' pools
+(out of distribution, OOD) as the mean over seeds with a 95% confidence interval (its Figs. 2-4).
+This module is the numeric part of that protocol:
+
+* :func:`accuracy` -- fraction of correct predictions;
+* :func:`t_interval` -- the two-sided Student-t confidence interval of a mean over seeds,
+  ``mean +- t_{(1 + c)/2, n - 1} s / sqrt(n)`` with ``s`` the sample standard deviation;
+* :func:`summarize` -- per-run accuracies ``{lambda: [run, ...]}`` -> one row per lambda with the
+  mean and interval of ``id_accuracy``, ``ood_accuracy`` and their per-run difference ``gap``;
+* :func:`format_table` -- the rows as Markdown; :func:`plot_accuracy_vs_lambda` -- ID and OOD
+  lines with interval bands on a symmetric-log lambda axis (linear to 1, lambda spans 0 to 100);
+* :func:`make_predictor` -- the bridge from a classifier to predictions (jitted once, fixed-size
+  batches).
+
+Everything but :func:`make_predictor` (JAX) and the plot (matplotlib, imported lazily) is numpy
+and scipy on plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["METRICS", "accuracy", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
+           "summarize", "t_interval"]
+
+#: Per-run metrics summarised by :func:`summarize` (``gap`` is computed from the other two).
+METRICS = ("id_accuracy", "ood_accuracy", "gap")
+
+
+def accuracy(predictions, labels) -> float:
+    """Fraction of ``predictions`` equal to ``labels`` (both ``(N,)`` integers, ``N >= 1``).
+
+    Example:
+      >>> accuracy(np.array([1, 2, 3, 3]), np.array([1, 2, 0, 3]))
+      0.75
+    """
+    p, y = np.asarray(predictions), np.asarray(labels)
+    if p.ndim != 1 or p.shape != y.shape or p.size == 0:
+        raise ValueError(f"predictions and labels must be equal non-empty (N,) arrays, got {p.shape} and {y.shape}")
+    return float(np.mean(p == y))
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Two-sided Student-t interval of the mean of ``values`` (seed 003's 95% CI over seeds).
+
+    ``mean +- t_{(1 + confidence) / 2}(n - 1) * s / sqrt(n)``, ``s`` the sample standard deviation
+    (``ddof = 1``), ``t_q(k)`` the ``q`` quantile of Student's t with ``k`` degrees of freedom.
+
+    Args:
+      values: ``(n,)`` finite numbers, ``n >= 2`` (one run has no spread to estimate).
+      confidence: in ``(0, 1)``.
+
+    Returns:
+      ``(mean, low, high)``.
+
+    Example:
+      >>> m, lo, hi = t_interval([0.0, 1.0])   # t_0.975(1) = 12.706, s / sqrt(2) = 0.5
+      >>> round(hi - m, 3)
+      6.353
+    """
+    v = np.asarray(values, np.float64)
+    if v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values must be a 1-d array of at least 2 numbers, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    n = v.size
+    mean = float(v.mean())
+    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1) * v.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: float = 0.95) -> list[dict]:
+    """One row per lambda: mean and t-interval over runs of ID and OOD accuracy and their gap.
+
+    Args:
+      per_run: ``{lambda: [{"id_accuracy": a, "ood_accuracy": b, ...}, ...]}`` (one dict per seed;
+        lambda keys may be numbers or numeric strings, as after a JSON round trip).
+      confidence: interval level (0.95 in seed 003).
+
+    Returns:
+      Rows sorted by lambda: ``{"lambda", "runs", "<m>_mean", "<m>_low", "<m>_high", "<m>_std"}``
+      for ``m`` in :data:`METRICS`, with ``gap = id_accuracy - ood_accuracy`` per run. With a single
+      run the interval and standard deviation are ``None`` (undefined), not NaN.
+
+    Example:
+      >>> rows = summarize({0.5: [{"id_accuracy": 0.9, "ood_accuracy": 0.5},
+      ...                         {"id_accuracy": 0.8, "ood_accuracy": 0.6}]})
+      >>> rows[0]["lambda"], round(rows[0]["gap_mean"], 6)
+      (0.5, 0.3)
+    """
+    if not per_run:
+        raise ValueError("per_run is empty")
+    rows = []
+    for lam, runs in sorted(((float(k), v) for k, v in per_run.items()), key=lambda kv: kv[0]):
+        runs = list(runs)
+        if not runs:
+            raise ValueError(f"lambda {lam}: no runs")
+        row: dict = {"lambda": lam, "runs": len(runs)}
+        for r in runs:
+            for key in ("id_accuracy", "ood_accuracy"):
+                if key not in r:
+                    raise ValueError(f"lambda {lam}: a run lacks {key!r} (has {sorted(r)})")
+        values = {"id_accuracy": [float(r["id_accuracy"]) for r in runs],
+                  "ood_accuracy": [float(r["ood_accuracy"]) for r in runs]}
+        values["gap"] = [a - b for a, b in zip(values["id_accuracy"], values["ood_accuracy"])]
+        for m in METRICS:
+            v = values[m]
+            if len(v) >= 2:
+                mean, low, high = t_interval(v, confidence)
+                std = float(np.std(v, ddof=1))
+            else:
+                mean, low, high, std = float(v[0]), None, None, None
+            row.update({f"{m}_mean": mean, f"{m}_low": low, f"{m}_high": high, f"{m}_std": std})
+        rows.append(row)
+    return rows
+
+
+def _cell(row: Mapping, m: str) -> str:
+    if row[f"{m}_low"] is None:
+        return f"{row[f'{m}_mean']:.3f}"
+    return f"{row[f'{m}_mean']:.3f} [{row[f'{m}_low']:.3f}, {row[f'{m}_high']:.3f}]"
+
+
+def format_table(rows: Sequence[Mapping], confidence: float = 0.95) -> str:
+    """Markdown table of :func:`summarize` rows: mean [CI] of ID, OOD accuracy and gap per lambda."""
+    pct = f"{100 * confidence:g}%"
+    lines = [f"| lambda | runs | ID accuracy [{pct} CI] | OOD accuracy [{pct} CI] | ID - OOD [{pct} CI] |",
+             "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['lambda']:g} | {r['runs']} | " + " | ".join(_cell(r, m) for m in METRICS) + " |")
+    return "\n".join(lines)
+
+
+def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95,
+                            chance: float | None = 0.1) -> None:
+    """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
+
+    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
+    ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
+
+    if not rows:
+        raise ValueError("rows is empty")
+    lam = np.array([r["lambda"] for r in rows], float)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for m, label, colour in (("id_accuracy", "in distribution (own pool)", "tab:blue"),
+                             ("ood_accuracy", "out of distribution (swapped pools)", "tab:red")):
+        mean = np.array([r[f"{m}_mean"] for r in rows], float)
+        ax.plot(lam, mean, "o-", color=colour, label=label)
+        if all(r[f"{m}_low"] is not None for r in rows):
+            lo = np.array([r[f"{m}_low"] for r in rows], float)
+            hi = np.array([r[f"{m}_high"] for r in rows], float)
+            ax.fill_between(lam, np.clip(lo, 0, 1), np.clip(hi, 0, 1), color=colour, alpha=0.2,
+                            label=f"{100 * confidence:g}% CI over seeds")
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
+    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
+    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
+    ax.set_xticks(lam, [f"{v:g}" for v in lam])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylim(0, 1.02)
+    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
+    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:
+    """``predict(variables, images) -> (N,)`` argmax of ``model``'s ``"logits"`` (inference mode).
+
+    The forward pass is jitted once per predictor; the last batch is zero-padded to
+    ``batch_size`` so one shape is compiled, and padded rows are dropped.
+
+    Args:
+      model: a gensim-jax classifier (``model.apply(v, x)["logits"]``), e.g. ``get_model("lenet5")``.
+      batch_size: images per call.
+
+    Example:
+      >>> import jax
+      >>> from gensim_jax.models import get_model
+      >>> m = get_model("mlp", num_classes=3)   # e.g. get_model("lenet5") on (N, 32, 32, 3)
+      >>> v = m.init(jax.random.key(0), m.example_input())
+      >>> make_predictor(m, 4)(v, np.zeros((5, 2), np.float32)).shape
+      (5,)
+    """
+    import jax
+    import jax.numpy as jnp
+
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    fn = jax.jit(lambda v, x: jnp.argmax(model.apply(v, x)["logits"], axis=-1))
+
+    def predict(variables, images) -> np.ndarray:
+        x = np.asarray(images, np.float32)
+        if x.ndim < 2 or len(x) == 0:
+            raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
+        b = min(int(batch_size), len(x))
+        out = []
+        for start in range(0, len(x), b):
+            chunk = x[start:start + b]
+            n = len(chunk)
+            if n < b:
+                chunk = np.concatenate([chunk, np.zeros((b - n, *chunk.shape[1:]), chunk.dtype)])
+            out.append(np.asarray(fn(variables, jnp.asarray(chunk)))[:n])
+        return np.concatenate(out).astype(np.int64)
+
+    return predict
