@@ -21,7 +21,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
 
 demo: $(STAMP)
-	$(PY) -m train gaussian_mixture --workdir runs/demo
+	$(PY) -m train quadrilaterals --config demo --workdir runs/demo --resume
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all

@@ -198,7 +198,8 @@ def main(argv=None) -> int:
     print(module.format_table(results))
     seconds = results.get("train_seconds") if isinstance(results, dict) else None
     trained = f"trained in {seconds:.1f} s; " if isinstance(seconds, (int, float)) else ""
-    print(f"\n{trained}wrote {workdir}")
+    outputs = sorted(str(p) for p in Path(workdir).glob("*") if p.suffix in (".json", ".png"))
+    print(f"\n{trained}wrote " + (", ".join(outputs) if outputs else str(workdir)))
     return 0
 
 

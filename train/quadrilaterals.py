@@ -128,6 +128,9 @@ CONFIGS = {
         eval_trials_per_condition=10, eval_batch_size=220, checkpoint_every=10_000,
     ),
 }
+#: ``make demo``: ``cpu_small`` with GenSim and the supervised baseline only (SimCLR, the slowest
+#: objective because of its host-side augmentation, is left to ``cpu_small``).
+CONFIGS["demo"] = dataclasses.replace(CONFIGS["cpu_small"], objectives=("gensim", "supervised"))
 
 
 def get_config(name: str = "paper", **overrides) -> Config:
