@@ -1,6 +1,10 @@
-"""Pieces shared by the image experiments of ``train/``: input normalisation and initialisation."""
+"""Pieces shared by the experiments of ``train/``: config selection, run length, input normalisation, initialisation."""
 
 from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional
 
 import jax
 import numpy as np
@@ -26,3 +30,28 @@ def init_variables(model, image_size: int, seed: int) -> dict:
     """
     example = np.zeros((1, image_size, image_size, 3), np.float32)
     return jax.jit(model.init)(jax.random.key(seed, impl="rbg"), example)
+
+
+def select_config(configs: dict, name: str, overrides: dict, validate: Optional[Callable] = None):
+    """``configs[name]`` with ``overrides`` applied, then ``validate``-d: the body of every ``get_config``.
+
+    JSON lists become tuples (configs are frozen dataclasses); an unknown config name or field is a
+    ``ValueError`` naming it and the known ones.
+    """
+    if name not in configs:
+        raise ValueError(f"unknown config {name!r}; known: {sorted(configs)}")
+    base = configs[name]
+    fields = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(f"unknown config fields {unknown}; known: {sorted(fields)}")
+    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    config = dataclasses.replace(base, **overrides)
+    return validate(config) if validate is not None else config
+
+
+def steps_per_run(config, num_train_images: int) -> int:
+    """Optimizer steps of one run: ``config.num_steps`` if set, else ``ceil(epochs * N / batch_size)``."""
+    if config.num_steps is not None:
+        return int(config.num_steps)
+    return int(math.ceil(config.epochs * num_train_images / config.batch_size))

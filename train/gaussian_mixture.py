@@ -26,6 +26,7 @@ from gensim_jax import losses
 from gensim_jax.kernels import gaussian_mixture as gm
 from gensim_jax.kernels import monte_carlo
 from gensim_jax.models.mlp import TwoLayerPerceptron
+from train import _common
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,9 +51,8 @@ CONFIGS = {"paper": Config()}
 
 
 def get_config(name: str = "paper", **overrides) -> Config:
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {sorted(CONFIGS)}")
-    return dataclasses.replace(CONFIGS[name], **overrides)
+    """The named config with ``overrides`` applied; an unknown name or field is a ``ValueError``."""
+    return _common.select_config(CONFIGS, name, overrides)
 
 
 def _optimizer(config: Config) -> optax.GradientTransformation:

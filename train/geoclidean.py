@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -134,11 +133,8 @@ CONFIGS = {
 
 
 def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples)."""
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {sorted(CONFIGS)}")
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    return _validate(dataclasses.replace(CONFIGS[name], **overrides))
+    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
+    return _common.select_config(CONFIGS, name, overrides, _validate)
 
 
 def _validate(config: Config) -> Config:
@@ -158,10 +154,8 @@ def _validate(config: Config) -> Config:
 
 
 def num_steps(config: Config) -> int:
-    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * num_train_images / batch_size)``."""
-    if config.num_steps is not None:
-        return int(config.num_steps)
-    return int(math.ceil(config.epochs * config.num_train_images / config.batch_size))
+    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * training images / batch_size)``."""
+    return _common.steps_per_run(config, config.num_train_images)
 
 
 # --------------------------------------------------------------------------------------------

@@ -157,14 +157,8 @@ CONFIGS = {
 
 
 def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples); bad values raise ``ValueError``."""
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {sorted(CONFIGS)}")
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(Config)})
-    if unknown:
-        raise ValueError(f"unknown config fields {unknown}")
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    return _validate(dataclasses.replace(CONFIGS[name], **overrides))
+    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
+    return _common.select_config(CONFIGS, name, overrides, _validate)
 
 
 def _validate(config: Config) -> Config:
@@ -214,10 +208,8 @@ def num_train_images(config: Config) -> int:
 
 
 def num_steps(config: Config) -> int:
-    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * num_train_images / batch_size)``."""
-    if config.num_steps is not None:
-        return int(config.num_steps)
-    return int(math.ceil(config.epochs * num_train_images(config) / config.batch_size))
+    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * training images / batch_size)``."""
+    return _common.steps_per_run(config, num_train_images(config))
 
 
 # --------------------------------------------------------------------------------------------

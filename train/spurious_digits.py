@@ -69,6 +69,7 @@ from gensim_jax.training import (
     train,
 )
 from gensim_jax.training.step import train_step
+from train import _common
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
 DATA_SOURCES = ("tfds", "synthetic")
@@ -123,15 +124,8 @@ CONFIGS = {
 
 
 def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field."""
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {sorted(CONFIGS)}")
-    fields = {f.name for f in dataclasses.fields(Config)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise ValueError(f"unknown config fields {unknown}; known: {sorted(fields)}")
-    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    return _validate(dataclasses.replace(CONFIGS[name], **overrides))
+    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
+    return _common.select_config(CONFIGS, name, overrides, _validate)
 
 
 def _validate(config: Config) -> Config:
@@ -188,9 +182,7 @@ def _validate(config: Config) -> Config:
 
 def num_steps(config: Config, num_train: int) -> int:
     """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * num_train / batch_size)``."""
-    if config.num_steps is not None:
-        return int(config.num_steps)
-    return int(math.ceil(config.epochs * num_train / config.batch_size))
+    return _common.steps_per_run(config, num_train)
 
 
 # --------------------------------------------------------------------------------------------
