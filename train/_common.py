@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Callable, Optional
 
 import jax
@@ -55,3 +56,31 @@ def steps_per_run(config, num_train_images: int) -> int:
     if config.num_steps is not None:
         return int(config.num_steps)
     return int(math.ceil(config.epochs * num_train_images / config.batch_size))
+
+
+def train_and_export(state, objective, batches, *, experiment: str, name: str, run: int, seed: int, steps: int,
+                     run_dir, config, model_name: str, model_kwargs: dict, image_size: int,
+                     progress: bool = True, **train_kwargs):
+    """Train one run of one objective, export it for evaluation, and describe it.
+
+    Calls :func:`gensim_jax.training.train` in ``run_dir`` (config + objective and seed recorded,
+    checkpoints: an interrupted run resumes), exports the trained variables to ``run_dir/export``
+    (:func:`gensim_jax.training.export_variables`, with ImageNet preprocessing recorded), and
+    returns ``(result, record)`` with ``record = {"seed", "seconds", "losses", "final_loss"}``.
+    ``train_kwargs`` go to ``train`` (``checkpoint_every``, ``mesh``, ...).
+    """
+    import time
+
+    from gensim_jax.training import export_variables, read_metrics, train
+
+    if progress:
+        print(f"[{experiment}] {name} run {run} (seed {seed}): {steps} steps -> {run_dir}", flush=True)
+    t0 = time.perf_counter()
+    result = train(state, objective, batches, num_steps=steps, workdir=run_dir,
+                   config={**dataclasses.asdict(config), "objective": name}, seed=seed, progress=progress,
+                   **train_kwargs)
+    seconds = time.perf_counter() - t0
+    export_variables(Path(run_dir) / "export", result.state.variables, model=model_name, model_kwargs=model_kwargs,
+                     image_size=image_size, preprocess="imagenet", seed=seed, objective=name, experiment=experiment)
+    losses = [m["loss"] for m in read_metrics(run_dir) if "loss" in m]
+    return result, {"seed": seed, "seconds": seconds, "losses": losses, "final_loss": losses[-1] if losses else None}

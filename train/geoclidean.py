@@ -73,9 +73,6 @@ from gensim_jax.training import (
     TableTarget,
     TripletObjective,
     create_train_state,
-    export_variables,
-    read_metrics,
-    train,
 )
 from train import _common
 from train._common import preprocess
@@ -369,22 +366,15 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
                 init_embed = _model_embed(model, state.variables, config.eval_batch_size)
                 for suite, episodes in suites.items():
                     evals[suite]["initial"] = [evaluate_embedding(init_embed, episodes, thr)]
-            if progress:
-                print(f"[geoclidean] {name} run {r} (seed {seed}): {steps} steps -> {run_dir}", flush=True)
-            t0 = time.perf_counter()
-            result = train(state, make_objective(name, config), make_batches(name, source, config, seed),
-                           num_steps=steps, workdir=run_dir, config={**dataclasses.asdict(config), "objective": name},
-                           seed=seed, checkpoint_every=config.checkpoint_every, progress=progress)
-            seconds = time.perf_counter() - t0
-            export_variables(run_dir / "export", result.state.variables, model=config.model,
-                             model_kwargs=model_kwargs(name, config), image_size=config.image_size,
-                             preprocess="imagenet", seed=seed, objective=name, experiment="geoclidean")
+            result, record = _common.train_and_export(
+                state, make_objective(name, config), make_batches(name, source, config, seed),
+                experiment="geoclidean", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir, config=config,
+                model_name=config.model, model_kwargs=model_kwargs(name, config), image_size=config.image_size,
+                progress=progress, checkpoint_every=config.checkpoint_every)
             trained = _model_embed(model, result.state.variables, config.eval_batch_size)
             for suite, episodes in suites.items():
                 evals[suite].setdefault(name, []).append(evaluate_embedding(trained, episodes, thr))
-            losses = [m["loss"] for m in read_metrics(run_dir) if "loss" in m]
-            runs.setdefault(name, []).append({"seed": seed, "seconds": seconds, "losses": losses,
-                                              "final_loss": losses[-1] if losses else None})
+            runs.setdefault(name, []).append(record)
             del result, state
     train_seconds = time.perf_counter() - start
 

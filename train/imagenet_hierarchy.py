@@ -85,9 +85,6 @@ from gensim_jax.training import (
     TableTarget,
     TripletObjective,
     create_train_state,
-    export_variables,
-    read_metrics,
-    train,
 )
 from train import _common
 from train._common import preprocess
@@ -656,21 +653,14 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
             if r == 0 and name == config.objectives[0]:
                 emb = model_embedding(model, state.variables, images, config.eval_batch_size)
                 evals["initial"] = [evaluate_embedding(emb, labels, config)]
-            if progress:
-                print(f"[imagenet_hierarchy] {name} run {r} (seed {seed}): {steps} steps -> {run_dir}", flush=True)
-            t0 = time.perf_counter()
-            result = train(state, make_objective(name, config), make_batches(name, config, seed, source),
-                           num_steps=steps, workdir=run_dir, config={**dataclasses.asdict(config), "objective": name},
-                           seed=seed, mesh=mesh, checkpoint_every=config.checkpoint_every, progress=progress)
-            seconds = time.perf_counter() - t0
-            export_variables(run_dir / "export", result.state.variables, model=config.model,
-                             model_kwargs=model_kwargs(name, config), image_size=config.image_size,
-                             preprocess="imagenet", objective=name, seed=seed, experiment="imagenet_hierarchy")
+            result, record = _common.train_and_export(
+                state, make_objective(name, config), make_batches(name, config, seed, source),
+                experiment="imagenet_hierarchy", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir,
+                config=config, model_name=config.model, model_kwargs=model_kwargs(name, config),
+                image_size=config.image_size, progress=progress, mesh=mesh, checkpoint_every=config.checkpoint_every)
             emb = model_embedding(model, result.state.variables, images, config.eval_batch_size)
             evals.setdefault(name, []).append(evaluate_embedding(emb, labels, config))
-            losses = [m["loss"] for m in read_metrics(run_dir) if "loss" in m]
-            runs.setdefault(name, []).append({"seed": seed, "seconds": seconds, "losses": losses,
-                                              "final_loss": losses[-1] if losses else None})
+            runs.setdefault(name, []).append(record)
             del result, state
     train_seconds = time.perf_counter() - start
 

@@ -64,9 +64,6 @@ from gensim_jax.training import (
     DistanceRegression,
     NTXent,
     create_train_state,
-    export_variables,
-    read_metrics,
-    train,
 )
 from train import _common
 from train._common import preprocess
@@ -342,21 +339,14 @@ def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = Tru
             model, variables, kw = make_model(name, config, seed)
             state = create_train_state(model, optax.adam(learning_rate(name, config)), jax.random.key(seed),
                                        variables=variables)
-            if progress:
-                print(f"[quadrilaterals] {name} run {r} (seed {seed}): {steps} steps -> {run_dir}", flush=True)
-            t0 = time.perf_counter()
-            result = train(state, make_objective(name, config), make_batches(name, source, config, seed),
-                           num_steps=steps, workdir=run_dir, config={**dataclasses.asdict(config), "objective": name},
-                           seed=seed, checkpoint_every=config.checkpoint_every, progress=progress)
-            seconds = time.perf_counter() - t0
-            export_variables(run_dir / "export", result.state.variables, model=config.model, model_kwargs=kw,
-                             image_size=config.image_size, preprocess="imagenet", seed=seed, objective=name,
-                             experiment="quadrilaterals")
+            result, record = _common.train_and_export(
+                state, make_objective(name, config), make_batches(name, source, config, seed),
+                experiment="quadrilaterals", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir, config=config,
+                model_name=config.model, model_kwargs=kw, image_size=config.image_size, progress=progress,
+                checkpoint_every=config.checkpoint_every)
             rates.setdefault(name, []).append(
                 trial_error_rates(_model_embed(model, result.state.variables, config.eval_batch_size), trials))
-            losses = [m["loss"] for m in read_metrics(run_dir) if "loss" in m]
-            runs.setdefault(name, []).append({"seed": seed, "seconds": seconds, "losses": losses,
-                                              "final_loss": losses[-1] if losses else None})
+            runs.setdefault(name, []).append(record)
             del result, state
     train_seconds = time.perf_counter() - start
 
