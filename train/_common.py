@@ -84,3 +84,17 @@ def train_and_export(state, objective, batches, *, experiment: str, name: str, r
                      image_size=image_size, preprocess="imagenet", seed=seed, objective=name, experiment=experiment)
     losses = [m["loss"] for m in read_metrics(run_dir) if "loss" in m]
     return result, {"seed": seed, "seconds": seconds, "losses": losses, "final_loss": losses[-1] if losses else None}
+
+
+def simclr_view_batches(source, batch_size: int, augment, *, seed: int, position: int):
+    """Host batches ``{"view1", "view2", "mask"}`` of two augmented, ImageNet-normalised views per image.
+
+    The SimCLR stream of the image experiments (:func:`gensim_jax.data.pipelines.view_batches`
+    from stream ``position``), ready for :class:`gensim_jax.training.NTXent`.
+    """
+    from gensim_jax.data import pipelines
+
+    ds = pipelines.view_batches(source, batch_size, augment, seed=seed, keys=[], start_step=position)
+    for batch in pipelines.as_numpy(ds):
+        x = preprocess(batch["image"])
+        yield {"view1": x[:, 0], "view2": x[:, 1], "mask": batch["mask"]}

@@ -231,10 +231,7 @@ def make_batches(objective: str, source: GeoclideanSource, config: Config, seed:
     def simclr(position: int) -> Iterator[dict]:
         s = config.image_size
         aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
-        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=[], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            x = preprocess(batch["image"])
-            yield {"view1": x[:, 0], "view2": x[:, 1], "mask": batch["mask"]}
+        yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
 
     return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
 

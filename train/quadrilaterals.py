@@ -213,10 +213,7 @@ def make_batches(objective: str, source: GreyImageSource, config: Config, seed: 
         s = config.image_size
         aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
                              rotation_deg=config.simclr_rotation_deg, fill_value=0.0)  # black canvas
-        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=[], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            x = preprocess(batch["image"])
-            yield {"view1": x[:, 0], "view2": x[:, 1], "mask": batch["mask"]}
+        yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
 
     return {"gensim": gensim, "supervised": supervised, "simclr": simclr}[objective]
 
