@@ -53,8 +53,8 @@ def main(argv=None) -> list[dict]:
 
 
 def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
-            warmup: int = 2) -> list[dict]:
-    """Images/s of every pipeline and of the tf.data reference (see the module docstring)."""
+            warmup: int = 2, names=None) -> list[dict]:
+    """Images/s of every pipeline (or of those in ``names``) and of the tf.data reference."""
     args = argparse.Namespace(n=n, batch=batch, steps=steps, size=size)
 
     from gensim_jax.data._tf import tf
@@ -100,6 +100,8 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
         ("simclr_views_imagenet", view_batches(src, args.batch, imagenet_views, seed=0), 2),
         ("simclr_views_quadrilaterals", view_batches(src, args.batch, quad_views, seed=0), 2),
     ]
+    if names is not None:
+        cases = [c for c in cases if c[0] in names]
     rates = []
     for name, ds, members in cases:
         elapsed = _time(as_numpy(ds), args.steps, warmup)

@@ -47,11 +47,11 @@ def _line(bench: str, params: dict, ours_rate: float, ref_rate: float, reference
     return out
 
 
-def pipelines(n: int, batch: int, steps: int, size: int) -> list[dict]:
+def pipelines(n: int, batch: int, steps: int, size: int, names=None) -> list[dict]:
     from bench import bench_pipelines
 
     out = []
-    for r in bench_pipelines.measure(n=n, batch=batch, steps=steps, size=size, warmup=1):
+    for r in bench_pipelines.measure(n=n, batch=batch, steps=steps, size=size, warmup=1, names=names):
         out.append(_line(
             f"pipeline_{r['name']}", {"size": size, "batch": batch, "source_images": n},
             r["images_per_s"], r["reference_images_per_s"], r["reference"],
@@ -83,7 +83,8 @@ def renders(quick: bool) -> list[dict]:
 
 def run(quick: bool = False) -> list[dict]:
     if quick:
-        return pipelines(n=16, batch=4, steps=1, size=32) + renders(quick=True)
+        return (pipelines(n=16, batch=4, steps=1, size=32, names=("labelled_uint8", LIKE_FOR_LIKE))
+                + renders(quick=True))
     return pipelines(n=256, batch=32, steps=6, size=224) + renders(quick=False)
 
 

@@ -37,8 +37,18 @@ def test_cost_analysis_counts_a_matmul():
     assert cost["flops"] == pytest.approx(2 * 8 * 16 * 4, rel=0.05)
 
 
-@pytest.mark.parametrize("input_kind", ["synthetic", "quadrilaterals"])
-def test_tiny_run_reports_consistent_numbers(input_kind):
+def test_input_streams_shapes_and_device_conversion():
+    syn = next(gt.synthetic_batches(3, 32, seed=0))
+    assert syn["image"].shape == (3, 32, 32, 3) and syn["features"].shape == (3, gt.N_FEATURES)
+    quad = next(gt.quadrilateral_batches(3, 32, seed=0))
+    assert quad["image"].shape == (3, 32, 32) and quad["image"].dtype == np.uint8
+    model_in = gt._to_model_input(quad)
+    assert model_in["image"].shape == (3, 32, 32, 3) and model_in["image"].dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(model_in["image"][..., 2]), quad["image"] / 255.0, rtol=1e-6)
+
+
+def test_tiny_run_reports_consistent_numbers():
+    input_kind = "quadrilaterals"
     out = gt.measure(batch=4, size=32, steps=2, warmup=1, dtype="bfloat16", input_kind=input_kind,
                      prefetch=2, peak_tflops=1.0, model_name="lenet5")
     assert out["backend"] == jax.default_backend() and out["input"] == input_kind
