@@ -3,7 +3,9 @@
 Ours: the Flax model from :mod:`gensim_jax.models`, ``optax.adam(1e-3)``, and the library's own
 jitted step :func:`gensim_jax.training.make_train_step` (state donated) with the
 :class:`~gensim_jax.training.objectives.CrossEntropy` objective on the 1000-way logits (BatchNorm in
-train mode, its statistics updated), float32, NHWC input.  Each timed call is one full step on a
+train mode, its statistics updated), float32, NHWC input, compiled on the CPU with
+:data:`gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS` (convolutions through XLA's Eigen path
+rather than YNNPACK; measured 0.85x the step time, docs/PERFORMANCE.md).  Each timed call is one full step on a
 fixed batch, waited for with ``jax.block_until_ready`` on the new state.
 
 Reference: the same architectures in PyTorch (:mod:`bench.torch_models`, the definitions the model
@@ -12,12 +14,13 @@ equivalence tests use), ``torch.optim.Adam(lr=1e-3)``, ``model.train()``,
 float32, NCHW input, timed under ``torch.set_num_threads`` 2 and 1 (the faster counts).
 
 The two alternate in one process (:func:`bench._harness.compare`); the first (compiling) call of ours
-is reported as ``compile_s`` and the first PyTorch step as ``reference_first_s``, both excluded, as
-is one further warm-up step of each.  ``ratio = ours_s / reference_s`` (seconds per step, lower is
+is reported as ``compile_s`` and the first PyTorch step as ``reference_first_s``; both are excluded
+and serve as the warm-up (no further warm-up steps: one step costs seconds).  ``ratio = ours_s / reference_s`` (seconds per step, lower is
 better for ours); ``images_per_s = batch / seconds``.
 
-Sizes: the default suite runs batch 32 at 64 x 64 (3 timed steps each); ``--full`` adds 224 x 224
-(2 timed steps: one step of either model takes 10-40 s on the shared 2-core machine).
+Sizes: the default suite runs batch 32 at 64 x 64 (2 timed steps of each, alternated, PyTorch
+under 2 and 1 threads); ``--full`` adds 224 x 224 (2 timed steps; one step of either model takes
+minutes on the shared 2-core machine).
 ``--quick`` runs tiny variants (``stage_sizes=(1, 1, 1, 1)`` ResNet-50, ``times=(1, 1, 1)``
 CORnet-S, 32 x 32, batch 4) for the smoke test.
 
@@ -38,6 +41,7 @@ from bench._harness import TORCH_THREADS, block, compare, emit, record, setup_to
 from gensim_jax.models import get_model
 from gensim_jax.training import create_train_state, make_train_step
 from gensim_jax.training.objectives import CrossEntropy
+from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS
 
 NUM_CLASSES = 1000
 LR = 1e-3
@@ -66,6 +70,11 @@ def _flax_model(name: str, quick: bool, dtype=None):
     return get_model(name, **kw)
 
 
+def _compiler_options():
+    """:data:`CPU_EIGEN_CONV_OPTIONS` on the CPU backend (measured faster; docs/PERFORMANCE.md), else none."""
+    return CPU_EIGEN_CONV_OPTIONS if jax.default_backend() == "cpu" else None
+
+
 def _batch(batch: int, size: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((batch, size, size, 3)).astype(np.float32)
@@ -80,7 +89,7 @@ class _OursStep:
         model = _flax_model(name, quick, dtype)
         self.state = create_train_state(model, optax.adam(LR), 0,
                                         example_input=jnp.zeros((1, size, size, 3), jnp.float32))
-        self.step = make_train_step(CrossEntropy())
+        self.step = make_train_step(CrossEntropy(), compiler_options=_compiler_options())
         self.batch = {"image": jnp.asarray(x), "label": jnp.asarray(y, jnp.int32)}
         self.losses: list[float] = []
 
@@ -121,11 +130,13 @@ def case(name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = 
     t0 = time.perf_counter()
     ref()
     ref_first_s = time.perf_counter() - t0
-    t = compare(ours, ref, repeats=repeats, warmup=1, compile_s=compile_s, torch_threads=torch_threads)
+    # the first calls above are the warm-up of both (no further warm-up: a step costs seconds)
+    t = compare(ours, ref, repeats=repeats, warmup=0, compile_s=compile_s, torch_threads=torch_threads)
     n_params = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(ours.state.params))
     line = record(
         f"train_step_{name}", {"model": name, "size": size, "batch": batch, "objective": "CrossEntropy",
                                "optimizer": "adam", "dtype": "float32",
+                               "xla_options": "eigen_conv" if _compiler_options() else "default",
                                **({"variant": "tiny"} if quick else {})},
         t, f"torch {ref.torch.__version__}: same architecture (bench/torch_models.py), Adam, "
            "cross_entropy + backward + step, NCHW", 1.0,
@@ -142,7 +153,7 @@ def case(name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = 
 def run(quick: bool = False, full: bool = False) -> list[dict]:
     if quick:
         return [case(m, 32, batch=4, repeats=1, quick=True, torch_threads=(1,)) for m in MODELS]
-    out = [case(m, 64, batch=32, repeats=3) for m in MODELS]
+    out = [case(m, 64, batch=32, repeats=2) for m in MODELS]
     if full:
         out += [case(m, 224, batch=32, repeats=2) for m in MODELS]
     return out
@@ -164,7 +175,7 @@ def main(argv=None) -> None:
     sizes = args.sizes or ([64, 224] if args.full else [64])
     for size in sizes:
         for m in args.models:
-            reps = args.repeats or (3 if size <= 64 else 2)
+            reps = args.repeats or 2
             emit(case(m, size, batch=args.batch, repeats=reps))
 
 
