@@ -20,6 +20,8 @@ In these lines ``ours_s`` and ``reference_s`` are seconds per image (``1 / image
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from typing import Optional
 
@@ -63,12 +65,14 @@ def renders(quick: bool) -> list[dict]:
     from bench import bench_geoclidean_render, bench_quadrilaterals_render
 
     size = 64 if quick else 224
-    q = bench_quadrilaterals_render.main(
-        ["--size", str(size), "--batch", "32" if quick else "256", "--n-ref", "6" if quick else "60",
-         "--repeats", "1" if quick else "3"])
-    g = bench_geoclidean_render.main(
-        ["--size", str(size), "--n", "30" if quick else "240", "--n-ref", "6" if quick else "60",
-         "--repeats", "1" if quick else "2"])
+    with contextlib.redirect_stdout(io.StringIO()):  # the scripts print their own JSON; re-emitted below
+        q = bench_quadrilaterals_render.main(
+            ["--size", str(size), "--batch", "32" if quick else "256", "--n-ref", "6" if quick else "60",
+             "--repeats", "1" if quick else "3"])
+    with contextlib.redirect_stdout(io.StringIO()):
+        g = bench_geoclidean_render.main(
+            ["--size", str(size), "--n", "30" if quick else "240", "--n-ref", "6" if quick else "60",
+             "--repeats", "1" if quick else "2"])
     ref = "matplotlib Agg, one figure per image (same vertices / scenes)"
     return [
         _line("quadrilaterals_render", {"size": size}, q["ours_images_per_s"], q["reference_images_per_s"],

@@ -80,6 +80,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.results, encoding="utf-8") as fh:
         lines = [json.loads(s) for s in fh if s.strip().startswith("{")]
+    lines = [ln for ln in lines if "bench" in ln]
     print(tables(lines, machine=args.machine))
     return 0
 
