@@ -50,14 +50,14 @@ def matplotlib_image(scene, size: int) -> np.ndarray:
     return rgba[..., :3].mean(-1).astype(np.uint8)
 
 
-def main() -> None:
+def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--n", type=int, default=720)
     ap.add_argument("--n-ref", type=int, default=180)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeats", type=int, default=6)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     progs = [concept_program(n) for n in TRAIN_CONCEPTS]
     k = len(progs)
 
@@ -91,7 +91,7 @@ def main() -> None:
     ours, ref = best["ours"], best["ref"]
     ours_render_only, ref_render_only = best["ours_r"], best["ref_r"]
 
-    print(json.dumps({
+    result = {
         "name": "geoclidean_render",
         "ours_images_per_s": round(ours, 1),
         "reference_images_per_s": round(ref, 1),
@@ -101,7 +101,10 @@ def main() -> None:
         "render_only_ratio": round(ours_render_only / ref_render_only, 1),
         "size": args.size,
         "reference": "matplotlib Agg, one figure per image, same sampled scenes",
-    }))
+        "n": args.n, "n_ref": args.n_ref, "repeats": args.repeats,
+    }
+    print(json.dumps(result))
+    return result
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ two-view batches (crop, flip, grayscale, blur; ImageNet preset), and the quadril
 (rotation +-45, crop, both flips, blur). Reference: the conventional non-resumable tf.data
 pipeline doing the crop + flip work (``from_tensor_slices`` -> ``shuffle`` -> ``map`` with
 ``tf.image.sample_distorted_bounding_box`` and ``random_flip_left_right`` -> ``batch``), as in
-the flax ImageNet example.
+the flax ImageNet example.  The reference is timed before and after the pipelines (the faster of
+the two counts), so a load change during the run does not favour ours.
 
 Prints one JSON line per pipeline:
 ``{"name", "images_per_s", "batch_size", "image_size", "steps", "reference", "reference_images_per_s",
@@ -37,13 +38,24 @@ def _time(iterator, steps: int, warmup: int = 2) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> None:
+def main(argv=None) -> list[dict]:
+    """Parse ``argv``, print one JSON line per pipeline and return the lines."""
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--size", type=int, default=224)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    lines = measure(args.n, args.batch, args.steps, args.size)
+    for line in lines:
+        print(json.dumps(line), flush=True)
+    return lines
+
+
+def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
+            warmup: int = 2, names=None) -> list[dict]:
+    """Images/s of every pipeline (or of those in ``names``) and of the tf.data reference."""
+    args = argparse.Namespace(n=n, batch=batch, steps=steps, size=size)
 
     from gensim_jax.data._tf import tf
     from gensim_jax.data.augment import IMAGENET_MEAN, IMAGENET_STD, simclr_augment
@@ -75,7 +87,9 @@ def main() -> None:
     ref_ds = (tf.data.Dataset.from_tensor_slices((images, labels)).shuffle(args.n).repeat()
               .map(ref_map, num_parallel_calls=tf.data.AUTOTUNE).batch(args.batch)
               .prefetch(tf.data.AUTOTUNE))
-    ref_rate = args.steps * args.batch / _time(iter(ref_ds), args.steps)
+    # a fresh iterator each time, dropped right after: a live tf.data iterator keeps filling its
+    # prefetch buffer in background threads (stealing cores from ours, inflating its next reading)
+    ref_rate = args.steps * args.batch / _time(iter(ref_ds), args.steps, warmup)
 
     cases = [
         ("labelled_uint8", labelled_batches(src, args.batch, seed=0), 1),
@@ -87,16 +101,24 @@ def main() -> None:
         ("simclr_views_imagenet", view_batches(src, args.batch, imagenet_views, seed=0), 2),
         ("simclr_views_quadrilaterals", view_batches(src, args.batch, quad_views, seed=0), 2),
     ]
+    if names is not None:
+        cases = [c for c in cases if c[0] in names]
+    rates = []
     for name, ds, members in cases:
-        elapsed = _time(as_numpy(ds), args.steps)
-        rate = args.steps * args.batch * members / elapsed
-        print(json.dumps({
+        elapsed = _time(as_numpy(ds), args.steps, warmup)
+        rates.append(args.steps * args.batch * members / elapsed)
+    # the reference is timed before and after ours; the faster of the two counts (load drifts)
+    ref_rate = max(ref_rate, args.steps * args.batch / _time(iter(ref_ds), args.steps, warmup))
+    lines = []
+    for (name, _, _), rate in zip(cases, rates):
+        lines.append({
             "name": name, "images_per_s": round(rate, 1), "batch_size": args.batch,
             "image_size": args.size, "steps": args.steps,
             "reference": "tf.data from_tensor_slices+shuffle+sample_distorted_bounding_box+flip",
             "reference_images_per_s": round(ref_rate, 1), "ratio": round(rate / ref_rate, 3),
             "cpu_count": os.cpu_count(),
-        }), flush=True)
+        })
+    return lines
 
 
 if __name__ == "__main__":

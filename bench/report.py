@@ -29,6 +29,17 @@ _MODULE = {"gensim_loss_grad": "losses", "ntxent_loss_grad": "losses", "supcon_l
            "tree_kernel_gram": "kernels"}
 
 
+def _module(bench: str) -> str:
+    """The ``--only`` module that prints the line ``bench``."""
+    if bench in _MODULE:
+        return _MODULE[bench]
+    if bench.startswith("train_step_"):
+        return "training_step"
+    if bench.startswith("pipeline_") or bench.endswith(("_render", "_render_only")):
+        return "inputs"
+    return "kernels"
+
+
 def tables(lines: list[dict], machine: str = "", date: str = "") -> str:
     head = next((ln for ln in lines if ln["bench"] == "machine"), {})
     date = date or head.get("date_utc", "")[:10]
@@ -42,7 +53,8 @@ def tables(lines: list[dict], machine: str = "", date: str = "") -> str:
         ratio = f"{ln['ratio']:.3g}"
         if "speedup" in ln:
             ratio += f" (speedup {ln['speedup']:,.0f}x)"
-        cmd = f"`python -m bench.run_all --only {_MODULE.get(ln['bench'], 'kernels')}`"
+        full = " --full" if ln["params"].get("size") == 224 and ln["bench"].startswith("train_step_") else ""
+        cmd = f"`python -m bench.run_all --only {_module(ln['bench'])}{full}`"
         out.append(f"| `{ln['bench']}` | {_params(ln['params'])} | {cmd} | {machine} | {date} | "
                    f"{_fmt_s(ln['ours_s'])} | "
                    f"{ln['reference']} | {_fmt_s(ln['reference_s'])} | {ratio} | {ln['target']} | "
@@ -68,6 +80,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.results, encoding="utf-8") as fh:
         lines = [json.loads(s) for s in fh if s.strip().startswith("{")]
+    lines = [ln for ln in lines if "bench" in ln]
     print(tables(lines, machine=args.machine))
     return 0
 

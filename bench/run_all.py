@@ -2,9 +2,14 @@
 
 Usage::
 
-    python -m bench.run_all            # the full suite (a few minutes on 2 CPU cores)
-    python -m bench.run_all --quick    # tiny sizes, a smoke run (seconds)
+    python -m bench.run_all            # the default suite (``make bench``; < 5 min on 2 CPU cores)
+    python -m bench.run_all --full     # adds the 224 x 224 training steps (~+10 min here)
+    python -m bench.run_all --quick    # tiny sizes, a smoke run
     python -m bench.run_all --only losses kernels
+
+Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch), ``inputs``
+(data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
+CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``).
 
 The first line describes the machine (``"bench": "machine"``); every other line is
 ``{"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met", ...}`` with
@@ -25,12 +30,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # ``python bench/run_all.py``: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MODULES = ("losses", "kernels", "scaling")
+MODULES = ("losses", "kernels", "scaling", "inputs", "training_step")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
+    parser.add_argument("--full", action="store_true", help="add the 224 x 224 training-step cases")
     parser.add_argument("--only", nargs="+", choices=MODULES, default=list(MODULES))
     parser.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")
     args = parser.parse_args(argv)
@@ -40,11 +46,12 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     emit({"bench": "machine", **machine(), "load_avg": [round(x, 2) for x in os.getloadavg()],
           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-          "quick": args.quick})
+          "quick": args.quick, "full": args.full})
     missed = 0
     for name in args.only:
         module = importlib.import_module(f"bench.{name}")
-        for line in module.run(quick=args.quick):
+        kwargs = {"full": args.full} if name == "training_step" else {}
+        for line in module.run(quick=args.quick, **kwargs):
             emit(line)
             missed += not line["met"]
     emit({"bench": "summary", "total_s": round(time.perf_counter() - start, 1), "missed": missed,

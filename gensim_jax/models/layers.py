@@ -83,12 +83,43 @@ class Conv2d(nn.Module):
         x, kernel, bias = promote_dtype(x, kernel, bias, dtype=self.dtype)
         s = self.stride if stride is None else stride
         p = self.padding
-        y = jax.lax.conv_general_dilated(
-            x, kernel, window_strides=(s, s), padding=((p, p), (p, p)),
-            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = strided_conv(x, kernel, s, p)
         if bias is not None:
             y = y + bias
         return y
+
+
+#: A strided convolution whose output has at most this many pixels (``H' * W'``) is computed as the
+#: stride-1 convolution subsampled by the stride (same sums, hence the same values).  XLA:CPU's
+#: gradients of a strided convolution onto a tiny output are pathologically slow: CORnet-S's IT
+#: ``conv2`` at a 64 x 64 input (3x3, 2048 -> 2048 channels, 4 x 4 -> 2 x 2, batch 32) took 20-42 s
+#: for value and both gradients, 1.4-2.5 s as stride 1 + subsampling (PyTorch: 2.6 s); at a 4 x 4
+#: output the strided form is the faster one (0.6-0.9 s vs 1.5-2.7 s), hence the threshold.
+#: Measured in docs/PERFORMANCE.md.
+SUBSAMPLE_MAX_OUTPUT_PIXELS = 4
+
+
+def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
+    """``y[b, i, j, o] = sum_{u, v, c} x_pad[b, s*i + u, s*j + v, c] K[u, v, c, o]`` (NHWC, HWIO).
+
+    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  For ``stride > 1``
+    and an output of at most :data:`SUBSAMPLE_MAX_OUTPUT_PIXELS` pixels it is evaluated as
+    ``conv(x, K, stride=1)[:, ::s, ::s]`` (a static, trace-time choice; identical sums).
+
+    Args:
+      x: ``(B, H, W, C)``.  kernel: ``(k, k, C, O)``.  stride, padding: ints.
+    Returns:
+      ``(B, H', W', O)`` with ``H' = floor((H + 2p - k) / s) + 1``.
+    """
+    s, p, k = int(stride), int(padding), kernel.shape[0]
+    pads = ((p, p), (p, p))
+    dn = ("NHWC", "HWIO", "NHWC")
+    h_out = conv_output_size(x.shape[1], k, s, p)
+    w_out = conv_output_size(x.shape[2], kernel.shape[1], s, p)
+    if s > 1 and h_out * w_out <= SUBSAMPLE_MAX_OUTPUT_PIXELS:
+        y = jax.lax.conv_general_dilated(x, kernel, window_strides=(1, 1), padding=pads, dimension_numbers=dn)
+        return y[:, ::s, ::s][:, :h_out, :w_out]
+    return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
 
 
 def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> int:

@@ -32,7 +32,16 @@ from gensim_jax.training.state import TrainState, step_key
 
 Array = jax.Array
 
-__all__ = ["train_step", "eval_step", "split_microbatches", "make_train_step", "make_eval_step"]
+__all__ = ["train_step", "eval_step", "split_microbatches", "make_train_step", "make_eval_step",
+           "CPU_EIGEN_CONV_OPTIONS"]
+
+#: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
+#: XLA's Eigen path instead of YNNPACK (which jaxlib 0.10 uses by default); dots and reductions stay
+#: on YNNPACK.  Measured in docs/PERFORMANCE.md ("XLA CPU options").  Pass it as
+#: ``make_train_step(..., compiler_options=CPU_EIGEN_CONV_OPTIONS)`` on a CPU backend only.
+CPU_EIGEN_CONV_OPTIONS = {
+    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_REDUCE",
+}
 
 
 def _check_objective(objective) -> None:
@@ -116,10 +125,12 @@ def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objectiv
 
 
 def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
-                    fsdp: bool = False, donate: bool = True) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
+                    fsdp: bool = False, donate: bool = True,
+                    compiler_options: Mapping[str, Any] | None = None) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
     """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective``.
 
-    Without ``mesh``: plain ``jax.jit`` with the state donated.  With ``mesh`` (see
+    Without ``mesh``: plain ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug
+    options, e.g. :data:`CPU_EIGEN_CONV_OPTIONS`) are passed to ``jax.jit`` (without a mesh only).  With ``mesh`` (see
     :mod:`gensim_jax.parallel`): ``in_shardings``/``out_shardings`` put the batch on the data axes and
     the state replicated (or FSDP-sharded with ``fsdp=True``); ``state`` (or an abstract state) is
     needed to derive the state shardings.  The objective travels as an argument (its tables are
@@ -131,10 +142,13 @@ def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, st
         return train_step(st, batch, obj, accum_steps)
 
     if mesh is None:
-        jitted = jax.jit(step, donate_argnums=(0,) if donate else ())
+        kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
+        jitted = jax.jit(step, donate_argnums=(0,) if donate else (), **kw)
     else:
         from gensim_jax import parallel
 
+        if compiler_options is not None:
+            raise ValueError("make_train_step: compiler_options are supported without a mesh only")
         if state is None:
             raise ValueError("make_train_step(mesh=...) needs state (concrete or abstract) to derive shardings")
         jitted = parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate)

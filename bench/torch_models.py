@@ -1,7 +1,10 @@
-"""Independent PyTorch definitions of the encoders, for equivalence tests.
+"""Independent PyTorch definitions of the encoders: the equivalence tests' references and the benchmarks'.
 
-Written for these tests with torchvision's and the dicarlolab/CORnet reference module names, so that
-their state dicts have exactly the keys of the real checkpoints (torchvision is not installed here).
+Written for the tests (``tests/models``) with torchvision's and the dicarlolab/CORnet reference
+module names, so that their state dicts have exactly the keys of the real checkpoints (torchvision
+is not installed here); :mod:`bench.training_step` times training steps of the same definitions
+against the Flax models.  Lives in ``bench/`` so that both import it; the package itself never
+imports torch.
 """
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+"""models.layers.strided_conv: the stride-1-and-subsample form equals the strided convolution.
+
+Independent computation: ``jax.lax.conv_general_dilated`` with ``window_strides=(s, s)`` (the
+direct form), values and both gradients, on shapes on both sides of the output-size threshold.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gensim_jax.models.layers import SUBSAMPLE_MAX_OUTPUT_PIXELS, conv_output_size, strided_conv
+
+
+def _direct(x, w, s, p):
+    return jax.lax.conv_general_dilated(x, w, (s, s), ((p, p), (p, p)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+@pytest.mark.parametrize("h,k,s,p", [(4, 3, 2, 1), (5, 3, 2, 1), (3, 1, 2, 0), (2, 3, 2, 1), (3, 3, 3, 1),
+                                     (8, 3, 2, 1), (7, 7, 2, 3)])
+def test_matches_direct_strided_convolution(h, k, s, p):
+    rng = np.random.default_rng(h * 100 + k * 10 + s)
+    x = jnp.asarray(rng.standard_normal((2, h, h, 5)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((k, k, 5, 4)), jnp.float32)
+    out = strided_conv(x, w, s, p)
+    n = conv_output_size(h, k, s, p)
+    assert out.shape == (2, n, n, 4)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(_direct(x, w, s, p)), rtol=1e-5, atol=1e-5)
+    g = jax.grad(lambda a, b: jnp.sum(jnp.sin(strided_conv(a, b, s, p))), argnums=(0, 1))(x, w)
+    g_ref = jax.grad(lambda a, b: jnp.sum(jnp.sin(_direct(a, b, s, p))), argnums=(0, 1))(x, w)
+    for a, b in zip(g, g_ref):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)
+
+
+def test_threshold_covers_the_cornet_s_it_case():
+    # CORnet-S IT at a 64 x 64 input: 4 x 4 -> 2 x 2 (3x3, stride 2, padding 1)
+    assert conv_output_size(4, 3, 2, 1) ** 2 <= SUBSAMPLE_MAX_OUTPUT_PIXELS
+    assert conv_output_size(8, 3, 2, 1) ** 2 > SUBSAMPLE_MAX_OUTPUT_PIXELS
