@@ -97,7 +97,7 @@ def test_runs_exports_and_oddball_numbers(run):
 def test_pretrained_supervised_head_is_extended(tmp_path):
     import torch
 
-    from tests.models._torch_reference import RefCORnetZ
+    from bench.torch_models import RefCORnetZ
 
     torch.manual_seed(0)
     path = tmp_path / "cornet_z.pth"
