@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --durations=20 tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
