@@ -98,3 +98,17 @@ def simclr_view_batches(source, batch_size: int, augment, *, seed: int, position
     for batch in pipelines.as_numpy(ds):
         x = preprocess(batch["image"])
         yield {"view1": x[:, 0], "view2": x[:, 1], "mask": batch["mask"]}
+
+
+def check_run_config(config, objectives: tuple, num_train_images: int) -> None:
+    """The checks every image experiment shares: ``objectives`` a non-empty subset of the known ones,
+    ``num_runs >= 1``, ``2 <= batch_size <= num_train_images``, ``image_size >= 32``; ``ValueError`` naming the field."""
+    bad = [o for o in config.objectives if o not in objectives]
+    if bad or not config.objectives:
+        raise ValueError(f"objectives must be a non-empty subset of {objectives}, got {config.objectives}")
+    if config.num_runs < 1:
+        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
+    if config.batch_size < 2 or config.batch_size > num_train_images:
+        raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images}], got {config.batch_size}")
+    if config.image_size < 32:
+        raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")

@@ -135,18 +135,9 @@ def get_config(name: str = "paper", **overrides) -> Config:
 
 
 def _validate(config: Config) -> Config:
-    bad = [o for o in config.objectives if o not in OBJECTIVES]
-    if bad or not config.objectives:
-        raise ValueError(f"objectives must be a non-empty subset of {OBJECTIVES}, got {config.objectives}")
+    _common.check_run_config(config, OBJECTIVES, config.num_train_images)
     if config.target_transform not in TARGET_TRANSFORMS:
         raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-    if config.num_runs < 1:
-        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
-    if config.batch_size < 2 or config.batch_size > config.num_train_images:
-        raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                         f"got {config.batch_size}")
-    if config.image_size < 32:
-        raise ValueError(f"image_size must be >= 32 (ResNet input), got {config.image_size}")
     return config
 
 

@@ -135,20 +135,11 @@ def get_config(name: str = "paper", **overrides) -> Config:
 
 
 def _validate(config: Config) -> Config:
-    bad = [o for o in config.objectives if o not in OBJECTIVES]
-    if bad or not config.objectives:
-        raise ValueError(f"objectives must be a non-empty subset of {OBJECTIVES}, got {config.objectives}")
+    _common.check_run_config(config, OBJECTIVES, config.num_train_images)
     if not config.model.startswith("cornet_"):
         raise ValueError(f"model must be a CORnet (cornet_z, cornet_rt, cornet_s), got {config.model!r}")
     if config.cornet_times is not None and config.model != "cornet_s":
         raise ValueError(f"cornet_times applies to cornet_s only, got model {config.model!r}")
-    if config.num_runs < 1:
-        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
-    if config.batch_size < 2 or config.batch_size > config.num_train_images:
-        raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                         f"got {config.batch_size}")
-    if config.image_size < 32:
-        raise ValueError(f"image_size must be >= 32 (CORnet input), got {config.image_size}")
     for name in ("lr_gensim", "lr_supervised", "lr_simclr"):
         if not getattr(config, name) > 0:
             raise ValueError(f"{name} must be positive, got {getattr(config, name)}")
