@@ -10,10 +10,13 @@ from typing import Callable, Optional
 import jax
 import numpy as np
 
-#: ImageNet channel statistics: the encoders are ImageNet architectures (and may be fine-tuned
-#: from ImageNet checkpoints), so every image experiment normalises its inputs with them.
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
+from gensim_jax.models import torch_import
+
+#: ImageNet channel statistics (the library's, :mod:`gensim_jax.models.torch_import`): the encoders
+#: are ImageNet architectures (and may be fine-tuned from ImageNet checkpoints), so every image
+#: experiment normalises its inputs with them.
+IMAGENET_MEAN = np.asarray(torch_import.IMAGENET_MEAN, np.float32)
+IMAGENET_STD = np.asarray(torch_import.IMAGENET_STD, np.float32)
 
 
 def preprocess(images: np.ndarray) -> np.ndarray:
