@@ -2,22 +2,19 @@
 
 ``gensim-jax list-models``            registered encoders (``gensim_jax.models.list_models``)
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
-``gensim-jax train EXPERIMENT ...``   forwards to ``python -m train EXPERIMENT ...`` (run from the
-                                      repository root, where the ``train/`` package lives);
-                                      ``gensim-jax train --help`` lists the experiments
-``gensim-jax eval PROTOCOL ...``      forwards to ``python -m eval PROTOCOL ...`` (likewise)
+``gensim-jax train EXPERIMENT ...``   train an experiment (:mod:`gensim_jax.experiments.cli`; in a checkout
+                                      ``python -m train`` is the same); ``gensim-jax train --help`` lists them
+``gensim-jax eval PROTOCOL ...``      evaluate exports (:mod:`gensim_jax.evaluation.cli`; = ``python -m eval``)
 
-Everything after ``train``/``eval`` (``--help`` included) goes to the forwarded command unchanged.
+Everything after ``train``/``eval`` (``--help`` included) goes to that command unchanged, so both work
+from an installed wheel, outside any checkout.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import subprocess
 import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
 __all__ = ["main"]
@@ -44,12 +41,12 @@ FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. odd
 
 
 def _forward(command: str, rest: Sequence[str]) -> int:
-    """Run ``python -m COMMAND REST...`` (the ``train``/``eval`` packages of the current directory)."""
-    if not (Path.cwd() / command / "__main__.py").is_file() and importlib.util.find_spec(command) is None:
-        print(f"gensim-jax {command}: no `{command}` package in {Path.cwd()}; run from the repository root "
-              f"(where train/ and eval/ live)", file=sys.stderr)
-        return 2
-    return subprocess.call([sys.executable, "-m", command, *rest])
+    """Run the ``train`` or ``eval`` command of the package with ``rest`` as its arguments."""
+    if command == "train":
+        from gensim_jax.experiments.cli import main as run
+    else:
+        from gensim_jax.evaluation.cli import main as run
+    return int(run(list(rest)) or 0)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -9,7 +9,7 @@ Design (see docs/SCALING.md):
 * The train step is ONE ``jax.jit`` with ``in_shardings``/``out_shardings``.  Inside it the
   batch is a global array: the ``B x B`` similarity matrix of an all-pairs loss and the BatchNorm
   statistics are global-batch quantities, with no hand-written collective.
-* :func:`pmap_train_step` is the explicit alternative: each device embeds its shard, the
+* :func:`gensim_jax.training.pmap.pmap_train_step` is the explicit alternative: each device embeds its shard, the
   outputs and metadata are ``lax.all_gather``-ed, every device evaluates the global loss, and
   gradients are ``lax.pmean``-ed.  It gives the same numbers as the jit path for models without
   BatchNorm (the encoders' BatchNorm layers have no ``axis_name``, so under pmap they normalise
@@ -43,7 +43,7 @@ __all__ = [
     "jit_sharded",
     "initialize_distributed",
     "process_batch_slice",
-    "pmap_train_step",
+    "gather_to_host",
     "replicate_for_pmap",
     "unreplicate",
     "split_for_pmap",
@@ -160,7 +160,8 @@ def shard_batch(batch: Mapping[str, Any], mesh: Mesh) -> dict[str, jax.Array]:
     return out
 
 
-def jit_sharded(step: Callable, mesh: Mesh, state, *, fsdp: bool = False, donate: bool = True) -> Callable:
+def jit_sharded(step: Callable, mesh: Mesh, state, *, fsdp: bool = False, donate: bool = True,
+                compiler_options: Optional[Mapping[str, Any]] = None) -> Callable:
     """``jax.jit(step)`` for ``step(state, batch, objective) -> (state, metrics)`` on ``mesh``.
 
     The state keeps its sharding (:func:`state_shardings`), the batch is split over the data axes,
@@ -168,8 +169,30 @@ def jit_sharded(step: Callable, mesh: Mesh, state, *, fsdp: bool = False, donate
     """
     st_sh = state_shardings(state, mesh, fsdp)
     rep = replicated(mesh)
+    kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
     return jax.jit(step, in_shardings=(st_sh, batch_sharding(mesh), rep), out_shardings=(st_sh, rep),
-                   donate_argnums=(0,) if donate else ())
+                   donate_argnums=(0,) if donate else (), **kw)
+
+
+def gather_to_host(tree):
+    """Every leaf of ``tree`` as a host numpy array, whatever its sharding, in any number of processes.
+
+    Fully addressable leaves are copied (``device_get``); a leaf replicated over devices of several
+    processes is read from a local copy; a leaf sharded across processes (FSDP) is all-gathered
+    (``multihost_utils.process_allgather``, a collective: every process must call this together).
+    """
+    from jax.experimental import multihost_utils
+
+    def one(x):
+        if not isinstance(x, jax.Array):
+            return np.asarray(x)
+        if x.is_fully_addressable:
+            return np.asarray(jax.device_get(x))
+        if x.is_fully_replicated:
+            return np.asarray(x.addressable_data(0))
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+    return jax.tree.map(one, tree)
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,13 +204,17 @@ _CLUSTER_ENV = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS
 
 
 def initialize_distributed(coordinator_address: Optional[str] = None, num_processes: Optional[int] = None,
-                           process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False) -> dict:
+                           process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False,
+                           initialization_timeout: int = 300) -> dict:
     """Join a multi-process JAX run (``jax.distributed.initialize``) when there is one.
 
     Must run before anything touches a device.  With explicit arguments, or when the environment
     describes a cluster (SLURM with more than one task, Open MPI, ``JAX_COORDINATOR_ADDRESS``, a TPU
     pod slice), it calls ``jax.distributed.initialize`` (which auto-detects SLURM and TPU when
     arguments are omitted); on a single machine it does nothing.  Calling it twice is harmless.
+    CPU collectives across processes use gloo (set here, before the backend starts), so several
+    processes on one machine, or CPU-only hosts, run the same code as a GPU or TPU cluster.
+    ``initialization_timeout`` bounds the wait for the other processes (seconds).
 
     Returns:
       ``{"process_index", "process_count", "local_devices", "devices"}``.
@@ -197,10 +224,11 @@ def initialize_distributed(coordinator_address: Optional[str] = None, num_proces
     if os.environ.get("SLURM_NTASKS") == "1" and not explicit:
         multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "SLURM_NTASKS")
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
         kwargs = {k: v for k, v in dict(coordinator_address=coordinator_address, num_processes=num_processes,
                                         process_id=process_id, local_device_ids=local_device_ids).items()
                   if v is not None}
-        jax.distributed.initialize(**kwargs)
+        jax.distributed.initialize(initialization_timeout=initialization_timeout, **kwargs)
     return {"process_index": jax.process_index(), "process_count": jax.process_count(),
             "local_devices": jax.local_device_count(), "devices": jax.device_count()}
 
@@ -245,49 +273,6 @@ def split_for_pmap(batch: Mapping[str, Any], n: Optional[int] = None) -> dict:
             raise ValueError(f"batch[{k!r}] with shape {v.shape} cannot be split over {n} devices")
         out[k] = v.reshape((n, v.shape[0] // n) + v.shape[1:])
     return out
-
-
-def pmap_train_step(objective, axis_name: str = "devices", donate: bool = True) -> Callable:
-    """A ``jax.pmap`` train step with explicit collectives, equal to the jit path without BatchNorm.
-
-    On each device: embed the local shard; ``lax.all_gather(tiled=True)`` the per-input outputs and
-    the batch metadata (device order = global row order); evaluate the objective's global loss;
-    differentiate.  The transpose of ``all_gather`` sums the cotangents of all devices' copies of
-    the loss, so each device's gradient is ``n`` times its share and ``lax.pmean`` over devices
-    gives exactly the gradient of the global loss.  BatchNorm running statistics are averaged.
-
-    Args:
-      objective: an :class:`~gensim_jax.training.objectives.Objective`.
-      axis_name: the pmap axis name.
-
-    Returns:
-      ``step(state_replicated, batch_split) -> (state_replicated, metrics_replicated)``; prepare the
-      inputs with :func:`replicate_for_pmap` and :func:`split_for_pmap`.
-    """
-    from gensim_jax.training.objectives import forward
-    from gensim_jax.training.state import step_key
-
-    def step(state, batch):
-        key = step_key(state)
-        gather = lambda x: jax.lax.all_gather(x, axis_name, tiled=True)  # noqa: E731
-        global_batch = jax.tree.map(gather, dict(batch))
-
-        def loss_fn(params):
-            inputs = {k: batch[k] for k in objective.input_keys}
-            outs, stats = forward(state.apply_fn, params, state.batch_stats, inputs, train=True, rng=key)
-            outs = jax.tree.map(gather, outs)
-            loss, metrics = objective.loss(outs, global_batch, key)
-            return loss, (metrics, stats)
-
-        (loss, (metrics, stats)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-        grads = jax.lax.pmean(grads, axis_name)
-        stats = jax.lax.pmean(stats, axis_name)
-        metrics = dict(metrics)
-        metrics["loss"] = loss
-        metrics["grad_norm"] = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
-        return state.apply_gradients(grads, stats), metrics
-
-    return jax.pmap(step, axis_name=axis_name, donate_argnums=(0,) if donate else ())
 
 
 def device_summary() -> dict:

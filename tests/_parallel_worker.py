@@ -20,6 +20,7 @@ import optax  # noqa: E402
 jax.config.update("jax_default_matmul_precision", "highest")
 
 from gensim_jax import parallel  # noqa: E402
+from gensim_jax.training.pmap import pmap_train_step  # noqa: E402
 from gensim_jax.training import (  # noqa: E402
     BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, make_train_step)
 from tests.training._tiny import tiny_batch, tiny_model  # noqa: E402
@@ -60,7 +61,7 @@ def run_mesh(state, obj, batches, data, fsdp):
 
 
 def run_pmap(state, obj, batches):
-    step = parallel.pmap_train_step(obj)
+    step = pmap_train_step(obj)
     st = parallel.replicate_for_pmap(jax.tree.map(np.asarray, state), 8)
     losses = []
     for b in batches:

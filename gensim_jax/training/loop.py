@@ -17,6 +17,7 @@ Files written to ``workdir``:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import signal
@@ -26,13 +27,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 from tqdm.auto import tqdm
 
+from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init
 from gensim_jax.training.step import make_train_step
 
-__all__ = ["TrainResult", "train", "save_run_config", "read_metrics"]
+__all__ = ["TrainResult", "train", "save_run_config", "read_metrics", "to_jsonable"]
 
 
 @dataclasses.dataclass
@@ -54,19 +56,6 @@ class TrainResult:
     stop_signal: Optional[str] = None
 
 
-def _jsonable(x):
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.generic, np.ndarray)) or hasattr(x, "__array__"):
-        a = np.asarray(x)
-        return a.item() if a.ndim == 0 else a.tolist()
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return repr(x)
-
-
 def save_run_config(workdir, config: Mapping[str, Any], seed: int) -> Path:
     """Write ``workdir/config.json`` with ``config``, ``seed`` and the device summary; returns the path."""
     from gensim_jax import parallel
@@ -74,10 +63,31 @@ def save_run_config(workdir, config: Mapping[str, Any], seed: int) -> Path:
     path = Path(workdir) / "config.json"
     if jax.process_index() == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"seed": int(seed), "config": _jsonable(dict(config)), "devices": parallel.device_summary(),
+        record = {"seed": int(seed), "config": to_jsonable(dict(config)), "devices": parallel.device_summary(),
                   "argv": list(sys.argv)}
         path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _prefetch(host_batches: Iterator, to_device: Callable, depth: int, ended: Callable[[int], str]) -> Iterator:
+    """Device batches of ``host_batches``, ``depth`` of them transferred ahead of the one yielded.
+
+    JAX dispatches asynchronously, so transfers issued while a step runs overlap it.  A stream that
+    ends early raises ``ValueError(ended(number of batches consumed))``.
+    """
+    queue: collections.deque = collections.deque()
+    consumed = 0
+    exhausted = False
+    while True:
+        while not exhausted and len(queue) <= max(depth, 0):
+            try:
+                queue.append(to_device(next(host_batches)))
+            except StopIteration:
+                exhausted = True
+        if not queue:
+            raise ValueError(ended(consumed))
+        consumed += 1
+        yield queue.popleft()
 
 
 def read_metrics(workdir) -> list[dict]:
@@ -117,12 +127,13 @@ def train(
     accum_steps: int = 1,
     checkpoint_every: int = 1000,
     max_to_keep: Optional[int] = 3,
-    log_every: int = 1,
+    log_every: int = 50,
     eval_every: Optional[int] = None,
     eval_fn: Optional[Callable[[Any, int], Mapping[str, Any]]] = None,
     progress: bool = True,
     exit_on_preemption: bool = True,
     step_fn: Optional[Callable] = None,
+    prefetch: int = 2,
 ) -> TrainResult:
     """Train ``state`` with ``objective`` for ``num_steps`` optimizer steps (resuming if possible).
 
@@ -137,13 +148,16 @@ def train(
       mesh, fsdp: shard the step over a device mesh (:mod:`gensim_jax.parallel`).
       accum_steps: gradient accumulation micro-batches per step.
       checkpoint_every: asynchronous checkpoint period (steps); the last step is always saved.
-      log_every: metrics period (steps); metrics are fetched from the device only then.
+      log_every: metrics period (steps): the step's metrics are summed on the device and only their
+        mean over the window leaves it, every ``log_every`` steps and at the last step.
       eval_every, eval_fn: call ``eval_fn(state, step) -> dict`` every ``eval_every`` steps and at
         the end; its scalars are logged with the prefix ``eval/``.
       progress: show a tqdm bar (rate, ETA, loss) on process 0.
       exit_on_preemption: after saving on SIGTERM, raise ``SystemExit(0)``; after saving on SIGINT
         (single process), ``SystemExit(130)`` (else return with ``preempted=True``).
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
+      prefetch: host batches put on the device ahead of the step that needs them (the transfer
+        overlaps the running step).
 
     Returns:
       :class:`TrainResult`.
@@ -187,7 +201,7 @@ def train(
         history.append(record)
         if is_main:
             with metrics_path.open("a") as f:
-                f.write(json.dumps(_jsonable(record)) + "\n")
+                f.write(json.dumps(to_jsonable(record)) + "\n")
 
     def run_eval(step: int) -> None:
         if eval_fn is None:
@@ -204,18 +218,20 @@ def train(
         # the step; single process: our own SIGTERM/SIGINT flag
         multi = jax.process_count() > 1
         with PreemptionGuard(signals=() if multi else (signal.SIGTERM, signal.SIGINT)) as guard:
-            iterator: Iterator = iter(batches(position))
+            device_batches = _prefetch(iter(batches(position)), to_device, prefetch,
+                                       lambda consumed: f"the data stream ended at position {position + consumed} "
+                                                        f"before step {num_steps}")
+            window, window_steps = None, 0  # metrics summed on the device since the last log
             while step < num_steps:
-                try:
-                    host_batch = next(iterator)
-                except StopIteration:
-                    raise ValueError(f"the data stream ended at position {position} before step {num_steps}") from None
-                state, metrics = step_fn(state, to_device(host_batch))
+                state, metrics = step_fn(state, next(device_batches))
+                window = metrics if window is None else jax.tree.map(jnp.add, window, metrics)
+                window_steps += 1
                 step += 1
                 position += 1
                 bar.update(1)
                 if step % log_every == 0 or step == num_steps:
-                    values = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                    values = {k: float(v) / window_steps for k, v in jax.device_get(window).items()}
+                    window, window_steps = None, 0
                     log({"step": step, "time": time.time() - t0, **values})
                     bar.set_postfix(loss=f"{values['loss']:.4g}")
                 if eval_every and step % eval_every == 0 and step != num_steps:

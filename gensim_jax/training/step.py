@@ -32,7 +32,7 @@ from gensim_jax.training.state import TrainState, step_key
 
 Array = jax.Array
 
-__all__ = ["train_step", "eval_step", "split_microbatches", "make_train_step", "make_eval_step",
+__all__ = ["train_step", "eval_step", "split_microbatches", "jit_train_step", "make_train_step", "make_eval_step",
            "CPU_EIGEN_CONV_OPTIONS"]
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
@@ -124,34 +124,40 @@ def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objectiv
     return metrics
 
 
+def jit_train_step(*, accum_steps: int = 1, mesh=None, state=None, fsdp: bool = False, donate: bool = True,
+                   compiler_options: Mapping[str, Any] | None = None) -> Callable:
+    """The jitted ``step(state, batch, objective) -> (state, metrics)`` with the objective as an argument.
+
+    The objective's array leaves (target tables, traced hyperparameters such as a loss weight) are
+    inputs of the compiled program, so one compile serves every objective of the same structure
+    (:class:`gensim_jax.training.runner.StepCache` shares it between runs).  Without ``mesh``: plain
+    ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug options, e.g.
+    :data:`CPU_EIGEN_CONV_OPTIONS`) go to ``jax.jit``.  With ``mesh`` (:mod:`gensim_jax.parallel`):
+    the batch on the data axes, the state replicated (or FSDP-sharded with ``fsdp=True``; ``state``,
+    concrete or abstract, gives the shardings), the objective and metrics replicated.
+    """
+
+    def step(st, batch, obj):
+        _check_objective(obj)
+        return train_step(st, batch, obj, accum_steps)
+
+    kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
+    if mesh is None:
+        return jax.jit(step, donate_argnums=(0,) if donate else (), **kw)
+    from gensim_jax import parallel
+
+    if state is None:
+        raise ValueError("a train step on a mesh needs state (concrete or abstract) to derive shardings")
+    return parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate, **kw)
+
+
 def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
                     fsdp: bool = False, donate: bool = True,
                     compiler_options: Mapping[str, Any] | None = None) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
-    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective``.
-
-    Without ``mesh``: plain ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug
-    options, e.g. :data:`CPU_EIGEN_CONV_OPTIONS`) are passed to ``jax.jit`` (without a mesh only).  With ``mesh`` (see
-    :mod:`gensim_jax.parallel`): ``in_shardings``/``out_shardings`` put the batch on the data axes and
-    the state replicated (or FSDP-sharded with ``fsdp=True``); ``state`` (or an abstract state) is
-    needed to derive the state shardings.  The objective travels as an argument (its tables are
-    replicated arrays, not constants of the program).
-    """
+    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it)."""
     _check_objective(objective)
-
-    def step(st, batch, obj):
-        return train_step(st, batch, obj, accum_steps)
-
-    if mesh is None:
-        kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
-        jitted = jax.jit(step, donate_argnums=(0,) if donate else (), **kw)
-    else:
-        from gensim_jax import parallel
-
-        if compiler_options is not None:
-            raise ValueError("make_train_step: compiler_options are supported without a mesh only")
-        if state is None:
-            raise ValueError("make_train_step(mesh=...) needs state (concrete or abstract) to derive shardings")
-        jitted = parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate)
+    jitted = jit_train_step(accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp, donate=donate,
+                            compiler_options=compiler_options)
     return lambda st, batch: jitted(st, batch, objective)
 
 

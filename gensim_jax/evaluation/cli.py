@@ -1,0 +1,53 @@
+"""``python -m eval PROTOCOL [options]``: run one evaluation protocol, print JSON, write outputs.
+
+Every protocol takes ``--workdir DIR`` (writes ``DIR/<protocol>.json`` and the figure
+``DIR/<protocol>.png``) and ``--out FILE`` (the JSON only). ``python -m eval PROTOCOL --help``
+lists a protocol's options. The Gaussian-mixture replication is run by
+``python -m train gaussian_mixture``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+# protocol name -> driver module (with main(argv) and a docstring whose first line describes it)
+PROTOCOLS = {
+    "oddball": "gensim_jax.evaluation.protocols.oddball",
+    "geoclidean": "gensim_jax.evaluation.protocols.geoclidean",
+    "hierarchy": "gensim_jax.evaluation.protocols.hierarchy",
+    "odd_one_out": "gensim_jax.evaluation.protocols.odd_one_out",
+    "spurious_digits": "gensim_jax.evaluation.protocols.spurious_digits",
+}
+
+
+def _summary(module: str) -> str:
+    """First docstring line of ``module`` without importing it (no jax start-up for ``--help``)."""
+    spec = importlib.util.find_spec(module)
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) if spec and spec.origin else None
+    line = (doc or "").strip().splitlines()[0] if doc else ""
+    return line.split("``: ", 1)[-1]
+
+
+def usage() -> str:
+    """The ``--help`` text: this module's docstring and one line per protocol."""
+    width = max(map(len, PROTOCOLS))
+    lines = [f"  {name:<{width}}  {_summary(mod)}" for name, mod in PROTOCOLS.items()]
+    return __doc__.strip() + "\n\nprotocols:\n" + "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in PROTOCOLS:
+        print(usage())
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"\nunknown protocol {argv[0]!r}", file=sys.stderr)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return importlib.import_module(PROTOCOLS[argv[0]]).main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

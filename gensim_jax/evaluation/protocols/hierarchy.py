@@ -1,0 +1,98 @@
+"""``python -m eval hierarchy``: decode every class-tree level from embeddings (paper Sec. 3.3, Fig. 4B, Appendix N).
+
+Inputs (one of):
+
+* ``--embeddings FILE.npz`` (arrays ``embeddings`` ``(N, D)`` and ``classes`` ``(N,)``, ImageNet-1k
+  labels in tensorflow-datasets order): the tree is the packaged WordNet tree of ImageNet-1k;
+* ``--export DIR [DIR ...]`` (trained encoders exported by
+  :func:`gensim_jax.training.export.export_variables`, one per training run) with
+  ``--images FILE.npz`` (arrays ``images`` ``(N, H, W[, C])`` in ``[0, 1]`` and ``classes`` ``(N,)``,
+  ImageNet-1k labels; WordNet tree) or, without ``--images``, the synthetic set below; each run is
+  decoded separately and the JSON adds the mean and s.e.m. over runs;
+* nothing: offline, :func:`~gensim_jax.evaluation.hierarchy_decoding.synthetic_hierarchy_images`
+  (a 2 x 3 x 3 tree) embedded as raw pixels (``--shuffle-embeddings`` breaks the image-label link
+  to show chance).
+
+``--workdir DIR`` writes ``hierarchy.json`` and ``hierarchy.png`` (accuracy per level with chance,
+and the aggregate ``sum_l log(a_l / c_l)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, load_npz, mean_sem_dict, model_label, run_info
+from gensim_jax.evaluation.hierarchy_decoding import decode_levels, synthetic_hierarchy_images
+
+
+def _decode(x, y, tree, nodes, a, rng) -> dict:
+    if a.shuffle_embeddings:
+        x = x[rng.permutation(len(x))]
+    r = decode_levels(x, y, tree, nodes, seed=a.seed, chance=a.chance, n_jobs=a.n_jobs)
+    return {"score": r.score, "levels": list(r.levels)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval hierarchy", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--embeddings", default=None, help="npz with embeddings (N,D) and classes (N,)")
+    p.add_argument("--export", nargs="+", default=None, metavar="DIR",
+                   help="export directories of trained encoders, one per training run")
+    p.add_argument("--images", default=None, help="with --export: npz with images (N,H,W[,C]) and classes (N,)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--per-leaf", type=int, default=12, help="synthetic images per leaf")
+    p.add_argument("--noise", type=float, default=2.0, help="synthetic pixel noise")
+    p.add_argument("--size", type=int, default=16, help="synthetic image side (pixels)")
+    p.add_argument("--shuffle-embeddings", action="store_true")
+    p.add_argument("--chance", choices=("uniform", "majority"), default="uniform")
+    p.add_argument("--n-jobs", type=int, default=None, help="parallel one-vs-all SVM fits")
+    p.add_argument("--label", default=None, help="model name in the figure")
+    add_output_arguments(p)
+    a = p.parse_args(argv)
+    if a.embeddings and a.export:
+        p.error("give --embeddings or --export, not both")
+    if a.images and not a.export:
+        p.error("--images needs --export (an encoder to embed them)")
+
+    rng = np.random.default_rng(a.seed)
+    if a.embeddings or a.images:
+        from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
+
+        h = imagenet1k_hierarchy()
+        tree, nodes = h.tree, h.class_nodes
+        z = load_npz(a.embeddings or a.images, ("embeddings" if a.embeddings else "images", "classes"))
+        y = z["classes"].astype(np.int64)
+        data, source = z.get("embeddings", z.get("images")), a.embeddings or a.images
+    else:
+        data, y, tree = synthetic_hierarchy_images(rng, per_leaf=a.per_leaf, size=a.size, noise=a.noise)
+        nodes, source = None, "synthetic images" if a.export else "synthetic pixels"
+    head = {"source": source, "shuffled": a.shuffle_embeddings, "chance": a.chance}
+    if a.export:
+        encoders = load_encoders(a.export)
+        runs = [{**run_info(enc), **_decode(enc(data, a.batch_size), y, tree, nodes, a, rng)} for enc in encoders]
+        label = model_label(a.label, encoders)
+        levels = [lv.level for lv in runs[0]["levels"]]
+        acc = [[lv.accuracy for lv in r["levels"]] for r in runs]
+        chance = [lv.chance for lv in runs[0]["levels"]]
+        result = {**head, "model": label, "runs": runs,
+                  "across_runs": {"levels": levels, "accuracy": mean_sem_dict(acc),
+                                  "score": mean_sem_dict([r["score"] for r in runs])}}
+        scores = [r["score"] for r in runs]
+    else:
+        x = data.reshape(len(data), -1) if not a.embeddings else data
+        r = _decode(x, y, tree, nodes, a, rng)
+        label = a.label or ("embeddings" if a.embeddings else "pixels")
+        result = {**head, **r}
+        levels = [lv.level for lv in r["levels"]]
+        acc, chance, scores = [[lv.accuracy for lv in r["levels"]]], [lv.chance for lv in r["levels"]], [r["score"]]
+
+    def plot(path):
+        from gensim_jax.evaluation.figures import plot_hierarchy
+
+        plot_hierarchy({label: {"levels": levels, "accuracy": acc, "chance": chance, "score": scores}}, path,
+                       title=f"Hierarchy decoding ({source}, chance {a.chance})")
+
+    return finish(result, a, "hierarchy", plot)

@@ -1,0 +1,146 @@
+"""``python -m eval oddball``: the quadrilateral oddball protocol (paper Sec. 3.1, Fig. 2).
+
+Inputs (one of):
+
+* ``--trials FILE.npz`` with arrays ``embeddings`` ``(T, 6, D)``, ``deviant`` ``(T,)`` and ``shapes``
+  ``(T,)`` (str), e.g. made with :func:`gensim_jax.evaluation.embed.embed_images`;
+* ``--export DIR [DIR ...]``: trained encoders exported by
+  :func:`gensim_jax.training.export.export_variables`, one directory per training run. The seeded
+  test set :func:`gensim_jax.stimuli.quadrilaterals.oddball_test_set` (``--test-seed``,
+  ``--trials-per-condition``) is rendered at each export's ``image_size``, grey repeated to 3
+  channels, normalised as its ``preprocess`` says, and embedded. The JSON reports every run and
+  the statistics of the error rates averaged over runs.
+
+Both add ``summary`` (:func:`gensim_jax.evaluation.oddball.oddball_summary`: error rate per shape
+with s.e.m. over runs, Spearman rho(9) of the mean, per-run correlations with the pooled human
+(``--human-populations``, default all five groups) and baboon rates and, with two runs or more,
+their t-test) unless a shape has no trials.
+
+Reports error rate per shape, Spearman rho against irregularity rank, and correlations with the
+packaged per-population error rates (or ``--error-rates CSV``) and, with ``--behavior FILE ...``,
+with every subject of those trial-level files. ``--judgements CSV --stimuli FILE.npz`` (arrays
+``ids``, ``embeddings``) adds the correlation with human similarity ratings (``--trials`` only).
+``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C,
+:func:`gensim_jax.evaluation.figures.plot_oddball`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, load_npz, model_label, run_info
+from gensim_jax.evaluation import oddball as ob
+from gensim_jax.evaluation import sable_meyer as sm
+
+
+def shape_statistics(model, table, behavior_trials=None) -> dict:
+    """Spearman with regularity and correlations with every population (and subject) of ``model`` ``(11,)``.
+
+    Nothing is computed when a shape has no trials (NaN rate); a constant rate vector (e.g. no
+    errors at all) has no correlation with anything and gets ``None``.
+    """
+    out = {}
+    if not np.all(np.isfinite(model)):
+        return out
+    if np.ptp(model) == 0:
+        return {"regularity_spearman": None, "population_correlation": None}
+    rho, pval, dof = ob.regularity_correlation(model)
+    out["regularity_spearman"] = {"rho": rho, "p": pval, "dof": dof}
+    out["population_correlation"] = {
+        pop: dict(zip(("r", "p"), ob.behaviour_correlation(model, d["error_rate"]))) for pop, d in table.items()}
+    if behavior_trials:
+        subj = ob.subject_correlations(model, sm.subject_error_rates(behavior_trials))
+        by_pop: dict[str, list[float]] = {}
+        for d in subj.values():
+            by_pop.setdefault(d["population"], []).append(d["r"])
+        out["subject_correlation"] = {pop: {"mean_r": float(np.mean(r)), "n": len(r)} for pop, r in by_pop.items()}
+    return out
+
+
+def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
+    """``(T, 6, D)`` embeddings of the test set's items with ``encoder`` (renders cached per size)."""
+    s = encoder.image_size
+    if s not in cache:
+        cache[s] = trials.images(s)
+    img = cache[s]
+    t = img.shape[0]
+    return encoder(img.reshape(t * 6, s, s), batch_size).reshape(t, 6, -1)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval oddball", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--trials", help="npz with embeddings (T,6,D), deviant (T,), shapes (T,)")
+    src.add_argument("--export", nargs="+", metavar="DIR",
+                     help="export directories of trained encoders, one per training run")
+    p.add_argument("--test-seed", type=int, default=0, help="seed of the rendered oddball test set (--export)")
+    p.add_argument("--trials-per-condition", type=int, default=10,
+                   help="test-set trials per (shape, deviant) (--export; 10 -> 440 trials)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--human-populations", default=",".join(sm.HUMAN_POPULATIONS),
+                   help="comma-separated populations pooled as 'human' in the summary (Fig. 2C, t-test); "
+                        "default: all five human groups")
+    p.add_argument("--label", default=None, help="model name in the outputs")
+    p.add_argument("--error-rates", default=None, help="per-population CSV (default: packaged data)")
+    p.add_argument("--behavior", nargs="+", default=None,
+                   help="trial-level CSV files for per-subject correlations (give each subject once: "
+                        "e.g. baboons_target.csv or the per-baboon files, not both)")
+    p.add_argument("--judgements", default=None, help="CSV stimulus_a,stimulus_b,rating")
+    p.add_argument("--stimuli", default=None, help="npz with ids (S,) and embeddings (S,D) for --judgements")
+    add_output_arguments(p)
+    a = p.parse_args(argv)
+    if a.judgements and not a.stimuli:
+        p.error("--judgements needs --stimuli")
+    if a.judgements and not a.trials:
+        p.error("--judgements needs embeddings of the rated stimuli: use it with --trials")
+
+    table = sm.read_error_rates(a.error_rates) if a.error_rates else sm.packaged_error_rates()
+    behavior = [t for f in a.behavior for t in sm.read_behavior(f)] if a.behavior else None
+    humans = [h for h in a.human_populations.split(",") if h]
+    if a.trials:
+        z = load_npz(a.trials, ("embeddings", "deviant", "shapes"))
+        rates = ob.error_rates_by_shape(z["embeddings"], z["deviant"].astype(np.int64),
+                                        [str(s) for s in z["shapes"]])
+        label = a.label or "model"
+        result = {"shapes": list(sm.SHAPES), "error_rate": rates["error_rate"], "trials": rates["trials"],
+                  **shape_statistics(rates["error_rate"], table, behavior)}
+        per_run = rates["error_rate"][None]
+    else:
+        from gensim_jax.stimuli import quadrilaterals as q
+
+        test = q.oddball_test_set(seed=a.test_seed, trials_per_condition=a.trials_per_condition)
+        shapes = [q.SHAPE_NAMES[i] for i in test.shape]
+        encoders = load_encoders(a.export)
+        cache: dict = {}
+        runs = []
+        for enc in encoders:
+            rates = ob.error_rates_by_shape(embed_test_set(test, enc, a.batch_size, cache),
+                                            test.deviant_position, shapes)
+            runs.append({**run_info(enc), "error_rate": rates["error_rate"], "errors": rates["errors"],
+                         **shape_statistics(rates["error_rate"], table)})
+        per_run = np.stack([r["error_rate"] for r in runs])
+        label = model_label(a.label, encoders)
+        result = {"model": label, "shapes": list(sm.SHAPES),
+                  "test_set": {"seed": a.test_seed, "trials_per_condition": a.trials_per_condition,
+                               "trials": len(test), "trials_per_shape": np.bincount(test.shape, minlength=11)},
+                  "runs": runs, "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior)}
+    # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
+    summary = None
+    if np.all(np.isfinite(per_run)):
+        summary = ob.oddball_summary({label: per_run}, table, human_populations=humans)
+        result["summary"] = summary
+    if a.judgements:
+        s = load_npz(a.stimuli, ("ids", "embeddings"))
+        emb = {str(k): v for k, v in zip(s["ids"], s["embeddings"])}
+        rho, pval, n = ob.similarity_judgement_correlation(ob.read_similarity_judgements(a.judgements), emb)
+        result["judgement_spearman"] = {"rho": rho, "p": pval, "pairs": n}
+
+    def plot(path):
+        from gensim_jax.evaluation.figures import plot_oddball
+
+        plot_oddball(summary, path)
+
+    return finish(result, a, "oddball", plot if summary is not None else None)

@@ -1,0 +1,96 @@
+"""``python -m eval spurious_digits --workdir RUN_DIR``: ID / OOD accuracy against lambda (seed 003 Sec. 4).
+
+Re-evaluates a workdir written by ``python -m train spurious_digits`` (``--runs DIR``, default the
+``--workdir``): reads its ``config.json``,
+rebuilds the same test splits (same data source, pools and ``data_seed``; tfds data must be
+prepared for the ``paper`` config, see ``docs/api/train_spurious_digits.md``), loads every export
+``RUN_DIR/lambda_<lam>/run<r>/export`` (:func:`gensim_jax.training.load_exported`), and reports
+per run and per lambda the accuracy on digits over their own pool's backgrounds (ID) and over
+other pools' backgrounds (OOD) with the mean and Student-t confidence interval over seeds
+(:mod:`gensim_jax.evaluation.spurious_digits`). Prints the JSON and a Markdown table;
+``--workdir DIR`` writes ``spurious_digits.json`` and the figure ``spurious_digits.png`` (ID and
+OOD accuracy against lambda with CI bands; in a training workdir this redraws the training run's
+figure from the re-evaluated numbers), ``--out FILE`` the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish
+
+
+def find_exports(workdir: Path) -> dict[str, list[Path]]:
+    """``{lambda (str): [export dirs in run order]}`` of a training workdir."""
+    found: dict[str, list[tuple[int, Path]]] = {}
+    for d in sorted(workdir.glob("lambda_*/run*/export")):
+        lam = d.parent.parent.name[len("lambda_"):]
+        m = re.fullmatch(r"run(\d+)", d.parent.name)
+        if m and (d / "model.json").is_file():
+            found.setdefault(f"{float(lam):g}", []).append((int(m.group(1)), d))
+    return {lam: [d for _, d in sorted(runs)] for lam, runs in found.items()}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval spurious_digits", description=__doc__)
+    p.add_argument("--runs", default=None,
+                   help="workdir of `python -m train spurious_digits` to evaluate (default: --workdir)")
+    p.add_argument("--data-dir", default=None, help="tfds data directory (overrides the runs' config)")
+    p.add_argument("--confidence", type=float, default=None, help="interval level (default: the config's, 0.95)")
+    add_output_arguments(p)
+    a = p.parse_args(argv)
+    if not (a.runs or a.workdir):
+        p.error("give --workdir (a training workdir) or --runs")
+
+    from gensim_jax.evaluation import spurious_digits as protocol
+    from gensim_jax.training import load_exported
+    from gensim_jax.experiments import spurious_digits as exp
+
+    workdir = Path(a.runs or a.workdir)
+    cfg_path = workdir / "config.json"
+    if not cfg_path.is_file():
+        p.error(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?")
+    stored = json.loads(cfg_path.read_text())
+    if stored.get("experiment", "spurious_digits") != "spurious_digits":
+        p.error(f"{workdir} is a {stored.get('experiment')!r} workdir, not spurious_digits")
+    known = {f.name for f in dataclasses.fields(exp.Config)}
+    fields = {k: v for k, v in stored["config"].items() if k in known}
+    if a.data_dir is not None:
+        fields["data_dir"] = a.data_dir
+    if a.confidence is not None:
+        fields["confidence"] = a.confidence
+    try:
+        config = exp.get_config("paper", **fields)
+    except ValueError as err:
+        p.error(f"{cfg_path}: {err}")
+    exports = find_exports(workdir)
+    if not exports:
+        p.error(f"{workdir} holds no exports (lambda_*/run*/export); train first")
+
+    sets = exp.evaluation_sets(exp.make_splits(config, exp.load_arrays(config)))
+    per_run: dict = {}
+    predictors: dict = {}
+    for lam, dirs in exports.items():
+        for d in dirs:
+            model, variables, meta = load_exported(d)
+            key = json.dumps([meta["model"], meta.get("model_kwargs", {})], sort_keys=True)
+            if key not in predictors:  # one compiled forward pass per architecture
+                predictors[key] = protocol.make_predictor(model, config.eval_batch_size)
+            acc = exp.evaluate(predictors[key], variables, sets)
+            per_run.setdefault(lam, []).append({"run": d.parent.name, "seed": meta.get("seed"), **acc})
+    summary = protocol.summarize(per_run, config.confidence)
+    result = {"workdir": str(workdir), "data": config.data, "ood": config.ood, "confidence": config.confidence,
+              "num_test": {k: int(len(v[1])) for k, v in sets.items()}, "summary": summary, "per_run": per_run}
+
+    def plot(path: str) -> None:
+        protocol.plot_accuracy_vs_lambda(summary, path, confidence=config.confidence,
+                                         title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}")
+
+    rc = finish(result, a, "spurious_digits", plot)
+    print()
+    print(protocol.format_table(summary, config.confidence))
+    return rc

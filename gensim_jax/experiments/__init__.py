@@ -1,0 +1,92 @@
+"""The experiments of the papers, one declaration per module, run by the one runner.
+
+=====================  ==========================================================================
+``quadrilaterals``     shape regularity and the oddball test (paper Sec. 3.1, Fig. 2, App. L)
+``geoclidean``         Geoclidean few-shot concepts with the tree-kernel target (Sec. 3.2, App. M)
+``imagenet_hierarchy`` the class hierarchy target on ImageNet / a synthetic tree (Sec. 3.3, App. N)
+``gaussian_mixture``   GenSim by Monte Carlo triplets on a Gaussian mixture (App. F-H)
+``spurious_digits``    class-centre loss against a spurious background (thesis, seed 003)
+=====================  ==========================================================================
+
+Each module defines ``EXPERIMENT``, an instance of :class:`gensim_jax.training.experiment.Experiment`.
+A research fork adds an experiment by adding one such module here, or by passing the path of its
+own file to ``gensim-jax train path/to/my_experiment.py``.  The modules ship in the wheel, so
+``gensim-jax train NAME`` works from an installed package.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+from pathlib import Path
+
+__all__ = ["available", "load", "summary"]
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _declares_experiment(path: Path) -> bool:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return False
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "EXPERIMENT" for t in targets):
+            return True
+    return False
+
+
+def available() -> dict:
+    """``{name: path}`` of the experiment modules of this package (those that assign ``EXPERIMENT``), sorted.
+
+    Read from the sources, so listing imports nothing.
+    """
+    return {p.stem: p for p in sorted(PACKAGE_DIR.glob("*.py"))
+            if not p.name.startswith("_") and _declares_experiment(p)}
+
+
+def summary(path: Path) -> str:
+    """The first line of a module's docstring, without ``Experiment:`` (read without importing it)."""
+    try:
+        doc = ast.get_docstring(ast.parse(Path(path).read_text(encoding="utf-8"))) or ""
+    except (SyntaxError, OSError):
+        return ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    return first.removeprefix("Experiment:").strip()
+
+
+def load(name_or_path: str):
+    """The ``EXPERIMENT`` of ``gensim_jax.experiments.<name>``, or of the Python file at a path.
+
+    Raises ``ValueError`` naming the known experiments when there is no such experiment, or when the
+    module defines no ``EXPERIMENT``.
+    """
+    from gensim_jax.training.experiment import Experiment
+
+    text = str(name_or_path)
+    if text.endswith(".py"):
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(f"experiment file {text} does not exist")
+        spec = importlib.util.spec_from_file_location(f"gensim_jax_user_experiment_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        where = text
+    else:
+        known = available()
+        if text not in known:
+            raise ValueError(f"unknown experiment {text!r}; known: {', '.join(known)} (or the path of a .py file "
+                             "that defines EXPERIMENT)")
+        module = importlib.import_module(f"gensim_jax.experiments.{text}")
+        where = f"gensim_jax/experiments/{text}.py"
+    experiment = getattr(module, "EXPERIMENT", None)
+    if not isinstance(experiment, Experiment):
+        raise ValueError(f"{where} does not define EXPERIMENT = an instance of gensim_jax.training.experiment.Experiment")
+    if not experiment.name:
+        experiment.name = Path(where).stem
+    if not experiment.summary:
+        experiment.summary = (module.__doc__ or "").strip().splitlines()[0].removeprefix("Experiment:").strip() \
+            if module.__doc__ else ""
+    return experiment

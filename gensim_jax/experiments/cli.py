@@ -1,0 +1,226 @@
+"""Train an experiment: ``gensim-jax train EXPERIMENT [--config NAME] [--workdir DIR] [options]``.
+
+In a checkout ``python -m train`` is the same command.  EXPERIMENT is a module of
+:mod:`gensim_jax.experiments` or the path of a ``.py`` file that defines ``EXPERIMENT``.  Options:
+``--set KEY=VALUE ...`` (any field of the experiment's Config, optimizer, schedule, dtype and mesh
+included; values are JSON, so lists are ``[16,8]`` and strings need no quotes), ``--objective NAME``
+(repeatable or a comma list; sets ``objectives``), ``--model NAME`` (sets ``model``), ``--resume``
+(continue the run whose checkpoints are in the workdir), ``--benchmark-dir DIR`` (geoclidean).
+Multi-process runs: ``--coordinator HOST:PORT --num-processes P --process-id I``, or nothing on a
+SLURM / TPU-pod / Open MPI cluster, whose environment ``jax.distributed`` reads.  Every argument is
+checked before anything is built or compiled; a bad one is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from gensim_jax import experiments as registry
+from gensim_jax.experiments.overrides import (
+    ConfigError,
+    coerce,
+    config_differences,
+    describe_type,
+    field_types,
+    find_checkpoints,
+    parse_overrides,
+)
+
+HELP_FLAGS = ("-h", "--help")
+PROG = "gensim-jax train"
+
+
+def _experiments_epilog(available: dict) -> str:
+    lines = ["experiments (gensim_jax/experiments/; or the path of a .py file that defines EXPERIMENT):"]
+    width = max((len(n) for n in available), default=0)
+    for name, path in available.items():
+        lines.append(f"  {name:<{width}}  {registry.summary(path)}")
+    lines.append(f"\n`{PROG} EXPERIMENT --help` lists that experiment's configs and config fields.")
+    return "\n".join(lines)
+
+
+def _fields_epilog(experiment) -> str:
+    types_ = field_types(experiment.Config)
+    defaults = {f.name: f.default for f in dataclasses.fields(experiment.Config)}
+    lines = [f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
+             f"(default {experiment.default_config()})", "",
+             f"{experiment.name} config fields (--set KEY=VALUE; defaults of the base Config):"]
+    width = max(len(k) for k in types_)
+    for key, tp in types_.items():
+        lines.append(f"  {key:<{width}}  {describe_type(tp)} = {defaults[key]!r}")
+    return "\n".join(lines)
+
+
+def build_parser(epilog: str) -> argparse.ArgumentParser:
+    """The argument parser of ``gensim-jax train``."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""),
+                                     epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
+    parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
+    parser.add_argument("--workdir", default=None, help="output directory (default: runs/EXPERIMENT-CONFIG)")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="override config fields (JSON values: 3, 1e-4, true, null, [16,8], text)")
+    parser.add_argument("--objective", action="append", default=[], metavar="NAME",
+                        help="train these objectives (repeat, or a comma list; sets the config's `objectives`)")
+    parser.add_argument("--model", default=None, metavar="NAME", help="encoder name (sets the config's `model`)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run whose checkpoints are in the workdir (required when there are any)")
+    parser.add_argument("--benchmark-dir", default=None,
+                        help="official Geoclidean benchmark directory, also evaluated (geoclidean only)")
+    dist = parser.add_argument_group("multi-process runs (default: read the SLURM / TPU / Open MPI environment)")
+    dist.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="address of process 0's coordinator")
+    dist.add_argument("--num-processes", type=int, default=None, metavar="P", help="number of processes")
+    dist.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's index in [0, P)")
+    dist.add_argument("--init-timeout", type=int, default=300, metavar="S",
+                      help="seconds to wait for every process to join (default 300)")
+    return parser
+
+
+def _objectives(args, experiment, types_: dict) -> tuple:
+    names = [n.strip() for item in args.objective for n in item.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("--objective needs at least one name")
+    if "objectives" not in types_:
+        raise ConfigError(f"--objective does not apply to {experiment.name} (its Config has no `objectives` field)")
+    if experiment.OBJECTIVES:
+        bad = [n for n in names if n not in experiment.OBJECTIVES]
+        if bad:
+            raise ConfigError(f"--objective: unknown objective(s) {', '.join(map(repr, bad))} for {experiment.name}; "
+                              f"known: {', '.join(experiment.OBJECTIVES)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--objective: a name is given twice in {names}")
+    return coerce("objectives", names, types_["objectives"])
+
+
+def _model(args, experiment, types_: dict):
+    if "model" not in types_:
+        raise ConfigError(f"--model does not apply to {experiment.name} (its Config has no `model` field)")
+    known = experiment.MODELS
+    if known is None:
+        default = next(f.default for f in dataclasses.fields(experiment.Config) if f.name == "model")
+        from gensim_jax.models import list_models
+
+        registered = list_models()
+        known = registered if default in registered else None  # the field names registered encoders
+    if known is not None and args.model not in known:
+        raise ConfigError(f"--model: unknown model {args.model!r} for {experiment.name}; known: {', '.join(known)}")
+    return coerce("model", args.model, types_["model"])
+
+
+def resolve_config(args, experiment):
+    """The experiment's config from the parsed arguments; :class:`ConfigError`/``ValueError`` on any problem."""
+    if args.config not in experiment.CONFIGS:
+        raise ConfigError(f"unknown config {args.config!r} for {experiment.name}; known: {', '.join(experiment.CONFIGS)}")
+    types_ = field_types(experiment.Config)
+    overrides = parse_overrides(experiment.Config, args.set, experiment=experiment.name)
+    for flag, key, value in (("--objective", "objectives", args.objective), ("--model", "model", args.model),
+                             ("--benchmark-dir", "benchmark_dir", args.benchmark_dir)):
+        if value and key in overrides:
+            raise ConfigError(f"{key} is given by both {flag} and --set")
+    if args.objective:
+        overrides["objectives"] = _objectives(args, experiment, types_)
+    if args.model is not None:
+        overrides["model"] = _model(args, experiment, types_)
+    if args.benchmark_dir is not None:
+        if "benchmark_dir" not in types_:
+            raise ConfigError(f"--benchmark-dir does not apply to {experiment.name}")
+        overrides["benchmark_dir"] = args.benchmark_dir
+    return experiment.get_config(args.config, **overrides)
+
+
+def check_workdir(workdir: Path, resume: bool) -> list:
+    """The checkpoints in ``workdir``; :class:`ConfigError` when there are some and ``resume`` is False."""
+    found = find_checkpoints(workdir)
+    if found and not resume:
+        listing = "; ".join(f"{ck.relative_to(workdir)}: step {steps[-1]}" for ck, steps in found[:4])
+        more = f" and {len(found) - 4} more" if len(found) > 4 else ""
+        raise ConfigError(f"workdir {workdir} already holds checkpoints of a run ({listing}{more}); pass --resume "
+                          "to continue that run, or choose a new --workdir (or delete this one) to start over")
+    return found
+
+
+def _warn_config_changes(workdir: Path, config) -> None:
+    path = workdir / "config.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return
+    saved = record.get("config") if isinstance(record.get("config"), dict) else record
+    saved = {k: v for k, v in saved.items() if k != "experiment"}
+    diffs = config_differences(saved, dataclasses.asdict(config))
+    if diffs:
+        changes = "; ".join(f"{k}: {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in diffs)
+        print(f"warning: --resume with a config that differs from {path}: {changes}", file=sys.stderr)
+
+
+def _initialize_distributed(args) -> None:
+    explicit = [args.coordinator, args.num_processes, args.process_id]
+    if any(v is not None for v in explicit) and not all(v is not None for v in explicit):
+        raise ConfigError("--coordinator, --num-processes and --process-id go together (or none, to read the "
+                          "cluster's environment)")
+    if args.num_processes is not None and not 0 <= args.process_id < args.num_processes:
+        raise ConfigError(f"--process-id must lie in [0, {args.num_processes}), got {args.process_id}")
+    from gensim_jax import parallel
+
+    parallel.initialize_distributed(args.coordinator, args.num_processes, args.process_id,
+                                    initialization_timeout=args.init_timeout)
+
+
+def main(argv=None) -> int:
+    """Entry point of ``gensim-jax train`` / ``python -m train``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    available = registry.available()
+    epilog = _experiments_epilog(available)
+    parser = build_parser(epilog)
+    if any(a in HELP_FLAGS for a in argv):
+        chosen = next((a for a in argv if a in available or a.endswith(".py")), None)
+        if chosen is not None:
+            try:
+                experiment = registry.load(chosen)
+            except ValueError as err:
+                parser.error(str(err))
+            parser.epilog = _fields_epilog(experiment) + "\n\n" + epilog
+    args = parser.parse_args(argv)
+    try:
+        experiment = registry.load(args.experiment)
+        if args.config is None:
+            args.config = experiment.default_config()
+        workdir = Path(args.workdir or f"runs/{experiment.name}-{args.config}")
+        config = resolve_config(args, experiment)
+        found = check_workdir(workdir, args.resume)
+        _initialize_distributed(args)
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
+    from gensim_jax.training.runner import run_experiment
+
+    import jax
+
+    is_main = jax.process_index() == 0
+    if args.resume and is_main:
+        if found:
+            steps = ", ".join(f"{ck.relative_to(workdir)} at step {s[-1]}" for ck, s in found[:4])
+            print(f"resuming {workdir}: {steps}", file=sys.stderr)
+            _warn_config_changes(workdir, config)
+        else:
+            print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
+    try:
+        results = run_experiment(experiment, config, workdir)
+    except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
+        print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
+        return 2
+    if is_main:
+        print()
+        print(experiment.format_table(results))
+        seconds = results.get("train_seconds")
+        trained = f"trained in {seconds:.1f} s; " if isinstance(seconds, (int, float)) else ""
+        outputs = sorted(str(p) for p in Path(workdir).glob("*") if p.suffix in (".json", ".png"))
+        print(f"\n{trained}wrote " + (", ".join(outputs) if outputs else str(workdir)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

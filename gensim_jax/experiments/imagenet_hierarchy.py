@@ -1,0 +1,770 @@
+"""Experiment: natural-image hierarchy (paper Sec. 3.3, Fig. 4B, Supplementary Fig. S3, Appendix N).
+
+A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``; ``paper``) or on a synthetic image set
+generated from a small balanced class tree (``cpu_small``) with one of three objectives, then the
+embeddings of held-out images are decoded at every level of the class tree
+(``gensim_jax.evaluation.hierarchy_decoding``):
+
+``gensim``
+    GenSim regression (paper Eq. 2 with the hierarchy kernel, Eq. 4; Appendix N: "the mean-squared
+    error between the cosine similarities between two image embeddings and their generative
+    similarity measure as defined in Equation 4"), over all ``B (B - 1)`` pairs of a batch:
+    ``(cos(z_i, z_j) - T[y_i, y_j])^2`` with ``y`` the class label and ``T`` the transformed
+    ``log s`` table of Eq. 4 on the class tree (``kernels.hierarchy.log_similarity_table``; edge
+    probabilities uniform per node, as in the paper). ``log s`` is 0 for classes that part at the
+    root and grows with the depth of the lowest common ancestor: on the WordNet tree of ImageNet-1k
+    up to 19.58 (two images of the deepest classes; same-class values range from 1.70 to 19.58),
+    on the 2-3-3 synthetic tree ``0, log 2, log 4, log(26/3) = 2.16``. **Target transform**
+    (``target_transform="unit"``, our choice, as in the Geoclidean experiment):
+    ``T = (log s - min) / (max - min)`` over the class table, an affine map onto ``[0, 1]``: the
+    most similar pair (two images of the deepest class) -> cosine 1, classes parting at the root
+    -> cosine 0. The paper's literal target (``"raw"``, ``log s`` itself) lies in ``[0, 19.58]`` on
+    ImageNet and is unreachable for a cosine; ``"affine"`` (onto ``[-1, 1]``) and
+    ``"standardized"`` are offered too.
+``class_triplet``
+    The class-based baseline (Appendix N, "similar ... as in the Geoclidean experiment"): anchor
+    and positive of one class, negative of another, linear loss ``d(a, p) - d(a, n)`` with
+    Euclidean ``d`` (Eq. A2 with ``l(x) = x``; unbounded below, ``triplet_form="softplus"`` is a
+    bounded variant).
+``simclr``
+    SimCLR (Appendix N: the Geoclidean objective and augmentations -- random resized crop,
+    horizontal flip, Gaussian blur -- plus random grayscale, ``grayscale_p = 0.2``), InfoNCE on a
+    projection head; ``simclr_variant="cross_view"`` is the one-directional form printed in
+    Appendix M, ``"ntxent"`` SimCLR's.
+
+Data. ``dataset="imagenet2012"`` reads a prepared tfds directory (``data_dir``; ImageNet cannot be
+downloaded automatically: see :mod:`gensim_jax.data.imagenet` and ``docs/api/train_imagenet_hierarchy.md``
+for the one-off preparation); training images get the Inception crop and flip
+(``imagenet_dataset(train=True)``), evaluation images the central crop. tfds label ``y`` is class
+``y`` of :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy` (WordNet 3.0, 19 levels).
+Class triplets are formed on the record stream by pairing each image with the next image of the
+same class (``tf.data`` ``group_by_window``) and taking as negative the positive of the next pair
+of another class in the batch (:func:`imagenet_triplet_batches`). ``dataset="synthetic"`` renders
+the images of :func:`hierarchy_images`: one coloured grating disc per image whose colour,
+orientation and spatial frequency are sums of per-node offsets along the root-to-leaf path of
+``balanced_tree(branching)``, at a random position, size and phase, with pixel noise; that tree is
+the one the GenSim table and the decoding levels come from.
+
+Evaluation (Appendix N): embeddings (penultimate layer, before any projection head) of held-out
+images -- the first ``eval_num_images`` of the ImageNet validation split, or ``eval_per_leaf``
+fresh images per synthetic class -- are decoded with one linear SVM per tree level in 3-fold
+cross-validation (:func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels`); reported per
+level: accuracy, uniform chance ``1 / n_l`` and majority chance; aggregate
+``sum_l log(a_l / c_l)`` with either chance (levels with one label are skipped). Rows ``pixels``
+(images area-downsampled to ``pixel_size``, flattened) and ``initial`` (the encoder before
+training, run 0) are baselines.
+
+Configs: ``paper`` (ResNet-50 at 224 x 224, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs)
+and ``cpu_small`` (a 1-1-1-1 basic ResNet at 32 x 32, 2-3-3 synthetic tree, 432 training images,
+40 steps of 32, 1 run; 3 min of CPU time on 2 cores, more wall time on a loaded machine).
+
+Entry point: ``train_and_evaluate(config, workdir)``; ``python -m train imagenet_hierarchy --config cpu_small``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import jax
+import numpy as np
+import optax
+
+from gensim_jax.data.sources import ArraySource
+from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, balanced_tree, decode_levels
+from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
+from gensim_jax.models import get_model
+from gensim_jax.training import (
+    GenSimRegression,
+    NTXent,
+    TableTarget,
+    TripletObjective,
+    create_train_state,
+)
+from gensim_jax.experiments import _common
+from gensim_jax.experiments._common import preprocess
+
+OBJECTIVES = ("gensim", "class_triplet", "simclr")
+TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
+DATASETS = ("imagenet2012", "synthetic")
+IMAGENET_TRAIN_IMAGES = 1_281_167
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
+
+    seed: int = 0
+    num_runs: int = 5
+    objectives: tuple = OBJECTIVES
+    model: str = "resnet50"
+    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
+    image_size: int = 224
+    epochs: float = 65.0
+    num_steps: Optional[int] = None  # overrides epochs when set
+    batch_size: int = 256  # global batch (split over hosts and devices)
+    learning_rate: float = 1e-3
+    # data
+    dataset: str = "imagenet2012"
+    data_dir: Optional[str] = None  # tfds data directory holding the prepared imagenet2012
+    train_split: str = "train"
+    eval_split: str = "validation"
+    shuffle_buffer: int = 16_384
+    branching: tuple = (2, 3, 3)  # synthetic class tree
+    train_per_leaf: int = 24  # synthetic training images per class
+    synthetic_noise: float = 0.1  # pixel-noise standard deviation of the synthetic images
+    # gensim
+    target_transform: str = "unit"
+    # class_triplet
+    triplet_form: str = "linear"
+    triplet_distance: str = "euclidean"
+    # simclr
+    simclr_temperature: float = 0.5
+    simclr_variant: str = "cross_view"
+    projection_dims: tuple = (2048, 128)
+    crop_scale: tuple = (0.08, 1.0)
+    blur_p: float = 0.5
+    grayscale_p: float = 0.2
+    # evaluation
+    eval_seed: int = 10_000
+    eval_num_images: int = 10_000  # ImageNet: first images of eval_split
+    eval_per_leaf: int = 10  # synthetic: held-out images per class
+    eval_folds: int = 3
+    eval_batch_size: int = 250
+    pixel_size: int = 32
+    svm_n_jobs: Optional[int] = None
+    checkpoint_every: int = 5000
+
+
+CONFIGS = {
+    "paper": Config(),
+    # About 3 min of CPU time on 2 cores: tiny ResNet, 32 x 32, 18 synthetic classes x 24 images,
+    # 40 steps of 32, 1 run.
+    "cpu_small": Config(
+        num_runs=1, model="resnet18", stage_sizes=(1, 1, 1, 1), image_size=32, num_steps=40, batch_size=32,
+        learning_rate=1e-3, dataset="synthetic", branching=(2, 3, 3), train_per_leaf=24, eval_per_leaf=10,
+        projection_dims=(128, 64), eval_batch_size=180, checkpoint_every=10_000,
+    ),
+}
+
+
+def get_config(name: str = "paper", **overrides) -> Config:
+    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
+    return _common.select_config(CONFIGS, name, overrides, _validate)
+
+
+def _validate(config: Config) -> Config:
+    bad = [o for o in config.objectives if o not in OBJECTIVES]
+    if bad or not config.objectives:
+        raise ValueError(f"objectives must be a non-empty subset of {OBJECTIVES}, got {config.objectives}")
+    if config.target_transform not in TARGET_TRANSFORMS:
+        raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
+    if config.dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {config.dataset!r}")
+    if config.num_runs < 1:
+        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
+    if config.image_size < 32:
+        raise ValueError(f"image_size must be >= 32 (ResNet input), got {config.image_size}")
+    if not config.branching or any(int(b) < 1 for b in config.branching):
+        raise ValueError(f"branching must be a non-empty tuple of positive ints, got {config.branching}")
+    if config.dataset == "synthetic" and math.prod(config.branching) < 2:
+        raise ValueError(f"branching must give at least 2 classes, got {config.branching}")
+    if config.train_per_leaf < 2:
+        raise ValueError(f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}")
+    if config.batch_size < 2 or config.batch_size > num_train_images(config):
+        raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images(config)}], "
+                         f"got {config.batch_size}")
+    if config.num_steps is not None and config.num_steps < 0:
+        raise ValueError(f"num_steps must be >= 0, got {config.num_steps}")
+    if config.eval_folds < 2:
+        raise ValueError(f"eval_folds must be >= 2, got {config.eval_folds}")
+    if config.eval_per_leaf < config.eval_folds:
+        raise ValueError(f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), "
+                         f"got {config.eval_per_leaf}")
+    if config.eval_num_images < 2 * config.eval_folds:
+        raise ValueError(f"eval_num_images must be >= 2 * eval_folds, got {config.eval_num_images}")
+    if config.pixel_size < 1 or config.pixel_size > config.image_size:
+        raise ValueError(f"pixel_size must lie in [1, image_size={config.image_size}], got {config.pixel_size}")
+    if not 0.0 <= config.grayscale_p <= 1.0 or not 0.0 <= config.blur_p <= 1.0:
+        raise ValueError(f"grayscale_p and blur_p must lie in [0, 1], got {config.grayscale_p}, {config.blur_p}")
+    if config.synthetic_noise < 0:
+        raise ValueError(f"synthetic_noise must be >= 0, got {config.synthetic_noise}")
+    return config
+
+
+def num_train_images(config: Config) -> int:
+    """Training-set size: ImageNet-1k's 1,281,167 or ``prod(branching) * train_per_leaf``."""
+    if config.dataset == "imagenet2012":
+        return IMAGENET_TRAIN_IMAGES
+    return math.prod(int(b) for b in config.branching) * int(config.train_per_leaf)
+
+
+def num_steps(config: Config) -> int:
+    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * training images / batch_size)``."""
+    return _common.steps_per_run(config, num_train_images(config))
+
+
+# --------------------------------------------------------------------------------------------
+# Class tree and GenSim target
+# --------------------------------------------------------------------------------------------
+
+
+def class_tree(config: Config) -> tuple[Tree, np.ndarray]:
+    """``(tree, class_nodes)``: the class tree and the node of each class label.
+
+    ImageNet: the WordNet tree of :func:`imagenet1k_hierarchy` (label ``y`` is node ``y``).
+    Synthetic: ``balanced_tree(branching)``, class ``c`` is leaf ``tree.leaves[c]``.
+    """
+    if config.dataset == "imagenet2012":
+        h = imagenet1k_hierarchy()
+        return h.tree, np.asarray(h.class_nodes)
+    tree = balanced_tree(config.branching)
+    return tree, tree.leaves
+
+
+def hierarchy_log_table(config: Config) -> np.ndarray:
+    """``(C, C)`` float64 table of ``log s`` (paper Eq. 4) of the classes, in label order."""
+    tree, nodes = class_tree(config)
+    return log_similarity_table(tree, nodes)
+
+
+def gensim_target(config: Config) -> TableTarget:
+    """The ``TableTarget`` of the gensim objective: the transformed Eq. 4 table, gathered by ``label``.
+
+    ``"unit"``: ``(L - min) / (max - min)`` over the class table (see the module docstring); the
+    other transforms are those of ``kernels.targets`` with constants from the class table.
+    """
+    log_s = hierarchy_log_table(config)
+    if config.target_transform == "unit":
+        lo, hi = float(log_s.min()), float(log_s.max())
+        if not hi > lo:
+            raise ValueError(f"the Eq. 4 table of the classes is constant ({lo}); no unit transform")
+        return TableTarget.create((log_s - lo) / (hi - lo), key="label", method="raw")
+    return TableTarget.create(log_s, key="label", method=config.target_transform)
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic hierarchical images (cpu_small)
+# --------------------------------------------------------------------------------------------
+
+
+def _node_attributes(tree: Tree, seed: int) -> np.ndarray:
+    """``(N, 5)`` per-node offsets (colour logits RGB, orientation, log frequency); root 0.
+
+    The offsets of a node's children are drawn i.i.d., centred over the siblings and rescaled so
+    that their root-mean-square (in units of the per-column scales ``1.5, 1.5, 1.5, 0.9, 0.4``) is 1,
+    then shrunk with depth (``0.6 ** (depth - 1)``): siblings are always equally far apart on
+    average, and deeper levels are finer distinctions.
+    """
+    rng = np.random.default_rng([int(seed), 7_001])
+    col_scale = np.array([1.5, 1.5, 1.5, 0.9, 0.4])
+    raw = rng.standard_normal((tree.num_nodes, 5))
+    attr = np.zeros((tree.num_nodes, 5))
+    for parent in np.flatnonzero(tree.num_children > 0):
+        kids = np.flatnonzero(tree.parents == parent)
+        v = raw[kids]
+        if len(kids) > 1:
+            v = v - v.mean(axis=0)
+        v = v / max(float(np.sqrt(np.mean(np.sum(v ** 2, axis=1)) / 5)), 1e-12)
+        attr[kids] = v * col_scale * 0.6 ** (tree.depth[kids][:, None] - 1)
+    return attr
+
+
+def class_attributes(tree: Tree, class_nodes, seed: int) -> np.ndarray:
+    """``(C, 5)`` attributes of each class: the sum of the node offsets along its root path."""
+    attr = _node_attributes(tree, seed)
+    return np.stack([attr[tree.path(int(n))].sum(axis=0) for n in np.asarray(class_nodes)])
+
+
+def hierarchy_images(tree: Tree, class_nodes, per_class: int, size: int, *, attribute_seed: int,
+                     image_seed: int, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """A labelled image set whose classes follow ``tree`` (the ``cpu_small`` stand-in for ImageNet).
+
+    Each image is a grey background with one disc (centre, radius ``0.25..0.4 size`` random) filled
+    with a sinusoidal grating of random phase; the disc's colour (sigmoid of the class's colour
+    logits), orientation and spatial frequency (``exp(2 + log-frequency) / size`` cycles per
+    pixel, 1.3 to 20 cycles per image) come from :func:`class_attributes` (sums of per-node
+    offsets along the root path, drawn with ``attribute_seed``), so classes sharing a deeper
+    ancestor look more alike. Gaussian pixel noise ``noise`` is added.
+
+    Args:
+      tree, class_nodes: the class tree and the ``(C,)`` node of each class.
+      per_class: images per class.
+      size: image side.
+      attribute_seed: seed of the class appearance (the "world"; share it between train and test).
+      image_seed: seed of positions, sizes, phases and noise (differs between sets).
+      noise: pixel-noise standard deviation on the ``[0, 1]`` scale.
+
+    Returns:
+      ``(images (C * per_class, size, size, 3) uint8, labels (C * per_class,) int32)``, class-major.
+    """
+    nodes = np.asarray(class_nodes)
+    if per_class < 1 or size < 4:
+        raise ValueError(f"per_class must be >= 1 and size >= 4, got {per_class}, {size}")
+    attr = class_attributes(tree, nodes, attribute_seed)
+    labels = np.repeat(np.arange(len(nodes), dtype=np.int32), per_class)
+    n = len(labels)
+    rng = np.random.default_rng([int(image_seed), 7_002])
+    radius = rng.uniform(0.25, 0.4, n) * size
+    cx = rng.uniform(radius, size - radius)
+    cy = rng.uniform(radius, size - radius)
+    phase = rng.uniform(0, 2 * np.pi, n)
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float64) + 0.5
+    a = attr[labels]
+    colour = 1.0 / (1.0 + np.exp(-a[:, :3]))
+    theta = a[:, 3]
+    freq = np.exp(np.clip(2.0 + a[:, 4], 0.3, 3.0)) / size
+    proj = xx[None] * np.cos(theta)[:, None, None] + yy[None] * np.sin(theta)[:, None, None]
+    grating = 0.6 + 0.4 * np.cos(2 * np.pi * freq[:, None, None] * proj + phase[:, None, None])
+    inside = ((xx[None] - cx[:, None, None]) ** 2 + (yy[None] - cy[:, None, None]) ** 2) <= radius[:, None, None] ** 2
+    img = np.where(inside[..., None], colour[:, None, None, :] * grating[..., None], 0.5)
+    img = img + noise * rng.standard_normal(img.shape)
+    return np.clip(np.round(img * 255), 0, 255).astype(np.uint8), labels
+
+
+class HierarchySource(ArraySource):
+    """In-memory source of :func:`hierarchy_images`: ``image`` uint8 ``(S, S, 3)`` and ``label`` per example.
+
+    The class attributes come from ``config.seed`` (shared by the training and held-out sets), the
+    images from ``image_seed``.
+    """
+
+    def __init__(self, config: Config, per_class: int, image_seed: int):
+        tree, nodes = class_tree(config)
+        images, labels = hierarchy_images(tree, nodes, per_class, config.image_size, attribute_seed=config.seed,
+                                          image_seed=image_seed, noise=config.synthetic_noise)
+        super().__init__({"image": images, "label": labels})
+
+    @property
+    def images(self) -> np.ndarray:
+        return self.arrays["image"]
+
+    @property
+    def label(self) -> np.ndarray:
+        return self.arrays["label"]
+
+    def metadata(self, key: str) -> np.ndarray:
+        if key != "label":
+            raise ValueError(f"HierarchySource has metadata 'label' only, got {key!r}")
+        return self.label
+
+
+# --------------------------------------------------------------------------------------------
+# Batches
+# --------------------------------------------------------------------------------------------
+
+
+def _hosts(config: Config) -> tuple[int, int, int]:
+    """``(per-host batch, process_index, process_count)``."""
+    count, index = jax.process_count(), jax.process_index()
+    if config.batch_size % count:
+        raise ValueError(f"batch_size={config.batch_size} is not divisible by the {count} processes")
+    return config.batch_size // count, index, count
+
+
+def synthetic_batches(objective: str, source: HierarchySource, config: Config, seed: int):
+    """``position -> iterator`` of host batches for ``objective`` on a synthetic source."""
+    from gensim_jax.data import pipelines
+    from gensim_jax.data.augment import simclr_augment
+
+    b, pi, pc = _hosts(config)
+
+    def gensim(position: int) -> Iterator[dict]:
+        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position,
+                                        process_index=pi, process_count=pc)
+        for batch in pipelines.as_numpy(ds):
+            yield {"image": preprocess(batch["image"]), "label": batch["label"], "mask": batch["mask"]}
+
+    def class_triplet(position: int) -> Iterator[dict]:
+        ds = pipelines.triplet_batches(source, b, seed=seed, group_key="label", keys=["label"], start_step=position,
+                                       process_index=pi, process_count=pc)
+        for batch in pipelines.as_numpy(ds):
+            x = preprocess(batch["image"])
+            yield {"anchor": x[:, 0], "positive": x[:, 1], "negative": x[:, 2], "label": batch["label"],
+                   "mask": batch["mask"]}
+
+    def simclr(position: int) -> Iterator[dict]:
+        s = config.image_size
+        aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
+                             grayscale_p=config.grayscale_p)
+        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=["label"], start_step=position,
+                                    process_index=pi, process_count=pc)
+        for batch in pipelines.as_numpy(ds):
+            x = preprocess(batch["image"])
+            yield {"view1": x[:, 0], "view2": x[:, 1], "label": batch["label"], "mask": batch["mask"]}
+
+    return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
+
+
+def next_other_class(labels) -> np.ndarray:
+    """For each ``i``, the first ``j`` after ``i`` (cyclically) with ``labels[j] != labels[i]``; ``-1`` if none."""
+    y = np.asarray(labels)
+    n = len(y)
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        for k in range(1, n):
+            j = (i + k) % n
+            if y[j] != y[i]:
+                out[i] = j
+                break
+    return out
+
+
+def imagenet_triplet_batches(config: Config, seed: int, position: int, *, split: Optional[str] = None):
+    """Class triplets from the ImageNet record stream: ``{anchor, positive, negative, label (B, 3), mask}``.
+
+    The training stream of :func:`~gensim_jax.data.imagenet.imagenet_dataset` (Inception crop and
+    flip) is regrouped by ``tf.data`` ``group_by_window`` into pairs of consecutive images of one
+    class (anchor, positive); ``B`` pairs make a batch and the negative of triplet ``i`` is the
+    positive of the next triplet of another class (:func:`next_other_class`); a triplet without
+    one (a batch of a single class) is masked out. Pending half pairs are held in memory (at most
+    one decoded image per class: 600 MB at 224 x 224 for 1,000 classes). About two records are
+    read per triplet, so resuming at ``position`` restarts the record stream at its batch
+    ``2 * position``: a valid continuation, not bit-identical to the uninterrupted stream.
+    """
+    from gensim_jax.data.imagenet import imagenet_dataset
+    from gensim_jax.data.pipelines import as_numpy
+
+    b, pi, pc = _hosts(config)
+    ds = imagenet_dataset(split or config.train_split, b, seed=seed, train=True, data_dir=config.data_dir,
+                          image_size=config.image_size, shuffle_buffer=config.shuffle_buffer,
+                          start_step=2 * int(position), process_index=pi, process_count=pc)
+    ds = ds.unbatch().map(lambda ex: {"image": ex["image"], "label": ex["label"]})
+    ds = ds.group_by_window(key_func=lambda ex: ex["label"], reduce_func=lambda _, w: w.batch(2),
+                            window_size=2)
+    ds = ds.batch(b, drop_remainder=True).prefetch(2)
+    for batch in as_numpy(ds):
+        img, lab = batch["image"], batch["label"]
+        j = next_other_class(lab[:, 1])
+        ok = j >= 0
+        j = np.where(ok, j, np.arange(len(j)))
+        yield {"anchor": img[:, 0], "positive": img[:, 1], "negative": img[j, 1],
+               "label": np.stack([lab[:, 0], lab[:, 1], lab[j, 1]], axis=1), "mask": ok}
+
+
+def imagenet_batches(objective: str, config: Config, seed: int):
+    """``position -> iterator`` of host batches for ``objective`` from tfds ``imagenet2012``."""
+    from gensim_jax.data.imagenet import imagenet_dataset
+    from gensim_jax.data.pipelines import as_numpy
+
+    b, pi, pc = _hosts(config)
+
+    def stream(position: int, views: int):
+        return as_numpy(imagenet_dataset(
+            config.train_split, b, seed=seed, train=True, data_dir=config.data_dir, image_size=config.image_size,
+            num_views=views, grayscale_p=config.grayscale_p, blur_p=config.blur_p,
+            shuffle_buffer=config.shuffle_buffer, start_step=position, process_index=pi, process_count=pc))
+
+    def gensim(position: int) -> Iterator[dict]:
+        for batch in stream(position, 1):
+            yield {"image": batch["image"], "label": batch["label"], "mask": batch["mask"]}
+
+    def class_triplet(position: int) -> Iterator[dict]:
+        return imagenet_triplet_batches(config, seed, position)
+
+    def simclr(position: int) -> Iterator[dict]:
+        for batch in stream(position, 2):
+            yield {"view1": batch["image"][:, 0], "view2": batch["image"][:, 1], "label": batch["label"],
+                   "mask": batch["mask"]}
+
+    return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
+
+
+def make_batches(objective: str, config: Config, seed: int, source: Optional[HierarchySource] = None):
+    """``position -> iterator`` of host batches for ``objective`` (the ``train()`` protocol)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if config.dataset == "imagenet2012":
+        return imagenet_batches(objective, config, seed)
+    if source is None:
+        raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
+    return synthetic_batches(objective, source, config, seed)
+
+
+def check_imagenet(config: Config) -> None:
+    """Raise ``FileNotFoundError`` with the preparation steps unless ``data_dir`` holds a prepared imagenet2012."""
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder("imagenet2012", data_dir=config.data_dir)
+    if not builder.is_prepared():
+        raise FileNotFoundError(
+            f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
+            "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
+            "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
+            "--set data_dir=DATA_DIR (see docs/api/train_imagenet_hierarchy.md), or use --config cpu_small.")
+
+
+# --------------------------------------------------------------------------------------------
+# Model and objective
+# --------------------------------------------------------------------------------------------
+
+
+def model_kwargs(objective: str, config: Config) -> dict:
+    """Keyword overrides of ``get_model(config.model, ...)``: no classifier; a projection head for simclr."""
+    kw: dict = {"num_classes": None}
+    if objective == "simclr":
+        kw["projection_dims"] = tuple(config.projection_dims)
+    if config.stage_sizes is not None:
+        kw["stage_sizes"] = tuple(config.stage_sizes)
+    return kw
+
+
+def make_model(objective: str, config: Config):
+    """The encoder of ``objective`` (see :func:`model_kwargs`)."""
+    return get_model(config.model, **model_kwargs(objective, config))
+
+
+def make_objective(objective: str, config: Config):
+    """The :mod:`gensim_jax.training` objective for ``objective``."""
+    if objective == "gensim":
+        return GenSimRegression(target=gensim_target(config), input_key="image", output="embedding",
+                                similarity="cosine")
+    if objective == "class_triplet":
+        return TripletObjective(form=config.triplet_form, distance=config.triplet_distance, output="embedding")
+    if objective == "simclr":
+        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
+    raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+
+
+def init_variables(model, config: Config, seed: int) -> dict:
+    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
+    return _common.init_variables(model, config.image_size, seed)
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
+    """``(images, labels)`` of the held-out evaluation set.
+
+    Synthetic: ``eval_per_leaf`` fresh images per class (``image_seed = eval_seed``), uint8.
+    ImageNet: the first ``eval_num_images`` of ``eval_split`` with the central crop, normalised
+    float16 (to halve host memory; 10,000 images at 224 take 3 GB).
+    """
+    if config.dataset == "synthetic":
+        src = HierarchySource(config, config.eval_per_leaf, image_seed=config.eval_seed)
+        return src.images, src.label
+    from gensim_jax.data.imagenet import imagenet_dataset
+    from gensim_jax.data.pipelines import as_numpy
+
+    b = min(config.eval_batch_size, config.eval_num_images)
+    steps = -(-config.eval_num_images // b)
+    images, labels = [], []
+    for batch in as_numpy(imagenet_dataset(config.eval_split, b, seed=config.eval_seed, train=False,
+                                           data_dir=config.data_dir, image_size=config.image_size,
+                                           num_steps=steps)):
+        keep = batch["mask"]
+        images.append(batch["image"][keep].astype(np.float16))
+        labels.append(batch["label"][keep])
+    images, labels = np.concatenate(images)[:config.eval_num_images], np.concatenate(labels)[:config.eval_num_images]
+    return images, labels.astype(np.int32)
+
+
+def _as_model_input(images: np.ndarray) -> np.ndarray:
+    return preprocess(images) if images.dtype == np.uint8 else images.astype(np.float32)
+
+
+def pixel_embedding(images: np.ndarray, size: int) -> np.ndarray:
+    """Model-free baseline: the (normalised) images area-averaged to ``size x size``, flattened ``(N, size*size*3)``."""
+    x = np.asarray(images)
+    n, s = x.shape[0], x.shape[1]
+    out = []
+    for start in range(0, n, 500):
+        chunk = _as_model_input(x[start:start + 500])
+        edges = np.linspace(0, s, size + 1).round().astype(int)
+        rows = np.add.reduceat(chunk, edges[:-1], axis=1) / np.diff(edges)[None, :, None, None]
+        cells = np.add.reduceat(rows, edges[:-1], axis=2) / np.diff(edges)[None, None, :, None]
+        out.append(cells.reshape(len(chunk), -1))
+    return np.concatenate(out)
+
+
+def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
+    """``embed_images`` (penultimate layer) of the held-out images, in chunks of at most 2,000 images."""
+    out = []
+    for start in range(0, len(images), 2000):
+        out.append(embed_images(model, variables, _as_model_input(images[start:start + 2000]), batch_size=batch_size))
+    return np.concatenate(out)
+
+
+def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Config) -> dict:
+    """Per-level decoding (:func:`decode_levels`, uniform chance) and both aggregates.
+
+    Returns ``{"levels": [{level, num_labels, accuracy, chance_uniform, chance_majority,
+    fold_accuracies}], "score_uniform", "score_majority"}``.
+    """
+    tree, nodes = class_tree(config)
+    res = decode_levels(embeddings, labels, tree, nodes, folds=config.eval_folds, seed=config.eval_seed,
+                        chance="uniform", n_jobs=config.svm_n_jobs)
+    levels = [{"level": r.level, "num_labels": r.num_labels, "accuracy": r.accuracy, "chance_uniform": r.chance,
+               "chance_majority": r.majority, "fold_accuracies": list(r.fold_accuracies)} for r in res.levels]
+    acc = np.array([r["accuracy"] for r in levels])
+    acc = np.maximum(acc, 0.5 / len(labels))  # the floor decode_levels applies (log of a zero accuracy)
+    score_majority = aggregate_score(acc, [r["chance_majority"] for r in levels])
+    return {"levels": levels, "score_uniform": float(res.score), "score_majority": float(score_majority)}
+
+
+# --------------------------------------------------------------------------------------------
+# Driver
+# --------------------------------------------------------------------------------------------
+
+
+def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = True) -> dict:
+    """Train every objective ``num_runs`` times, evaluate, write ``config.json``, ``results.json``, ``imagenet_hierarchy.png``.
+
+    Each run lives in ``workdir/<objective>/run<r>`` (``config.json`` with its seed ``seed + r``,
+    ``metrics.jsonl``, checkpoints: an interrupted call resumes; ``export/`` with the trained
+    variables and the model description for evaluation). Returns the results dict.
+    """
+    config = _validate(config)
+    if config.dataset == "imagenet2012":
+        check_imagenet(config)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "config.json").write_text(json.dumps({"seed": config.seed, "config": dataclasses.asdict(config)},
+                                                    indent=2))
+    steps = num_steps(config)
+    source = (HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
+              if config.dataset == "synthetic" else None)
+    images, labels = heldout_images(config)
+    mesh = None
+    if jax.device_count() > 1:
+        from gensim_jax import parallel
+
+        mesh = parallel.make_mesh()
+
+    evals: dict = {"pixels": [evaluate_embedding(pixel_embedding(images, config.pixel_size), labels, config)]}
+    runs: dict = {}
+    start = time.perf_counter()
+    for r in range(config.num_runs):
+        seed = config.seed + r
+        for name in config.objectives:
+            run_dir = workdir / name / f"run{r}"
+            model = make_model(name, config)
+            variables = init_variables(model, config, seed)
+            state = create_train_state(model, optax.adam(config.learning_rate), jax.random.key(seed),
+                                       variables=variables)
+            if r == 0 and name == config.objectives[0]:
+                emb = model_embedding(model, state.variables, images, config.eval_batch_size)
+                evals["initial"] = [evaluate_embedding(emb, labels, config)]
+            result, record = _common.train_and_export(
+                state, make_objective(name, config), make_batches(name, config, seed, source),
+                experiment="imagenet_hierarchy", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir,
+                config=config, model_name=config.model, model_kwargs=model_kwargs(name, config),
+                image_size=config.image_size, progress=progress, mesh=mesh, checkpoint_every=config.checkpoint_every)
+            emb = model_embedding(model, result.state.variables, images, config.eval_batch_size)
+            evals.setdefault(name, []).append(evaluate_embedding(emb, labels, config))
+            runs.setdefault(name, []).append(record)
+            del result, state
+    train_seconds = time.perf_counter() - start
+
+    tree, nodes = class_tree(config)
+    results = {
+        "experiment": "imagenet_hierarchy",
+        "config": dataclasses.asdict(config),
+        "seed": config.seed,
+        "num_steps": steps,
+        "num_classes": int(len(nodes)),
+        "num_eval_images": int(len(labels)),
+        "eval_label_counts": np.bincount(labels, minlength=len(nodes)).tolist(),
+        "summary": {name: _aggregate(per_run) for name, per_run in evals.items()},
+        "per_run": evals,
+        "training": runs,
+        "train_seconds": train_seconds,
+    }
+    (workdir / "results.json").write_text(json.dumps(results, indent=2))
+    _plot(workdir / "imagenet_hierarchy.png", results)
+    return results
+
+
+def _aggregate(per_run: list) -> dict:
+    """Mean and standard deviation over runs of the per-level accuracies and the two aggregates."""
+    first = per_run[0]["levels"]
+    acc = np.array([[lv["accuracy"] for lv in run["levels"]] for run in per_run], float)
+    out = {
+        "levels": [lv["level"] for lv in first],
+        "num_labels": [lv["num_labels"] for lv in first],
+        "chance_uniform": [lv["chance_uniform"] for lv in first],
+        "chance_majority": [lv["chance_majority"] for lv in first],
+        "accuracy": acc.mean(axis=0).tolist(),
+        "accuracy_std": (acc.std(axis=0, ddof=1) if len(acc) > 1 else np.zeros(acc.shape[1])).tolist(),
+        "runs": len(per_run),
+    }
+    for key in ("score_uniform", "score_majority"):
+        v = np.array([run[key] for run in per_run], float)
+        out[key] = float(v.mean())
+        out[key + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    return out
+
+
+def _plot(path: Path, results: dict) -> None:
+    """Fig. 4B style: aggregate ``sum_l log(a_l / c_l)`` per row (bars, std over runs), and Fig. S3 per level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = results["summary"]
+    names = list(summary)
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.6]})
+    x = np.arange(len(names))
+    w = 0.38
+    for k, (key, label) in enumerate((("score_uniform", "chance 1/n_l"), ("score_majority", "chance = majority"))):
+        ax[0].bar(x + (k - 0.5) * w, [summary[n][key] for n in names], w,
+                  yerr=[summary[n][key + "_std"] for n in names], label=label)
+    ax[0].axhline(0, color="grey", lw=0.8)
+    ax[0].set_xticks(x, names, rotation=20)
+    ax[0].set(title="Accuracy over chance across tree levels", ylabel="sum_l log(a_l / c_l)")
+    ax[0].legend(fontsize=8)
+    first = summary[names[0]]
+    levels = np.array(first["levels"])
+    for n in names:
+        s = summary[n]
+        ax[1].errorbar(levels, s["accuracy"], yerr=s["accuracy_std"], marker="o", ms=3, lw=1, capsize=2, label=n)
+    ax[1].plot(levels, first["chance_uniform"], "r--", lw=1, label="chance 1/n_l")
+    ax[1].plot(levels, first["chance_majority"], "r:", lw=1, label="majority")
+    ax[1].set(title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
+              f"{results['config']['eval_folds']}-fold CV)", xlabel="tree level (depth)", ylabel="accuracy",
+              ylim=(0, 1.02))
+    ax[1].set_xticks(levels)
+    ax[1].legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def format_table(results: dict) -> str:
+    """Row x per-level accuracy and the two aggregates (mean +- std over runs), as Markdown."""
+    summary = results["summary"]
+    first = next(iter(summary.values()))
+    levels = first["levels"]
+
+    def cell(mean, std, runs, fmt="{:.3f}"):
+        return (fmt + " +- " + fmt).format(mean, std) if runs > 1 else fmt.format(mean)
+
+    head = " | ".join(f"L{lv} ({n})" for lv, n in zip(levels, first["num_labels"]))
+    lines = [f"Hierarchy decoding ({results['config']['dataset']}, {results['num_eval_images']} held-out images; "
+             f"level (labels): accuracy):",
+             f"| row | runs | {head} | sum log(a/c), uniform | sum log(a/c), majority |",
+             "|---|---|" + "---|" * len(levels) + "---|---|",
+             "| chance (uniform) | | " + " | ".join(f"{c:.3f}" for c in first["chance_uniform"]) + " | 0 | |",
+             "| chance (majority) | | " + " | ".join(f"{c:.3f}" for c in first["chance_majority"]) + " | | 0 |"]
+    for name, s in summary.items():
+        accs = [cell(m, sd, s["runs"]) for m, sd in zip(s["accuracy"], s["accuracy_std"])]
+        lines.append(f"| {name} | {s['runs']} | " + " | ".join(accs) + " | "
+                     + cell(s["score_uniform"], s["score_uniform_std"], s["runs"], "{:.2f}") + " | "
+                     + cell(s["score_majority"], s["score_majority_std"], s["runs"], "{:.2f}") + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["CONFIGS", "Config", "HierarchySource", "OBJECTIVES", "check_imagenet", "class_attributes", "class_tree",
+           "evaluate_embedding", "format_table", "gensim_target", "get_config", "heldout_images", "hierarchy_images",
+           "hierarchy_log_table", "imagenet_batches", "imagenet_triplet_batches", "init_variables", "make_batches",
+           "make_model", "make_objective", "model_embedding", "model_kwargs", "next_other_class", "num_steps",
+           "num_train_images", "pixel_embedding", "preprocess", "synthetic_batches", "train_and_evaluate"]

@@ -1,0 +1,387 @@
+"""Experiment: quadrilateral shape regularity (paper Sec. 3.1, Fig. 2, Appendix L).
+
+A CORnet is trained on quadrilaterals of the 11 reference shapes of Sable-Meyer et al. (2021)
+(continuous rotations and scalings; the test-trial combinations are held out, see
+:func:`gensim_jax.stimuli.quadrilaterals.sample_training_stimuli`) with one of three objectives,
+then tested on the seeded oddball trials (:func:`~gensim_jax.stimuli.quadrilaterals.oddball_test_set`)
+with the protocol of :mod:`gensim_jax.evaluation.oddball`:
+
+``gensim``
+    GenSim by distance regression (Appendix L): over the pairs of a batch,
+    ``(||z_i - z_j||_2 - ||f_i - f_j||_2)^2`` where ``f`` is the 22-dim binary geometric feature
+    vector of the shape (4 right angles, 6 parallel pairs, 6 equal sides, 6 equal angles; paper
+    Table 1). The Euclidean feature distance is the limit of the Beta-Bernoulli generative
+    similarity (paper Eq. I10: ``log s -> -||f_i - f_j||^2``). Mean over all ``B^2`` entries
+    including the zero diagonal (``gensim_exclude_diagonal=False``), as the authors' ``cdist`` +
+    MSE; ``True`` gives the ``B (B - 1)`` pair mean of Eq. 2.
+``supervised``
+    Cross entropy on the 11 shape classes (Appendix L, after Sable-Meyer et al. 2021): with a
+    pretrained CORnet-S the 11 classes are *added* to its 1000-way ImageNet read-out
+    (:func:`gensim_jax.models.extend_classifier`, labels 1000..1010); from scratch the read-out
+    is 11-way.
+``simclr``
+    SimCLR (Appendix L): two views by rotation, random resized crop, horizontal flip and Gaussian
+    blur (no colour distortion: the images are grey), the InfoNCE of Appendix L
+    (``simclr_variant="cross_view"``) on a projection head.
+
+The oddball embedding of every model is the pooled IT output (``"embedding"``, 512-d): the
+penultimate layer, the one Sable-Meyer et al. read out. Reported per model (10 runs in the paper):
+error rate per shape (Fig. 2B), Spearman rho(9) with the irregularity rank (paper: GenSim 0.88,
+supervised 0.472), correlation with human and baboon error rates and the t-test across runs
+(Fig. 2C, t(18) for 10 runs). ``pixels`` (raw pixels as the embedding), ``initial`` (the network
+before training) and, with ``pretrained``, ``pretrained`` rows are baselines.
+
+Configs: ``paper`` (CORnet-S at 224 x 224, Adam, learning rate 5e-4 for GenSim and SimCLR and
+5e-6 for supervised, 13 epochs, 10 runs; the paper fine-tunes the ImageNet-pretrained CORnet-S,
+so pass ``pretrained=/path/cornet_s-1d3f7974.pth``: no weights can be downloaded here) and
+``cpu_small`` (the README demo: CORnet-Z, the smallest CORnet, from scratch at 64 x 64, a few
+minutes on 2 CPU cores). Values the paper does not give are ours and marked so in ``Config``.
+
+Declaration :data:`EXPERIMENT`; run with ``gensim-jax train quadrilaterals --config cpu_small``
+(``python -m train`` in a checkout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Optional
+
+import jax
+import numpy as np
+
+from gensim_jax.data.sources import GreyImageSource
+from gensim_jax.evaluation import figures
+from gensim_jax.evaluation import oddball as ob
+from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.experiments import _common
+from gensim_jax.experiments._common import preprocess
+from gensim_jax.models import extend_classifier, get_model
+from gensim_jax.stimuli import quadrilaterals as quads
+from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
+from gensim_jax.training.experiment import Experiment, TrainConfig
+
+OBJECTIVES = ("gensim", "supervised", "simclr")
+PRETRAINED_NOTE = (
+    "No pretrained weights can be downloaded here, so the CORnet is trained from scratch. The paper "
+    "fine-tunes the ImageNet CORnet-S; with its PyTorch checkpoint: python -m train quadrilaterals "
+    "--config paper --set pretrained=/path/to/cornet_s-1d3f7974.pth")
+NUM_SHAPES = len(quads.SHAPE_NAMES)
+IMAGENET_CLASSES = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(TrainConfig):
+    """Appendix L: CORnet-S, Adam (5e-4 GenSim/SimCLR, 5e-6 supervised), 13 epochs, 10 runs.
+
+    ``learning_rate`` is the rate of every objective whose own ``lr_<objective>`` is None.
+    """
+
+    seed: int = 0
+    num_runs: int = 10
+    objectives: tuple = OBJECTIVES
+    model: str = "cornet_s"
+    cornet_times: Optional[tuple] = None  # CORnet-S recurrent steps (V2, V4, IT); reference (2, 4, 2)
+    pretrained: Optional[str] = None  # PyTorch CORnet-S checkpoint (.pth / .safetensors) to fine-tune
+    image_size: int = 224
+    num_train_images: int = 11_000  # ours: 1,000 per shape (the paper does not give the number)
+    epochs: float = 13.0
+    num_steps: Optional[int] = None  # overrides epochs when set
+    batch_size: int = 64  # ours (not given)
+    learning_rate: float = 5e-4
+    lr_gensim: Optional[float] = None
+    lr_supervised: Optional[float] = 5e-6
+    lr_simclr: Optional[float] = None
+    rotation_range_deg: tuple = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
+    scale_range: tuple = (0.85, 1.15)  # covers the test scales 0.875..1.125
+    # gensim
+    gensim_exclude_diagonal: bool = False
+    # simclr
+    simclr_temperature: float = 0.5
+    simclr_variant: str = "cross_view"
+    projection_dims: tuple = (512, 128)
+    projection_batchnorm: bool = True  # SimCLR's head; without it a from-scratch CORnet collapses at once
+    crop_scale: tuple = (0.08, 1.0)
+    simclr_rotation_deg: float = 45.0
+    blur_p: float = 0.5
+    # evaluation
+    eval_seed: int = 0
+    eval_trials_per_condition: int = 10  # 11 shapes x 4 deviants x 10 = 440 trials
+    eval_batch_size: int = 128
+    checkpoint_every: int = 1000
+
+
+CONFIGS = {
+    "paper": Config(),
+    # The README demo: CORnet-Z from scratch at 64 x 64, 2,200 images, 2 runs; minutes on 2 CPU cores.
+    # From scratch every objective uses Adam 1e-3 (5e-6 is a fine-tuning rate).
+    "cpu_small": Config(
+        num_runs=2, model="cornet_z", image_size=64, num_train_images=2_200, num_steps=120, batch_size=32,
+        learning_rate=1e-3, lr_supervised=None, projection_dims=(256, 64), crop_scale=(0.3, 1.0),
+        eval_trials_per_condition=10, eval_batch_size=220, checkpoint_every=10_000,
+    ),
+}
+#: ``make demo``: ``cpu_small`` with GenSim and the supervised baseline only (SimCLR, the slowest
+#: objective because of its host-side augmentation, is left to ``cpu_small``).
+CONFIGS["demo"] = dataclasses.replace(CONFIGS["cpu_small"], objectives=("gensim", "supervised"))
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+
+def training_source(config: Config, seed: int) -> GreyImageSource:
+    """``num_train_images`` rendered training quadrilaterals (reference shapes, test grid held out).
+
+    Metadata: ``label`` (shape index 0..10, :data:`~gensim_jax.stimuli.quadrilaterals.SHAPE_NAMES`
+    order) and ``features`` (22 binary geometric features, float32).
+    """
+    stim = quads.sample_training_stimuli(np.random.default_rng(seed), config.num_train_images,
+                                         rotation_range_deg=tuple(config.rotation_range_deg),
+                                         scale_range=tuple(config.scale_range))
+    images = np.empty((config.num_train_images, config.image_size, config.image_size), np.uint8)
+    vertices = stim.vertices()
+    chunk = 512  # bounds the float32 render buffer (512 x 224 x 224 x 4 B = 100 MB)
+    for start in range(0, config.num_train_images, chunk):
+        stop = min(start + chunk, config.num_train_images)
+        grey = quads.render_quadrilaterals(vertices[start:stop], stim.rotation_deg[start:stop],
+                                           stim.scale[start:stop], config.image_size)
+        images[start:stop] = np.round(grey * 255.0).astype(np.uint8)
+    return GreyImageSource(images, label=stim.shape.astype(np.int32), features=stim.features.astype(np.float32))
+
+
+def make_batches(objective: str, source: GreyImageSource, config: Config, seed: int):
+    """``position -> iterator`` of host batches for ``objective`` (the ``train()`` protocol)."""
+    from gensim_jax.data import pipelines
+    from gensim_jax.data.augment import simclr_augment
+
+    b = config.batch_size
+    label_offset = IMAGENET_CLASSES if config.pretrained else 0
+
+    def gensim(position: int) -> Iterator[dict]:
+        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["features"], start_step=position)
+        for batch in pipelines.as_numpy(ds):
+            yield {"image": preprocess(batch["image"]), "features": batch["features"], "mask": batch["mask"]}
+
+    def supervised(position: int) -> Iterator[dict]:
+        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position)
+        for batch in pipelines.as_numpy(ds):
+            yield {"image": preprocess(batch["image"]), "label": batch["label"] + label_offset, "mask": batch["mask"]}
+
+    def simclr(position: int) -> Iterator[dict]:
+        s = config.image_size
+        aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
+                             rotation_deg=config.simclr_rotation_deg, fill_value=0.0)  # black canvas
+        yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
+
+    return {"gensim": gensim, "supervised": supervised, "simclr": simclr}[objective]
+
+
+def make_objective(objective: str, config: Config):
+    """The :mod:`gensim_jax.training` objective for ``objective``."""
+    if objective == "gensim":
+        return DistanceRegression(input_key="image", feature_key="features", embedding_distance="euclidean",
+                                  feature_distance="euclidean", exclude_diagonal=config.gensim_exclude_diagonal)
+    if objective == "supervised":
+        return CrossEntropy(input_key="image", label_key="label")
+    if objective == "simclr":
+        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
+    raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+
+
+def model_kwargs(objective: Optional[str], config: Config) -> dict:
+    """Registry keyword arguments of the encoder for ``objective`` (None: the bare encoder)."""
+    kw: dict = {"num_classes": None}
+    if config.cornet_times is not None:
+        kw["times"] = tuple(config.cornet_times)
+    if objective == "supervised":
+        kw["num_classes"] = IMAGENET_CLASSES + NUM_SHAPES if config.pretrained else NUM_SHAPES
+    if objective == "simclr":
+        kw["projection_dims"] = tuple(config.projection_dims)
+        kw["projection_batchnorm"] = bool(config.projection_batchnorm)
+    return kw
+
+
+def pretrained_variables(objective: Optional[str], config: Config, seed: int) -> dict:
+    """Variables of ``config.pretrained`` (a PyTorch CORnet checkpoint) prepared for ``objective``.
+
+    Supervised: the 11 shape classes are appended to the 1000-way read-out (Appendix L,
+    :func:`~gensim_jax.models.extend_classifier`); otherwise the read-out is dropped.
+    """
+    from gensim_jax.models.torch_import import load_pretrained
+
+    kw = model_kwargs(objective, config)
+    key = jax.random.key(seed)
+    _, variables = load_pretrained(config.model, config.pretrained, strict=kw.get("projection_dims") is None,
+                                   rng=key, **{**kw, "num_classes": IMAGENET_CLASSES})
+    variables = dict(variables)
+    if objective == "supervised":  # Appendix L: 11 new categories added to the ImageNet read-out
+        return extend_classifier(variables, NUM_SHAPES, jax.random.fold_in(key, 1))
+    params = dict(variables["params"])
+    params.pop("classifier", None)
+    variables["params"] = params
+    return variables
+
+
+# --------------------------------------------------------------------------------------------
+# Evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def test_trials(config: Config) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(images (T, 6, S, S) uint8, deviant position (T,), shape names (T,))`` of the seeded oddball test set."""
+    trials = quads.oddball_test_set(seed=config.eval_seed, trials_per_condition=config.eval_trials_per_condition)
+    images = np.round(trials.images(config.image_size) * 255.0).astype(np.uint8)
+    names = [quads.SHAPE_NAMES[s] for s in trials.shape]
+    return images, trials.deviant_position.astype(np.int64), names
+
+
+def trial_error_rates(embed, trials) -> np.ndarray:
+    """``(11,)`` error rates of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``trials``."""
+    images, deviant, names = trials
+    t, n, s = images.shape[:3]
+    flat = np.repeat(images.reshape(t * n, s, s)[..., None], 3, axis=-1)
+    e = embed(flat).reshape(t, n, -1)
+    return ob.error_rates_by_shape(e, deviant, names)["error_rate"]
+
+
+def _model_embed(model, variables, batch_size):
+    return lambda images: embed_images(model, variables, preprocess(images), batch_size=batch_size)
+
+
+def _pixel_embed(images: np.ndarray) -> np.ndarray:
+    return images[..., 0].reshape(len(images), -1).astype(np.float32) / 255.0
+
+
+# --------------------------------------------------------------------------------------------
+# Declaration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Data:
+    """What every run shares: the rendered training images and the oddball test trials."""
+
+    source: GreyImageSource
+    trials: tuple
+
+
+class Quadrilaterals(Experiment):
+    """Quadrilateral shape regularity: GenSim vs supervised vs SimCLR on the oddball test (paper Fig. 2)."""
+
+    name = "quadrilaterals"
+    Config = Config
+    CONFIGS = CONFIGS
+    OBJECTIVES = OBJECTIVES
+
+    def validate(self, config: Config) -> Config:
+        super().validate(config)
+        if config.batch_size < 2 or config.batch_size > config.num_train_images:
+            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
+                             f"got {config.batch_size}")
+        if config.image_size < 32:
+            raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+        if not config.model.startswith("cornet_"):
+            raise ValueError(f"model must be a CORnet (cornet_z, cornet_rt, cornet_s), got {config.model!r}")
+        if config.cornet_times is not None and config.model != "cornet_s":
+            raise ValueError(f"cornet_times applies to cornet_s only, got model {config.model!r}")
+        for name in ("lr_gensim", "lr_supervised", "lr_simclr"):
+            value = getattr(config, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive (or null: learning_rate), got {value}")
+        if config.eval_trials_per_condition < 1:
+            raise ValueError(f"eval_trials_per_condition must be >= 1, got {config.eval_trials_per_condition}")
+        return config
+
+    def intro(self, config: Config) -> Optional[str]:
+        return None if config.pretrained else PRETRAINED_NOTE
+
+    def prepare(self, config: Config) -> Data:
+        return Data(training_source(config, config.seed), test_trials(config))
+
+    def num_train_examples(self, config: Config, data: Data) -> int:
+        return config.num_train_images
+
+    def learning_rate(self, arm: str, config: Config) -> float:
+        own = getattr(config, f"lr_{arm}")
+        return float(config.learning_rate if own is None else own)
+
+    def model(self, arm: str, config: Config):
+        kw = model_kwargs(arm, config)
+        return get_model(config.model, **kw), config.model, kw
+
+    def init_variables(self, arm: str, config: Config, model, seed: int) -> dict:
+        if config.pretrained:
+            return pretrained_variables(arm, config, seed)
+        return super().init_variables(arm, config, model, seed)
+
+    def objective(self, arm: str, config: Config):
+        return make_objective(arm, config)
+
+    def batches(self, arm: str, config: Config, data: Data, seed: int):
+        return make_batches(arm, data.source, config, seed)
+
+    def baselines(self, config: Config, data: Data) -> dict:
+        kw = model_kwargs(None, config)
+        model = get_model(config.model, **kw)
+        variables = (pretrained_variables(None, config, config.seed) if config.pretrained
+                     else super().init_variables(None, config, model, config.seed))
+        name = "pretrained" if config.pretrained else "initial"
+        return {"pixels": [trial_error_rates(_pixel_embed, data.trials)],
+                name: [trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)]}
+
+    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int):
+        return trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)
+
+    def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
+        return {"num_trials": int(data.trials[0].shape[0]),
+                "summary": ob.oddball_summary({name: np.stack(v) for name, v in evaluations.items()}),
+                "training": training}
+
+    def plot(self, results: dict, path) -> None:
+        cfg = results["config"]
+        figures.plot_oddball(results["summary"], path, title=f"Oddball error per shape: {cfg['model']}, "
+                                                             f"{cfg['image_size']} px, {cfg['num_runs']} run(s)")
+
+    def format_table(self, results: dict) -> str:
+        return format_table(results)
+
+
+def _fmt(v, spec=".3f") -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def format_table(results: dict) -> str:
+    """Two Markdown tables: the summary per model (Fig. 2B/2C statistics) and the error rate per shape."""
+    s = results["summary"]
+    models = s["models"]
+    lines = [f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}); "
+             "rho = Spearman with irregularity rank (paper: GenSim 0.88, supervised 0.472); "
+             "r = Pearson with the pooled human / baboon error rates, mean over runs; "
+             "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).", "",
+             "| model | runs | mean error | rho(9) | p | r human | r baboon | t (dof) | p(t) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, m in models.items():
+        reg, cmp_ = m["regularity"], m["comparison"]
+        lines.append(
+            f"| {name} | {m['runs']} | {np.mean(m['error_rate_mean']):.3f} | "
+            f"{_fmt(reg and reg['rho'], '.2f')} | {_fmt(reg and reg['p'], '.3g')} | "
+            f"{_fmt(m['r_human_mean'], '.2f')} | {_fmt(m['r_baboon_mean'], '.2f')} | "
+            + (f"{cmp_['t']:.2f} ({cmp_['dof']}) | {cmp_['p']:.3g} |" if cmp_ else "n/a | n/a |"))
+    lines += ["", "Error rate per shape (most to least regular):", "",
+              "| shape | humans | baboons | " + " | ".join(models) + " |",
+              "|---|---|---|" + "---|" * len(models)]
+    if not results["config"].get("pretrained"):
+        lines.insert(1, "\n" + PRETRAINED_NOTE + "\n")
+    for i, shape in enumerate(s["shapes"]):
+        cells = [f"{models[n]['error_rate_mean'][i]:.3f}" for n in models]
+        lines.append(f"| {shape} | {s['human_error_rate'][i]:.3f} | {s['baboon_error_rate'][i]:.3f} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+EXPERIMENT = Quadrilaterals()
+
+__all__ = ["CONFIGS", "Config", "EXPERIMENT", "OBJECTIVES", "Quadrilaterals", "format_table", "make_batches",
+           "make_objective", "model_kwargs", "pretrained_variables", "test_trials", "trial_error_rates",
+           "training_source"]

@@ -1,0 +1,215 @@
+"""The one runner: any :class:`~gensim_jax.training.experiment.Experiment` becomes a run, on any cluster.
+
+:func:`run_experiment` is what ``gensim-jax train`` (``python -m train``) executes for every
+experiment.  It is the same code on one CPU, on 8 simulated devices, on several local processes
+and on a SLURM or TPU-pod cluster:
+
+1. the device mesh from the config (``mesh_data x mesh_fsdp``; one device is a mesh of one), with
+   the global ``batch_size`` checked against the devices and processes;
+2. ``workdir/config.json`` (process 0), then the experiment's shared data (``prepare``);
+3. for every run ``r`` (seed ``seed + r``) and every arm: the encoder in the compute ``dtype``,
+   the optimizer of the config (:mod:`~gensim_jax.training.optim`), the state, ONE jitted step per
+   model, optimizer and objective structure (scalar hyperparameters such as a temperature or a
+   loss weight are traced, so a whole sweep and every seed share one compile), the loop of
+   :func:`~gensim_jax.training.loop.train` with checkpoints and exact resume in
+   ``workdir/<arm>/run<r>``, each process feeding its own rows of every global batch;
+4. the trained variables gathered to the host (FSDP leaves included), exported to
+   ``<run>/export`` (process 0) and evaluated;
+5. ``results.json`` and the figure (process 0).
+
+Multi-process runs call :func:`gensim_jax.parallel.initialize_distributed` before anything touches
+a device (the CLI does, from flags or from the SLURM / TPU / Open MPI environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gensim_jax import parallel
+from gensim_jax.training.experiment import Experiment
+from gensim_jax.training.export import export_variables
+from gensim_jax.jsonable import to_jsonable
+from gensim_jax.training.loop import read_metrics, save_run_config, train
+from gensim_jax.training.optim import make_optimizer
+from gensim_jax.training.state import create_train_state
+from gensim_jax.training.step import jit_train_step
+
+__all__ = ["run_experiment", "make_run_mesh", "process_local_batches", "compute_dtype_model", "StepCache"]
+
+
+def make_run_mesh(config) -> jax.sharding.Mesh:
+    """The ``(data, fsdp)`` mesh of ``config`` over all devices of all processes.
+
+    Raises ``ValueError`` when the mesh does not match the devices, or the global batch does not
+    divide over the devices and processes.
+    """
+    mesh = parallel.make_mesh(config.mesh_data, config.mesh_fsdp)
+    n, pc = mesh.devices.size, jax.process_count()
+    if config.batch_size % n or config.batch_size % pc:
+        raise ValueError(f"batch_size={config.batch_size} (the global batch) must be divisible by the {n} devices "
+                         f"of the mesh and the {pc} processes; choose a multiple of {int(np.lcm(n, pc))}")
+    return mesh
+
+
+def process_local_batches(factory: Callable[[int], Iterable[Mapping[str, Any]]],
+                          global_batch: int) -> Callable[[int], Iterable[dict]]:
+    """``position -> iterator`` of this process's rows of every global batch of ``factory``.
+
+    Process ``i`` of ``P`` keeps rows ``[i B/P, (i+1) B/P)`` (:func:`parallel.process_batch_slice`);
+    :func:`parallel.shard_batch` reassembles the global array, so every process sees the same
+    global batch as a single-process run.  One process: ``factory`` itself.
+    """
+    if jax.process_count() == 1:
+        return factory
+    rows = parallel.process_batch_slice(global_batch)
+
+    def local(position: int):
+        for batch in factory(position):
+            out = {}
+            for k, v in batch.items():
+                v = np.asarray(v)
+                if v.shape[:1] != (global_batch,):
+                    raise ValueError(f"batch[{k!r}] has {v.shape[:1]} rows; the global batch is {global_batch}")
+                out[k] = v[rows]
+            yield out
+
+    return local
+
+
+def compute_dtype_model(model, dtype: str):
+    """``model`` computing in ``dtype`` (``"float32"``: unchanged); parameters stay float32.
+
+    Raises ``ValueError`` when ``dtype`` is not float32 and the module has no ``dtype`` field.
+    """
+    if dtype == "float32":
+        return model
+    if not hasattr(model, "dtype"):
+        raise ValueError(f"dtype={dtype!r}: the model {type(model).__name__} has no compute-dtype field")
+    return model.clone(dtype=jnp.dtype(dtype))
+
+
+class StepCache:
+    """Jitted steps shared by runs: one per (model, optimizer, objective structure, mesh).
+
+    Runs differing only in seed, or in traced objective hyperparameters, reuse one compiled step.
+    """
+
+    def __init__(self, mesh, *, fsdp: bool = False):
+        self.mesh, self.fsdp = mesh, fsdp
+        self._steps: dict = {}
+
+    def get(self, state, objective) -> Callable:
+        key = (state.apply_fn, state.tx, jax.tree.structure(objective),
+               jax.tree.structure(state), tuple(np.shape(x) for x in jax.tree.leaves(state)))
+        jitted = self._steps.get(key)
+        if jitted is None:
+            jitted = self._steps[key] = jit_train_step(mesh=self.mesh, state=state, fsdp=self.fsdp)
+        return lambda st, batch: jitted(st, batch, objective)
+
+
+def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
+    lines = read_metrics(run_dir) if jax.process_index() == 0 else history
+    losses = [m["loss"] for m in lines if "loss" in m]
+    return {"seed": seed, "seconds": seconds, "losses": losses, "final_loss": losses[-1] if losses else None}
+
+
+def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = True,
+                   train_kwargs: Optional[Mapping[str, Any]] = None) -> dict:
+    """Train every arm of ``experiment`` ``config.num_runs`` times, evaluate, and write the results.
+
+    Args:
+      experiment: the declaration.
+      config: its config (validated again here).
+      workdir: run directory; every ``workdir/<arm>/run<r>`` holds ``config.json``, ``metrics.jsonl``,
+        ``checkpoints/`` (an interrupted call resumes) and ``export/``.
+      progress: progress bars and one line per run (process 0).
+      train_kwargs: extra keyword arguments of :func:`~gensim_jax.training.loop.train` (e.g. hooks).
+
+    Returns:
+      The results dict of ``experiment.summarize``, with ``experiment``, ``num_steps``,
+      ``training`` (per-run records) and ``train_seconds`` added; process 0 also writes it to
+      ``workdir/results.json`` and draws ``workdir/<experiment>.png``.
+    """
+    config = experiment.validate(config)
+    workdir = Path(workdir)
+    is_main = jax.process_index() == 0
+    say = (lambda msg: print(f"[{experiment.name}] {msg}", flush=True)) if (progress and is_main) else (lambda msg: None)
+    mesh = make_run_mesh(config)
+    fsdp = config.mesh_fsdp > 1
+    save_run_config(workdir, {**dataclasses.asdict(config), "experiment": experiment.name}, config.seed)
+    intro = experiment.intro(config)
+    if intro:
+        say(intro)
+
+    t_data = time.perf_counter()
+    data = experiment.prepare(config)
+    steps = experiment.num_steps(config, data)
+    say(f"prepared the data in {time.perf_counter() - t_data:.1f} s; {config.num_runs} run(s) x "
+        f"{len(experiment.arms(config))} arm(s) x {steps} steps of {config.batch_size} on "
+        f"{mesh.devices.size} device(s), {jax.process_count()} process(es)")
+
+    evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
+    training: dict = {}
+    models: dict = {}
+    optimizers: dict = {}
+    steps_cache = StepCache(mesh, fsdp=fsdp)
+    start = time.perf_counter()
+    for r in range(config.num_runs):
+        seed = config.seed + r
+        for arm in experiment.arms(config):
+            if arm not in models:
+                models[arm] = experiment.model(arm, config)
+            model, model_name, model_kwargs = models[arm]
+            lr = experiment.learning_rate(arm, config)
+            if lr not in optimizers:
+                optimizers[lr] = make_optimizer(config, steps, lr)
+            run_dir = workdir / str(arm) / f"run{r}"
+            variables = experiment.init_variables(arm, config, model, seed)
+            state = create_train_state(compute_dtype_model(model, config.dtype), optimizers[lr],
+                                       jax.random.key(seed), variables=variables)
+            objective = experiment.objective(arm, config)
+            periodic = experiment.periodic_eval(arm, config, data, model)
+            eval_every, eval_fn = periodic if periodic else (None, None)
+            say(f"{arm} run {r} (seed {seed}): {steps} steps -> {run_dir}")
+            t0 = time.perf_counter()
+            result = train(state, objective,
+                           process_local_batches(experiment.batches(arm, config, data, seed), config.batch_size),
+                           num_steps=steps, workdir=run_dir,
+                           config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
+                           seed=seed, mesh=mesh, fsdp=fsdp, checkpoint_every=config.checkpoint_every,
+                           log_every=config.log_every, eval_every=eval_every, eval_fn=eval_fn, progress=progress,
+                           step_fn=steps_cache.get(state, objective), **dict(train_kwargs or {}))
+            seconds = time.perf_counter() - t0
+            trained = parallel.gather_to_host(result.state.variables)
+            if is_main:
+                export_variables(run_dir / "export", trained, model=model_name, model_kwargs=model_kwargs,
+                                 seed=seed, objective=arm, experiment=experiment.name,
+                                 **experiment.export_info(arm, config))
+            training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
+            evaluations.setdefault(str(arm), []).append(
+                experiment.evaluate_run(arm, config, data, model, trained, seed))
+            del result, state
+    train_seconds = time.perf_counter() - start
+
+    results = dict(experiment.summarize(config, data, evaluations, training))
+    results.setdefault("experiment", experiment.name)
+    results.setdefault("config", dataclasses.asdict(config))
+    results.setdefault("seed", config.seed)
+    results.setdefault("num_steps", steps)
+    results.setdefault("training", training)
+    results["train_seconds"] = train_seconds
+    results["devices"] = parallel.device_summary()
+    results = to_jsonable(results)
+    if is_main:
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / "results.json").write_text(json.dumps(results, indent=2))
+        experiment.plot(results, workdir / f"{experiment.name}.png")
+    return results

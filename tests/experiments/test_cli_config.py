@@ -1,0 +1,315 @@
+"""``python -m train``: experiment discovery, typed config overrides, --objective/--model/--resume, and a run
+killed with SIGKILL that resumes to exactly the uninterrupted run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal, Optional
+
+import numpy as np
+import pytest
+
+from gensim_jax.experiments import overrides as _config
+from gensim_jax.experiments.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# -- discovery ------------------------------------------------------------------------------------
+
+
+def test_discovery_lists_the_modules_that_define_an_experiment(tmp_path):
+    complete = ("def train_and_evaluate(config, workdir):\n    pass\n"
+                "class Config:\n    pass\n"
+                "def get_config(name):\n    pass\n"
+                "from somewhere import format_table\n")
+    (tmp_path / "alpha.py").write_text('"""Experiment: the alpha one.\n\nMore text."""\n' + complete
+                                       + 'CONFIGS = {"paper": 1, "tiny": 2}\n')
+    (tmp_path / "beta.py").write_text(complete.replace("def get_config", "def other"))  # lacks get_config
+    (tmp_path / "_helper.py").write_text(complete)  # private
+    (tmp_path / "gamma.py").write_text(complete + "def broken(:\n")  # does not parse (being edited)
+    (tmp_path / "delta.py").write_text("def main():\n    train_and_evaluate = Config = get_config = format_table = 1\n")
+    found = _config.discover_experiments(tmp_path)
+    assert list(found) == ["alpha"]
+    assert found["alpha"].summary == "the alpha one." and found["alpha"].configs == ("paper", "tiny")
+
+    # the real train/ package: every module that has the four names, and nothing else
+    real = _config.discover_experiments()
+    expected = []
+    for path in sorted((REPO / "train").glob("*.py")):
+        text = path.read_text()
+        if not path.name.startswith("_") and all(f"def {n}(" in text or f"class {n}" in text
+                                                 for n in ("train_and_evaluate", "get_config", "format_table",
+                                                           "Config")):
+            expected.append(path.stem)
+    assert sorted(real) == expected and {"gaussian_mixture", "geoclidean"} <= set(real)
+
+
+def test_help_lists_the_experiments_and_the_fields(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for name, exp in _config.discover_experiments().items():
+        assert f"  {name}" in out and exp.summary in out
+    with pytest.raises(SystemExit):
+        main(["geoclidean", "--help"])
+    out = capsys.readouterr().out
+    assert "geoclidean config fields" in out
+    assert "num_steps" in out and "Optional[int]" in out and "cpu_small" in out
+
+
+def test_gensim_jax_train_help_lists_the_experiments():
+    out = subprocess.run([sys.executable, "-m", "gensim_jax.cli", "train", "--help"], cwd=REPO, check=True,
+                         capture_output=True, text=True).stdout
+    assert "experiments (" in out
+    for name in _config.discover_experiments():
+        assert name in out
+
+
+# -- typed overrides ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Demo:
+    steps: int = 3
+    rate: float = 0.1
+    name: str = "resnet18"
+    flag: bool = False
+    limit: Optional[int] = None
+    path: Optional[str] = None
+    sizes: tuple[int, ...] = (1, 2)
+    pair: tuple[float, float] = (0.0, 1.0)
+    anything: tuple = ("a",)
+    mode: Literal["fast", "slow"] = "fast"
+    table: dict = dataclasses.field(default_factory=dict)
+
+
+@pytest.mark.parametrize("key, text, expected", [
+    ("steps", "7", 7),
+    ("rate", "1e-3", 0.001),
+    ("rate", "2", 2.0),  # an int is a float
+    ("name", "lenet5", "lenet5"),
+    ("name", '"quoted"', "quoted"),
+    ("name", "123", "123"),  # text where a string is expected
+    ("flag", "true", True),
+    ("limit", "null", None),
+    ("limit", "5", 5),
+    ("path", "null", None),
+    ("path", "/data/x", "/data/x"),
+    ("sizes", "[4, 5, 6]", (4, 5, 6)),
+    ("pair", "[1, 2.5]", (1.0, 2.5)),
+    ("anything", '[[1, 2], "b"]', ((1, 2), "b")),
+    ("mode", "slow", "slow"),
+    ("table", '{"a": 1}', {"a": 1}),
+])
+def test_override_values_are_parsed_to_the_annotated_type(key, text, expected):
+    got = _config.parse_overrides(Demo, [f"{key}={text}"])[key]
+    assert got == expected and type(got) is type(expected)
+    if isinstance(expected, tuple):
+        assert all(type(a) is type(b) for a, b in zip(got, expected))
+
+
+@pytest.mark.parametrize("item, words", [
+    ("steps=2.5", ["steps", "expected int", "2.5", "float"]),
+    ("steps=abc", ["steps", "expected int", '"abc"']),
+    ("steps=true", ["steps", "expected int", "true", "bool"]),
+    ("rate=fast", ["rate", "expected float", '"fast"']),
+    ("flag=1", ["flag", "expected bool", "1"]),
+    ("flag=yes", ["flag", "expected bool", '"yes"']),
+    ("limit=1.5", ["limit", "expected Optional[int]", "1.5"]),
+    ("sizes=3", ["sizes", "expected tuple[int, ...]", "3"]),
+    ('sizes=[1, "x"]', ["sizes[1]", "expected int", '"x"']),
+    ("pair=[1]", ["pair", "tuple[float, float]", "2 entries", "1 entries"]),
+    ("mode=medium", ["mode", "'fast', 'slow'", '"medium"']),
+    ("table=[1]", ["table", "expected dict", "[1]"]),
+    ("stesp=3", ["unknown key 'stesp'", "did you mean steps", "KEY=VALUE"]),
+    ("steps", ["KEY=VALUE", "'steps'"]),
+])
+def test_bad_overrides_name_the_key_the_type_and_the_value(item, words):
+    with pytest.raises(_config.ConfigError) as info:
+        _config.parse_overrides(Demo, [item])
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_a_key_given_twice_is_an_error():
+    with pytest.raises(_config.ConfigError, match="steps given twice"):
+        _config.parse_overrides(Demo, ["steps=1", "steps=2"])
+
+
+def test_find_checkpoints_counts_finished_steps_only(tmp_path):
+    (tmp_path / "a" / "run0" / "checkpoints" / "4").mkdir(parents=True)
+    (tmp_path / "a" / "run0" / "checkpoints" / "12").mkdir()
+    (tmp_path / "a" / "run0" / "checkpoints" / "14.orbax-checkpoint-tmp").mkdir()
+    (tmp_path / "b" / "run0" / "checkpoints" / "6.orbax-checkpoint-tmp").mkdir(parents=True)
+    assert _config.find_checkpoints(tmp_path) == [(tmp_path / "a" / "run0" / "checkpoints", [4, 12])]
+    assert _config.find_checkpoints(tmp_path / "b") == [] and _config.find_checkpoints(tmp_path / "none") == []
+
+
+# -- the CLI: every error before anything is built -------------------------------------------------
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Experiments whose train_and_evaluate records its arguments instead of training."""
+    from gensim_jax.experiments import gaussian_mixture, geoclidean
+
+    calls = []
+
+    def fake(config, workdir, *args, **kwargs):
+        calls.append((config, Path(workdir)))
+        return {"train_seconds": 0.0}
+
+    for module in (geoclidean, gaussian_mixture):
+        monkeypatch.setattr(module, "train_and_evaluate", fake)
+        monkeypatch.setattr(module, "format_table", lambda results: "table")
+    return calls
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["geoclidean", "--config", "huge"], ["unknown config 'huge'", "cpu_small", "paper"]),
+    (["geoclidean", "--set", "image_size=64.5"], ["image_size", "expected int", "64.5"]),
+    (["geoclidean", "--set", "learning_rate=fast"], ["learning_rate", "expected float", '"fast"']),
+    (["geoclidean", "--set", "stage_sizes=2"], ["stage_sizes", "Optional[tuple]", "2"]),
+    (["geoclidean", "--set", "imag_size=64"], ["unknown key 'imag_size'", "image_size"]),
+    (["geoclidean", "--objective", "gensim,nonsense"], ["unknown objective", "'nonsense'", "simclr"]),
+    (["geoclidean", "--objective", "gensim", "--set", 'objectives=["simclr"]'], ["both --objective and --set"]),
+    (["geoclidean", "--model", "resnet9000"], ["unknown model 'resnet9000'", "lenet5"]),
+    (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model`"]),
+    (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`objectives`"]),
+    (["geoclidean", "--config", "cpu_small", "--set", "image_size=16"], ["image_size must be >= 32"]),
+    (["nonexistent_experiment"], ["invalid choice", "geoclidean"]),
+])
+def test_config_errors_stop_before_training(argv, words, no_training, capsys, tmp_path):
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--workdir", str(tmp_path / "run")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    for w in words:
+        assert w in err, (w, err)
+    assert no_training == [] and not (tmp_path / "run").exists()
+
+
+def test_flags_reach_the_config(no_training, tmp_path):
+    assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "a"), "--objective", "gensim",
+                 "--objective", "simclr,class_triplet", "--model", "lenet5", "--set", "image_size=32",
+                 "learning_rate=1", "stage_sizes=null", "--set", "projection_dims=[16, 8]"]) == 0
+    (config, workdir), = no_training
+    assert workdir == tmp_path / "a"
+    assert config.objectives == ("gensim", "simclr", "class_triplet") and config.model == "lenet5"
+    assert config.image_size == 32 and config.learning_rate == 1.0 and type(config.learning_rate) is float
+    assert config.stage_sizes is None and config.projection_dims == (16, 8)
+    # untouched fields keep the cpu_small values
+    from gensim_jax.experiments import geoclidean
+
+    assert config.batch_size == geoclidean.CONFIGS["cpu_small"].batch_size
+
+
+def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
+    workdir = tmp_path / "run"
+    (workdir / "gensim" / "run0" / "checkpoints" / "8").mkdir(parents=True)
+    (workdir / "config.json").write_text(json.dumps({"seed": 0, "config": {"num_steps": 8, "model": "lenet5"}}))
+    argv = ["geoclidean", "--config", "cpu_small", "--workdir", str(workdir), "--set", "num_steps=12",
+            "--model", "lenet5"]
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "already holds checkpoints" in err and "--resume" in err and "step 8" in err
+    assert no_training == []
+    assert main([*argv, "--resume"]) == 0
+    assert len(no_training) == 1 and no_training[0][0].num_steps == 12
+    err = capsys.readouterr().err
+    assert "resuming" in err and "num_steps: 8 -> 12" in err  # a changed config is pointed out
+    # a workdir without checkpoints needs no flag
+    assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "fresh")]) == 0
+
+
+# -- SIGKILL and --resume, through the experiment CLI ------------------------------------------------
+
+STEPS, EVERY, KILL_AT = 8, 2, 4
+RUN = ["geoclidean", "--config", "cpu_small", "--model", "lenet5", "--objective", "gensim",
+       "--set", "stage_sizes=null", "image_size=32", "num_train_images=16", "batch_size=8", f"num_steps={STEPS}",
+       f"checkpoint_every={EVERY}", "projection_dims=[16,8]", "eval_batch_size=35"]
+
+
+def _losses(run_dir: Path) -> list:
+    return [(r["step"], r["loss"]) for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
+            if "loss" in r]
+
+
+def _final_state(run_dir: Path) -> dict:
+    import orbax.checkpoint as ocp
+
+    with ocp.StandardCheckpointer() as ck:
+        return ck.restore(run_dir / "checkpoints" / str(STEPS) / "state")
+
+
+def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
+    # conftest.py sets the float32 matmul precision of this process to "highest"; the runs in
+    # subprocesses get the same setting, so that all three runs compute the same numbers
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               JAX_DEFAULT_MATMUL_PRECISION="highest")
+    ref_dir, run_dir = tmp_path / "reference", tmp_path / "killed"
+    killed = subprocess.Popen([sys.executable, "-m", "tests.experiments._sigkill", str(KILL_AT), *RUN,
+                               "--workdir", str(run_dir)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        # meanwhile, the uninterrupted run, through the same CLI in this process
+        assert main([*RUN, "--workdir", str(ref_dir)]) == 0
+        _, err = killed.communicate(timeout=300)
+        assert killed.returncode == -signal.SIGKILL, err[-3000:]
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+    run0 = run_dir / "gensim" / "run0"
+    finished = _config.find_checkpoints(run_dir)
+    assert len(finished) == 1 and finished[0][0] == run0 / "checkpoints"
+    restore_point = finished[0][1][-1]
+    assert EVERY <= restore_point <= KILL_AT and not (run_dir / "results.json").exists()
+    kept_lines = [line for line in (run0 / "metrics.jsonl").read_text().splitlines()
+                  if json.loads(line)["step"] <= restore_point]
+
+    # without --resume the CLI refuses the directory; with it the run continues from its last checkpoint
+    with pytest.raises(SystemExit) as refused:
+        main([*RUN, "--workdir", str(run_dir)])
+    assert refused.value.code == 2 and "--resume" in capsys.readouterr().err
+    resumed = subprocess.run([sys.executable, "-m", "train", *RUN, "--workdir", str(run_dir), "--resume"], cwd=REPO,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resumed from step {restore_point} of {STEPS}" in resumed.stderr
+
+    # the losses after the restore point, and every loss, are the uninterrupted run's, each step once
+    reference = _losses(ref_dir / "gensim" / "run0")
+    assert [s for s, _ in reference] == list(range(1, STEPS + 1))
+    assert _losses(run0) == reference
+    # the lines up to the restore point are the killed run's own (kept, not recomputed)
+    assert (run0 / "metrics.jsonl").read_text().splitlines()[:len(kept_lines)] == kept_lines
+    got, want = _final_state(run0), _final_state(ref_dir / "gensim" / "run0")
+    assert int(got["step"]) == int(want["step"]) == STEPS
+    flat_got, flat_want = _flatten(got), _flatten(want)
+    assert flat_got.keys() == flat_want.keys()
+    for key in flat_want:
+        np.testing.assert_array_equal(flat_got[key], flat_want[key], err_msg=key)
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["training"]["gensim"][0]["losses"] == [loss for _, loss in reference]
+
+
+def _flatten(tree, prefix="") -> dict:
+    if isinstance(tree, dict):
+        out = {}
+        for k, v in tree.items():
+            out.update(_flatten(v, f"{prefix}/{k}"))
+        return out
+    if isinstance(tree, (list, tuple)):
+        out = {}
+        for i, v in enumerate(tree):
+            out.update(_flatten(v, f"{prefix}/{i}"))
+        return out
+    return {prefix: np.asarray(tree)}

@@ -1,0 +1,140 @@
+"""The Geoclidean experiment end to end, tiny: LeNet-5 at 32 x 32, 64 images, 3 steps per objective."""
+
+import json
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+from gensim_jax.kernels.trees import gram_log_table
+from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
+from gensim_jax.training import create_train_state
+from gensim_jax.training.step import eval_step
+from gensim_jax.experiments import geoclidean as exp
+from gensim_jax.experiments.cli import main
+
+
+def tiny_config(**kw):
+    base = dict(model="lenet5", stage_sizes=None, image_size=32, num_train_images=64, batch_size=8,
+                num_steps=3, learning_rate=1e-3, projection_dims=(16, 8), eval_batch_size=35)
+    return exp.get_config("cpu_small", **{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("geoclidean")
+    results = exp.train_and_evaluate(tiny_config(), workdir, progress=False)
+    return workdir, results
+
+
+@pytest.mark.parametrize("objective", exp.OBJECTIVES)
+def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
+    workdir, results = run
+    run_dir = workdir / objective / "run0"
+    lines = [json.loads(s) for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = [m["loss"] for m in lines if "loss" in m]
+    assert len(losses) == 3 and np.all(np.isfinite(losses))
+    assert results["training"][objective][0]["losses"] == losses
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["seed"] == 0 and saved["config"]["objective"] == objective
+    assert saved["config"]["image_size"] == 32
+    from gensim_jax.training.export import load_exported
+
+    model, variables, meta = load_exported(run_dir / "export")  # checks shapes against the rebuilt model
+    assert meta["objective"] == objective and meta["model"] == "lenet5"
+    row = results["summary"]["sampler"][objective]
+    for m in ("acc_close", "acc_far", "auc_close", "auc_far"):
+        assert 0.0 <= row[m] <= 1.0
+    # the few-shot accuracy with a per-task best threshold is at least chance (all "in" or all "out")
+    assert row["acc_close"] >= 0.5 and row["acc_far"] >= 0.5
+
+
+def test_results_table_plot_and_top_level_config(run):
+    workdir, results = run
+    saved = json.loads((workdir / "results.json").read_text())
+    assert saved["config"]["num_steps"] == 3 and saved["seed"] == 0
+    assert saved["heldout_concepts"] == list(TEST_CONCEPTS)
+    assert json.loads((workdir / "config.json").read_text())["config"]["model"] == "lenet5"
+    assert (workdir / "geoclidean.png").stat().st_size > 10_000
+    table = exp.format_table(results)
+    for name in ("pixels", "initial", *exp.OBJECTIVES):
+        assert f"| {name} |" in table
+
+
+def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
+    config = tiny_config()
+    source = exp.GeoclideanSource(64, seed=0, size=32)
+    batch = next(exp.make_batches("gensim", source, config, seed=0)(0))
+    pid = np.asarray(batch["program_id"])
+
+    # each image of the batch is a training image whose stream index fixes its concept (i mod 30)
+    flat = exp.preprocess(np.repeat(source.images[..., None], 3, -1)).reshape(64, -1)
+    for row, p in zip(batch["image"], pid):
+        idx = np.flatnonzero(np.all(np.isclose(flat, row.reshape(-1)), axis=1))
+        assert len(idx) >= 1 and all(TRAIN_IDS[i % 30] == p for i in idx)
+
+    # independent target: ST log kernel table, unit transform from the training block, explicit loops
+    log_k = gram_log_table(concept_parse_trees(), kind="st", lam=1.0)
+    train_vals = [log_k[a, b] for a in TRAIN_IDS for b in TRAIN_IDS]
+    lo, hi = min(train_vals), max(train_vals)
+    expected = np.array([[(log_k[a, b] - lo) / (hi - lo) for b in pid] for a in pid])
+    objective = exp.make_objective("gensim", config)
+    got = np.asarray(objective.target(jax.device_put(dict(batch))))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    assert expected.min() >= 0 and expected.max() == pytest.approx(1.0)
+
+    # and the loss of the step is mean_{i != j} (cos(z_i, z_j) - T_ij)^2 with that target
+    model, _ = exp.make_model("gensim", config, jax.random.key(0))
+    state = create_train_state(model, optax.adam(1e-3), jax.random.key(0),
+                               variables=exp.init_variables(model, config, 0))
+    z = np.asarray(model.apply(state.variables, batch["image"])["embedding"], np.float64)
+    zn = z / np.linalg.norm(z, axis=1, keepdims=True)
+    err = (zn @ zn.T - expected) ** 2
+    off = ~np.eye(len(pid), dtype=bool)
+    metrics = eval_step(state, jax.device_put(dict(batch)), objective)
+    assert float(metrics["loss"]) == pytest.approx(err[off].mean(), rel=1e-4)
+
+
+def test_config_validation_and_cli_registration(capsys):
+    with pytest.raises(ValueError, match="objectives"):
+        exp.get_config("cpu_small", objectives=["gensim", "nonsense"])
+    with pytest.raises(ValueError, match="target_transform"):
+        exp.get_config("cpu_small", target_transform="log")
+    assert exp.num_steps(exp.get_config("paper")) == int(np.ceil(35 * 100_000 / 128))
+    with pytest.raises(SystemExit):
+        main(["geoclidean", "--config", "cpu_small", "--set", "nonsense=1"])
+    assert "KEY=VALUE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["gaussian_mixture", "--benchmark-dir", "/nonexistent"])
+    assert "does not apply" in capsys.readouterr().err
+
+
+def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
+    config = tiny_config(benchmark_dir=str(shared_dir / "reference" / "geoclidean"))
+    episodes = exp.official_concepts(config)
+    assert sorted(episodes) == sorted(TEST_CONCEPTS)
+    for support, test, kind in episodes.values():
+        assert support.shape == (5, 32, 32, 3) and test.shape == (15, 32, 32, 3)
+        assert sorted(set(kind.tolist())) == ["close", "far", "in"]
+    row = exp.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
+    # independent: the per-concept best-threshold accuracy of raw pixels, by brute force over cuts
+    accs = []
+    for support, test, kind in episodes.values():
+        s = np.abs(test.reshape(15, -1) - support.reshape(5, -1).mean(0)).mean(1)
+        m = (kind == "in") | (kind == "close")
+        y, sc = kind[m] == "in", s[m]
+        accs.append(max(np.mean((sc <= t) == y) for t in np.concatenate([sc, [-np.inf]])))
+    assert row["acc_close"] == pytest.approx(np.mean(accs))
+
+
+def test_source_serves_the_training_stream_as_rgb():
+    from gensim_jax.stimuli.geoclidean.dataset import example
+
+    source = exp.GeoclideanSource(12, seed=3, size=32)
+    got = source.examples(np.arange(12))
+    for i in range(12):
+        ref = example(i, 3, concepts="train", size=32)
+        assert got["program_id"][i] == ref["program_id"] == TRAIN_IDS[i % 30]
+        for c in range(3):
+            np.testing.assert_array_equal(got["image"][i, ..., c], ref["image"])

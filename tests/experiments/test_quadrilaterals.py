@@ -1,0 +1,129 @@
+"""The quadrilateral experiment end to end, tiny: CORnet-Z at 32 x 32, 64 images, 2 runs of 2 steps."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
+from gensim_jax.stimuli import quadrilaterals as q
+from gensim_jax.training.export import load_exported
+from gensim_jax.experiments import quadrilaterals as exp
+
+
+def tiny_config(**kw):
+    base = dict(image_size=32, num_train_images=64, batch_size=8, num_steps=2, num_runs=2,
+                projection_dims=(16, 8), eval_trials_per_condition=1, eval_batch_size=66)
+    return exp.get_config("cpu_small", **{**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("quadrilaterals")
+    return workdir, exp.train_and_evaluate(tiny_config(), workdir, progress=False)
+
+
+def test_training_source_metadata_matches_the_rendered_shapes():
+    config = tiny_config()
+    src = exp.training_source(config, seed=3)
+    stim = q.sample_training_stimuli(np.random.default_rng(3), 64, rotation_range_deg=(-30.0, 30.0),
+                                     scale_range=(0.85, 1.15))
+    np.testing.assert_array_equal(src.arrays["label"], stim.shape)
+    for i in range(0, 64, 7):
+        # features of the shape's reference vertices, computed independently of the sampler
+        want = q.geometric_features(q.reference_vertices(int(stim.shape[i])))
+        np.testing.assert_array_equal(src.arrays["features"][i], want)
+        img = q.render_quadrilaterals(stim.vertices()[i:i + 1], stim.rotation_deg[i:i + 1], stim.scale[i:i + 1], 32)[0]
+        np.testing.assert_array_equal(src.example(i)["image"][..., 1], np.round(img * 255).astype(np.uint8))
+    assert not np.any(q.is_held_out(stim.rotation_deg, stim.scale))
+
+
+def test_gensim_loss_is_the_authors_cdist_mse():
+    config = tiny_config()
+    batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, seed=0)(0))
+    z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
+    loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
+    f = batch["features"].astype(np.float64)
+    want = np.mean([[(np.linalg.norm(z[i] - z[j]) - np.linalg.norm(f[i] - f[j])) ** 2 for j in range(8)]
+                    for i in range(8)])  # all B^2 entries, diagonal included
+    assert float(loss) == pytest.approx(want, rel=1e-5)
+
+
+def test_runs_exports_and_oddball_numbers(run):
+    workdir, results = run
+    summary = results["summary"]["models"]
+    assert list(summary) == ["pixels", "initial", *exp.OBJECTIVES]
+    assert results["num_trials"] == 44
+    human = np.asarray(results["summary"]["human_error_rate"])
+    trials = exp.test_trials(tiny_config())
+    for name in exp.OBJECTIVES:
+        rows = []
+        for r in range(2):
+            run_dir = workdir / name / f"run{r}"
+            saved = json.loads((run_dir / "config.json").read_text())
+            assert saved["seed"] == r and saved["config"]["objective"] == name
+            losses = [json.loads(s)["loss"] for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            assert len(losses) == 2 and np.all(np.isfinite(losses))
+            # re-evaluate the exported encoder independently: embed, farthest-from-mean, count errors
+            model, variables, meta = load_exported(run_dir / "export")
+            assert meta["objective"] == name and meta["image_size"] == 32
+            images, deviant, shapes = trials
+            x = np.repeat(images.reshape(-1, 32, 32)[..., None], 3, -1).astype(np.float32) / 255.0
+            x = (x - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225])
+            e = embed_images(model, variables, x.astype(np.float32), batch_size=66).reshape(44, 6, -1)
+            choice = np.argmax(np.linalg.norm(e - e.mean(1, keepdims=True), axis=-1), axis=1)
+            rate = [np.mean(choice[[s == k for s in shapes]] != deviant[[s == k for s in shapes]]) for k in SHAPES]
+            rows.append(rate)
+        rows = np.array(rows)
+        got = summary[name]
+        np.testing.assert_allclose(got["error_rate_runs"], rows)
+        np.testing.assert_allclose(got["error_rate_mean"], rows.mean(0))
+        for r in range(2):
+            if np.ptp(rows[r]) > 0:
+                assert got["r_human"][r] == pytest.approx(stats.pearsonr(rows[r], human).statistic)
+    baboon = packaged_error_rates()["baboons"]["error_rate"]
+    np.testing.assert_allclose(results["summary"]["baboon_error_rate"], baboon)
+    table = exp.format_table(results)
+    for name in ("pixels", "initial", *exp.OBJECTIVES):
+        assert f"| {name} |" in table
+    assert "No pretrained weights" in table and "| square |" in table
+    assert (workdir / "quadrilaterals.png").stat().st_size > 10_000
+    assert json.loads((workdir / "results.json").read_text())["config"]["num_runs"] == 2
+
+
+def test_pretrained_supervised_head_is_extended(tmp_path):
+    import torch
+
+    from bench.torch_models import RefCORnetZ
+
+    torch.manual_seed(0)
+    path = tmp_path / "cornet_z.pth"
+    torch.save({"state_dict": RefCORnetZ().state_dict()}, path)
+    config = tiny_config(model="cornet_z", pretrained=str(path))
+    model, variables, kw = exp.make_model("supervised", config, seed=0)
+    assert kw["num_classes"] == 1011
+    kernel = variables["params"]["classifier"]["kernel"]
+    ref = torch.load(path)["state_dict"]
+    np.testing.assert_allclose(np.asarray(kernel[:, :1000]), ref["decoder.linear.weight"].numpy().T, rtol=1e-6)
+    out = model.apply(variables, np.zeros((2, 32, 32, 3), np.float32))
+    assert out["logits"].shape == (2, 1011)
+    batch = next(exp.make_batches("supervised", exp.training_source(config, 0), config, seed=0)(0))
+    assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010
+    g_model, g_vars, _ = exp.make_model("gensim", config, seed=0)
+    assert "classifier" not in g_vars["params"]
+    jax.block_until_ready(g_model.apply(g_vars, np.zeros((1, 32, 32, 3), np.float32))["embedding"])
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(objectives=("gensim", "nope")), "objectives"),
+    (dict(model="resnet18"), "CORnet"),
+    (dict(cornet_times=(1, 1, 1)), "cornet_times"),
+    (dict(lr_supervised=0.0), "lr_supervised"),
+    (dict(batch_size=100), "batch_size"),
+])
+def test_bad_config(bad, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_config(**bad)
