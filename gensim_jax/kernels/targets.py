@@ -201,8 +201,11 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
     * ``affine``: ``2 (L - lo) / (hi - lo) - 1``, onto ``[-1, 1]`` (as :func:`affine`).
     * ``standardized``: ``(L - mean) / std`` (population std of the reference, as :func:`standardized`).
 
-    The arithmetic is numpy's in the table's floating dtype with the constants as Python floats,
-    so a float32 table gives float32 targets and a float64 table float64 ones.
+    ``unit`` and ``raw`` are computed with numpy in the table's floating dtype (constants as Python
+    floats). ``affine`` and ``standardized`` are :func:`affine` and :func:`standardized` in float32
+    with the statistics of :func:`table_range` / :func:`table_moments` of the float32 reference:
+    the maps :meth:`gensim_jax.training.objectives.Target.with_transform` applies inside the step,
+    so a table transformed here holds the values the step computed from the raw table.
 
     Args:
       log_table: ``(C, C)`` finite table of ``log s`` (any floating dtype; integers become float64).
@@ -211,7 +214,8 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
         training classes or programs); default ``log_table``.
 
     Returns:
-      ``(C, C)`` numpy array of targets, of the table's floating dtype.
+      ``(C, C)`` numpy array of targets (the table's floating dtype; float32 for ``affine`` and
+      ``standardized``).
 
     Raises:
       ValueError: unknown ``transform``; a non-square, empty or non-finite table or reference; a
@@ -237,13 +241,15 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
             raise ValueError(f"{name} must be non-empty and finite; replace -inf by a floor first")
     if transform == "raw":
         return t.copy()
-    if transform == "standardized":
-        mean, std = float(np.mean(ref, dtype=np.float64)), float(np.std(ref, dtype=np.float64))
-        if not std > 0:
-            raise ValueError(f"the reference table is constant ({mean}); no {transform} transform")
-        return (t - mean) / std
-    lo, hi = float(ref.min()), float(ref.max())
-    if not hi > lo:
-        raise ValueError(f"the reference table is constant ({lo}); no {transform} transform")
-    unit = (t - lo) / (hi - lo)
-    return unit if transform == "unit" else 2.0 * unit - 1.0
+    if transform == "unit":
+        lo, hi = float(ref.min()), float(ref.max())
+        if not hi > lo:
+            raise ValueError(f"the reference table is constant ({lo}); no {transform} transform")
+        return (t - lo) / (hi - lo)
+    t32, ref32 = t.astype(np.float32), np.asarray(ref, np.float32)
+    a, b = table_range(ref32) if transform == "affine" else table_moments(ref32)
+    a, b = float(a), float(b)
+    if not (b > a if transform == "affine" else b > 0):
+        raise ValueError(f"the reference table is constant ({a}); no {transform} transform")
+    fn = affine if transform == "affine" else standardized
+    return np.asarray(fn(t32, a, b))
