@@ -244,3 +244,18 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
                           for i in range(2) for j in range(2)] for n in range(3)]).reshape(3, -1)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
+
+
+def test_imagenet_rows_of_one_process_survive_the_runner_slicing(monkeypatch):
+    # process 1 of 2 reads its own 3 records; the runner keeps rows [3, 6) of the global batch of 6
+    from gensim_jax.training.runner import process_local_batches
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    local = {"image": np.arange(3 * 2, dtype=np.float32).reshape(3, 2), "label": np.array([4, 5, 6]),
+             "mask": np.array([True, False, True])}
+    glob = next(exp._as_global_rows(iter([local]), 6))
+    assert glob["image"].shape == (6, 2) and not glob["mask"][:3].any()
+    kept = next(process_local_batches(lambda position: exp._as_global_rows(iter([local]), 6), 6)(0))
+    for k in local:
+        np.testing.assert_array_equal(kept[k], local[k])
