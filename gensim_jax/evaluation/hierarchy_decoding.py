@@ -15,8 +15,10 @@ Level labels come from :func:`gensim_jax.kernels.hierarchy.level_labels` (any
 :class:`~gensim_jax.kernels.hierarchy.Tree`, e.g. the WordNet tree of
 :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy`).
 
-:func:`synthetic_hierarchy_images` makes a small image set from a balanced tree so that the
-protocol runs offline, without ImageNet.
+:func:`~gensim_jax.stimuli.hierarchy.synthetic_hierarchy_images` makes a small image set from a
+balanced tree (:func:`~gensim_jax.stimuli.hierarchy.balanced_tree`) so that the protocol runs
+offline, without ImageNet; both live in :mod:`gensim_jax.stimuli.hierarchy` and are re-exported
+here.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gensim_jax.kernels.hierarchy import Tree, level_labels
+from gensim_jax.stimuli.hierarchy import balanced_tree, synthetic_hierarchy_images
 
 __all__ = [
     "LevelResult",
@@ -155,60 +158,3 @@ def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: i
     floor = [0.5 / len(x)] * len(acc)
     score = aggregate_score(np.maximum(acc, floor), [r.chance for r in results])
     return DecodingResult(tuple(results), score)
-
-
-def balanced_tree(branching) -> Tree:
-    """A tree whose level ``l`` nodes each have ``branching[l]`` children (root at level 0).
-
-    Nodes are numbered breadth-first; the leaves are the last ``prod(branching)`` nodes.
-    """
-    branching = [int(b) for b in branching]
-    if not branching or any(b < 1 for b in branching):
-        raise ValueError(f"branching must be a non-empty list of positive ints, got {branching}")
-    parents = [-1]
-    frontier = [0]
-    for b in branching:
-        nxt = []
-        for p in frontier:
-            for _ in range(b):
-                parents.append(p)
-                nxt.append(len(parents) - 1)
-        frontier = nxt
-    return Tree.from_parents(np.array(parents))
-
-
-def synthetic_hierarchy_images(rng: np.random.Generator, branching=(2, 3, 3), per_leaf: int = 12,
-                               size: int = 16, noise: float = 0.5, scale_decay: float = 0.8):
-    """A small labelled image set generated from a balanced class tree (offline stand-in for ImageNet).
-
-    Every tree node (except the root) gets a random ``size x size x 3`` pattern; an image of leaf
-    ``y`` is the sum of the patterns on the root-to-``y`` path (the pattern at depth ``k`` scaled by
-    ``scale_decay ** (k - 1)``) plus i.i.d. Gaussian pixel noise of standard deviation ``noise``.
-    Images of leaves that share an ancestor at depth ``k`` share ``k`` of their patterns, so every
-    level of the tree is linearly decodable from the pixels to a degree set by ``noise``.
-
-    Args:
-      rng: numpy Generator.
-      branching: children per node at each level (default 2 x 3 x 3 = 18 leaves, 4 levels).
-      per_leaf: images per leaf.
-      size: image side.
-      noise: pixel-noise standard deviation.
-      scale_decay: pattern scale per extra depth.
-
-    Returns:
-      ``(images (N, size, size, 3) float32, classes (N,) int64 leaf index, tree)`` with
-      ``N = per_leaf * num_leaves``; class ``c`` is node ``tree.leaves[c]``.
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
-    if per_leaf < 1 or size < 1 or noise < 0:
-        raise ValueError(f"per_leaf and size must be >= 1 and noise >= 0, got {per_leaf}, {size}, {noise}")
-    tree = balanced_tree(branching)
-    patterns = rng.standard_normal((tree.num_nodes, size, size, 3))
-    scale = np.array([0.0 if d == 0 else scale_decay ** (d - 1) for d in tree.depth])
-    leaves = tree.leaves
-    protos = np.stack([sum(scale[n] * patterns[n] for n in tree.path(leaf)) for leaf in leaves])
-    classes = np.repeat(np.arange(len(leaves)), per_leaf)
-    images = protos[classes] + noise * rng.standard_normal((len(classes), size, size, 3))
-    return images.astype(np.float32), classes.astype(np.int64), tree
-

@@ -115,3 +115,47 @@ def check_run_config(config, objectives: tuple, num_train_images: int) -> None:
         raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images}], got {config.batch_size}")
     if config.image_size < 32:
         raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+
+
+# --------------------------------------------------------------------------------------------
+# Shared by geoclidean and imagenet_hierarchy (added with their conversion to the runner):
+# a ResNet-style encoder trained with a table-gathered GenSim target, class triplets or SimCLR.
+# --------------------------------------------------------------------------------------------
+
+#: The objectives of the two experiments whose GenSim target is a table gathered by an integer id.
+TABLE_OBJECTIVES = ("gensim", "class_triplet", "simclr")
+
+
+def encoder_kwargs(objective: Optional[str], config) -> dict:
+    """Registry keyword arguments of the encoder for ``objective`` (None: the bare encoder).
+
+    No classifier; a projection head ``config.projection_dims`` for ``simclr``; ``stage_sizes``
+    (blocks per ResNet stage) when the config sets it.
+    """
+    kw: dict = {"num_classes": None}
+    if objective == "simclr":
+        kw["projection_dims"] = tuple(config.projection_dims)
+    if config.stage_sizes is not None:
+        kw["stage_sizes"] = tuple(config.stage_sizes)
+    return kw
+
+
+def table_objective(objective: str, config, gensim_target: Callable[[], object]):
+    """The :mod:`gensim_jax.training` objective of ``objective`` in :data:`TABLE_OBJECTIVES`.
+
+    ``gensim``: :class:`~gensim_jax.training.GenSimRegression` of the cosine of the pooled
+    embeddings onto ``gensim_target()`` (a :class:`~gensim_jax.training.TableTarget`; paper Eq. 2)
+    over all ``B (B - 1)`` pairs; ``class_triplet``: :class:`~gensim_jax.training.TripletObjective`
+    (``config.triplet_form``, ``config.triplet_distance``) on the embeddings; ``simclr``:
+    :class:`~gensim_jax.training.NTXent` (``config.simclr_temperature``, ``config.simclr_variant``)
+    on the projection head.
+    """
+    from gensim_jax.training import GenSimRegression, NTXent, TripletObjective
+
+    if objective == "gensim":
+        return GenSimRegression(target=gensim_target(), input_key="image", output="embedding", similarity="cosine")
+    if objective == "class_triplet":
+        return TripletObjective(form=config.triplet_form, distance=config.triplet_distance, output="embedding")
+    if objective == "simclr":
+        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
+    raise ValueError(f"objective must be one of {TABLE_OBJECTIVES}, got {objective!r}")

@@ -32,7 +32,9 @@ Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-o
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
 fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
 ``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
-minutes on 2 CPU cores). Every config field can be overridden with ``--set``.
+minutes on 2 CPU cores). Every config field can be overridden with ``--set``; the fields common to
+every experiment (optimizer, schedule, dtype, mesh, ...) are those of
+:class:`~gensim_jax.training.experiment.TrainConfig`.
 
 Evaluation (``fewshot_evaluate``, per-concept threshold as in the paper, plus the threshold-free
 AUC): for each held-out concept 5 support images and 5 in-concept test images of the concept
@@ -41,24 +43,24 @@ our sampler; with ``benchmark_dir`` the official benchmark images are evaluated 
 ``pixels`` (model-free baseline) and ``initial`` (the encoder before training, run 0) are
 reported next to the objectives.
 
-Entry point: ``train_and_evaluate(config, workdir)``; ``python -m train geoclidean --config cpu_small``.
+Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config cpu_small``
+(``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import time
-from pathlib import Path
 from typing import Iterator, Optional
 
 import jax
 import numpy as np
-import optax
 
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import fewshot
 from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.experiments import _common
+from gensim_jax.experiments._common import preprocess
+from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.models import get_model
 from gensim_jax.stimuli.geoclidean import dataset as geo
@@ -67,22 +69,15 @@ from gensim_jax.stimuli.geoclidean.concepts import (
     TRAIN_IDS,
     concept_parse_trees,
 )
-from gensim_jax.training import (
-    GenSimRegression,
-    NTXent,
-    TableTarget,
-    TripletObjective,
-    create_train_state,
-)
-from gensim_jax.experiments import _common
-from gensim_jax.experiments._common import preprocess
+from gensim_jax.training import TableTarget
+from gensim_jax.training.experiment import Experiment, TrainConfig
 
-OBJECTIVES = ("gensim", "class_triplet", "simclr")
-TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
+OBJECTIVES = _common.TABLE_OBJECTIVES
+TARGET_TRANSFORMS = TABLE_TRANSFORMS
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(TrainConfig):
     """Appendix M: ResNet-50, Adam, batch 128, 35 epochs over 100,000 images of 224 x 224, 4 runs."""
 
     seed: int = 0
@@ -129,23 +124,6 @@ CONFIGS = {
 }
 
 
-def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
-    return _common.select_config(CONFIGS, name, overrides, _validate)
-
-
-def _validate(config: Config) -> Config:
-    _common.check_run_config(config, OBJECTIVES, config.num_train_images)
-    if config.target_transform not in TARGET_TRANSFORMS:
-        raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-    return config
-
-
-def num_steps(config: Config) -> int:
-    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * training images / batch_size)``."""
-    return _common.steps_per_run(config, config.num_train_images)
-
-
 # --------------------------------------------------------------------------------------------
 # GenSim target
 # --------------------------------------------------------------------------------------------
@@ -159,19 +137,13 @@ def tree_kernel_log_table(config: Config) -> np.ndarray:
 def gensim_target(config: Config) -> TableTarget:
     """The ``TableTarget`` of the gensim objective: the transformed log kernel, gathered by ``program_id``.
 
-    ``"unit"``: ``(L - min) / (max - min)`` with ``min``/``max`` of the training-concept block, so
-    the training targets span ``[0, 1]`` (see the module docstring); the other transforms are
-    those of ``kernels.targets`` with constants from the training block.
+    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.target_transform`` and its
+    constants from the training-concept block (``"unit"``: ``(L - min) / (max - min)``, the
+    training targets span ``[0, 1]``; see the module docstring).
     """
     log_k = tree_kernel_log_table(config)
     train_block = log_k[np.ix_(TRAIN_IDS, TRAIN_IDS)]
-    if config.target_transform == "unit":
-        lo, hi = float(train_block.min()), float(train_block.max())
-        if not hi > lo:
-            raise ValueError(f"the tree-kernel table of the training concepts is constant ({lo}); no unit transform")
-        return TableTarget.create((log_k - lo) / (hi - lo), key="program_id", method="raw")
-    target = TableTarget.create(log_k, key="program_id", method="raw")
-    return target.with_transform(config.target_transform, train_block)
+    return TableTarget.create(transform_table(log_k, config.target_transform, train_block), key="program_id")
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,40 +200,13 @@ def make_batches(objective: str, source: GeoclideanSource, config: Config, seed:
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective``."""
-    if objective == "gensim":
-        return GenSimRegression(target=gensim_target(config), input_key="image", output="embedding",
-                                similarity="cosine")
-    if objective == "class_triplet":
-        return TripletObjective(form=config.triplet_form, distance=config.triplet_distance, output="embedding")
-    if objective == "simclr":
-        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
-    raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
+    return _common.table_objective(objective, config, lambda: gensim_target(config))
 
 
-def model_kwargs(objective: str, config: Config) -> dict:
+def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Registry keyword arguments of the encoder (classifier dropped; a projection head for simclr)."""
-    kw: dict = {"num_classes": None}
-    if objective == "simclr":
-        kw["projection_dims"] = tuple(config.projection_dims)
-    if config.stage_sizes is not None:
-        kw["stage_sizes"] = tuple(config.stage_sizes)
-    return kw
-
-
-def make_model(objective: str, config: Config, rng):
-    """``(model, variables or None)``: the encoder of :func:`model_kwargs`, loaded from ``pretrained`` if set."""
-    model = get_model(config.model, **model_kwargs(objective, config))
-    if config.pretrained:
-        from gensim_jax.models.torch_import import load_pretrained
-
-        return load_pretrained(model, config.pretrained, rng=rng)
-    return model, None
-
-
-def init_variables(model, config: Config, seed: int) -> dict:
-    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
-    return _common.init_variables(model, config.image_size, seed)
+    return _common.encoder_kwargs(objective, config)
 
 
 # --------------------------------------------------------------------------------------------
@@ -314,73 +259,94 @@ def _model_embed(model, variables, batch_size):
 
 
 # --------------------------------------------------------------------------------------------
-# Driver
+# Declaration
 # --------------------------------------------------------------------------------------------
 
 
-def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = True) -> dict:
-    """Train every objective ``num_runs`` times, evaluate, write ``config.json``, ``results.json``, ``geoclidean.png``.
+@dataclasses.dataclass
+class Data:
+    """What every run shares: the rendered training images and the few-shot episodes per suite."""
 
-    Each run lives in ``workdir/<objective>/run<r>`` (``config.json`` with its seed ``seed + r``,
-    ``metrics.jsonl``, checkpoints: an interrupted call resumes). Returns the results dict.
-    """
-    config = _validate(config)
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(json.dumps({"seed": config.seed, "config": dataclasses.asdict(config)},
-                                                    indent=2))
-    steps = num_steps(config)
-    source = GeoclideanSource(config.num_train_images, config.seed, config.image_size, progress=progress)
-    suites = {"sampler": heldout_concepts(config)}
-    if config.benchmark_dir:
-        suites["official"] = official_concepts(config)
-    thr = config.eval_threshold
+    source: GeoclideanSource
+    suites: dict  # {"sampler": episodes[, "official": episodes]}
 
-    evals: dict = {suite: {} for suite in suites}
-    for suite, episodes in suites.items():
-        evals[suite]["pixels"] = [evaluate_embedding(fewshot.pixel_embedding, episodes, thr)]
-    runs: dict = {}
-    start = time.perf_counter()
-    for r in range(config.num_runs):
-        seed = config.seed + r
-        for name in config.objectives:
-            run_dir = workdir / name / f"run{r}"
-            rng = jax.random.key(seed)
-            model, variables = make_model(name, config, rng)
-            if variables is None:
-                variables = init_variables(model, config, seed)
-            state = create_train_state(model, optax.adam(config.learning_rate), rng, variables=variables)
-            if r == 0 and name == config.objectives[0]:
-                init_embed = _model_embed(model, state.variables, config.eval_batch_size)
-                for suite, episodes in suites.items():
-                    evals[suite]["initial"] = [evaluate_embedding(init_embed, episodes, thr)]
-            result, record = _common.train_and_export(
-                state, make_objective(name, config), make_batches(name, source, config, seed),
-                experiment="geoclidean", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir, config=config,
-                model_name=config.model, model_kwargs=model_kwargs(name, config), image_size=config.image_size,
-                progress=progress, checkpoint_every=config.checkpoint_every)
-            trained = _model_embed(model, result.state.variables, config.eval_batch_size)
-            for suite, episodes in suites.items():
-                evals[suite].setdefault(name, []).append(evaluate_embedding(trained, episodes, thr))
-            runs.setdefault(name, []).append(record)
-            del result, state
-    train_seconds = time.perf_counter() - start
 
-    summary = {suite: {name: _aggregate(per_run) for name, per_run in rows.items()} for suite, rows in evals.items()}
-    results = {
-        "experiment": "geoclidean",
-        "config": dataclasses.asdict(config),
-        "seed": config.seed,
-        "num_steps": steps,
-        "heldout_concepts": list(TEST_CONCEPTS),
-        "summary": summary,
-        "per_run": evals,
-        "training": runs,
-        "train_seconds": train_seconds,
-    }
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
-    _plot(workdir / "geoclidean.png", results)
-    return results
+class Geoclidean(Experiment):
+    """Geoclidean few-shot concepts: GenSim (tree kernel) vs class triplets vs SimCLR (paper Fig. 3C)."""
+
+    name = "geoclidean"
+    Config = Config
+    CONFIGS = CONFIGS
+    OBJECTIVES = OBJECTIVES
+
+    def validate(self, config: Config) -> Config:
+        super().validate(config)
+        if config.batch_size < 2 or config.batch_size > config.num_train_images:
+            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
+                             f"got {config.batch_size}")
+        if config.image_size < 32:
+            raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+        if config.target_transform not in TARGET_TRANSFORMS:
+            raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
+        return config
+
+    def prepare(self, config: Config) -> Data:
+        source = GeoclideanSource(config.num_train_images, config.seed, config.image_size,
+                                  progress=jax.process_index() == 0)
+        suites = {"sampler": heldout_concepts(config)}
+        if config.benchmark_dir:
+            suites["official"] = official_concepts(config)
+        return Data(source, suites)
+
+    def num_train_examples(self, config: Config, data) -> int:
+        return config.num_train_images
+
+    def model(self, arm: Optional[str], config: Config):
+        kw = model_kwargs(arm, config)
+        return get_model(config.model, **kw), config.model, kw
+
+    def init_variables(self, arm: Optional[str], config: Config, model, seed: int) -> dict:
+        """``pretrained`` (torchvision weights, :func:`~gensim_jax.models.torch_import.load_pretrained`) or fresh."""
+        if config.pretrained:
+            from gensim_jax.models.torch_import import load_pretrained
+
+            return load_pretrained(model, config.pretrained, rng=jax.random.key(seed))[1]
+        return super().init_variables(arm, config, model, seed)
+
+    def objective(self, arm: str, config: Config):
+        return make_objective(arm, config)
+
+    def batches(self, arm: str, config: Config, data: Data, seed: int):
+        return make_batches(arm, data.source, config, seed)
+
+    def _evaluate(self, embed, config: Config, data: Data) -> dict:
+        return {suite: evaluate_embedding(embed, episodes, config.eval_threshold)
+                for suite, episodes in data.suites.items()}
+
+    def baselines(self, config: Config, data: Data) -> dict:
+        """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
+        arm = config.objectives[0]
+        model = self.model(arm, config)[0]
+        variables = self.init_variables(arm, config, model, config.seed)
+        return {"pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
+                "initial": [self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)]}
+
+    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
+        return self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)
+
+    def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
+        """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""
+        per_run = {suite: {name: [run[suite] for run in runs] for name, runs in evaluations.items()}
+                   for suite in data.suites}
+        summary = {suite: {name: _aggregate(v) for name, v in rows.items()} for suite, rows in per_run.items()}
+        return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run,
+                "training": training}
+
+    def plot(self, results: dict, path) -> None:
+        _plot(path, results)
+
+    def format_table(self, results: dict) -> str:
+        return format_table(results)
 
 
 _METRICS = ("acc_close", "acc_far", "auc_close", "auc_far")
@@ -396,7 +362,7 @@ def _aggregate(per_run: list) -> dict:
     return out
 
 
-def _plot(path: Path, results: dict) -> None:
+def _plot(path, results: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -441,6 +407,9 @@ def format_table(results: dict) -> str:
     return "\n".join(lines).rstrip()
 
 
-__all__ = ["CONFIGS", "Config", "GeoclideanSource", "OBJECTIVES", "format_table", "gensim_target", "get_config",
-           "heldout_concepts", "init_variables", "make_batches", "make_model", "make_objective", "model_kwargs",
-           "num_steps", "preprocess", "train_and_evaluate", "tree_kernel_log_table"]
+EXPERIMENT = Geoclidean()
+
+__all__ = ["CONFIGS", "Config", "Data", "EXPERIMENT", "Geoclidean", "GeoclideanSource", "OBJECTIVES",
+           "TARGET_TRANSFORMS", "evaluate_embedding", "format_table", "gensim_target", "heldout_concepts",
+           "make_batches", "make_objective", "model_kwargs", "official_concepts", "preprocess",
+           "tree_kernel_log_table"]

@@ -40,7 +40,7 @@ for the one-off preparation); training images get the Inception crop and flip
 Class triplets are formed on the record stream by pairing each image with the next image of the
 same class (``tf.data`` ``group_by_window``) and taking as negative the positive of the next pair
 of another class in the batch (:func:`imagenet_triplet_batches`). ``dataset="synthetic"`` renders
-the images of :func:`hierarchy_images`: one coloured grating disc per image whose colour,
+the images of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images`: one coloured grating disc per image whose colour,
 orientation and spatial frequency are sums of per-node offsets along the root-to-leaf path of
 ``balanced_tree(branching)``, at a random position, size and phase, with pixel noise; that tree is
 the one the GenSim table and the decoding levels come from.
@@ -58,45 +58,45 @@ Configs: ``paper`` (ResNet-50 at 224 x 224, Adam 1e-3, batch 256, 65 epochs of I
 and ``cpu_small`` (a 1-1-1-1 basic ResNet at 32 x 32, 2-3-3 synthetic tree, 432 training images,
 40 steps of 32, 1 run; 3 min of CPU time on 2 cores, more wall time on a loaded machine).
 
-Entry point: ``train_and_evaluate(config, workdir)``; ``python -m train imagenet_hierarchy --config cpu_small``.
+Declaration :data:`EXPERIMENT`; run with ``gensim-jax train imagenet_hierarchy --config cpu_small``
+(``python -m train`` in a checkout). The synthetic images are those of
+:func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; the target maps are
+:func:`gensim_jax.kernels.targets.transform_table`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import time
-from pathlib import Path
 from typing import Iterator, Optional
 
 import jax
 import numpy as np
-import optax
 
 from gensim_jax.data.sources import ArraySource
 from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, balanced_tree, decode_levels
-from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
-from gensim_jax.models import get_model
-from gensim_jax.training import (
-    GenSimRegression,
-    NTXent,
-    TableTarget,
-    TripletObjective,
-    create_train_state,
-)
+from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, decode_levels
 from gensim_jax.experiments import _common
 from gensim_jax.experiments._common import preprocess
+from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
+from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
+from gensim_jax.models import get_model
+from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+from gensim_jax.training import TableTarget
+from gensim_jax.training.experiment import Experiment, TrainConfig
 
-OBJECTIVES = ("gensim", "class_triplet", "simclr")
-TARGET_TRANSFORMS = ("unit", "raw", "affine", "standardized")
+OBJECTIVES = _common.TABLE_OBJECTIVES
+TARGET_TRANSFORMS = TABLE_TRANSFORMS
 DATASETS = ("imagenet2012", "synthetic")
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
+class ImageNetNotPrepared(FileNotFoundError, ValueError):
+    """tfds ``imagenet2012`` is not prepared in ``data_dir`` (a ``ValueError`` too: the CLI prints one line)."""
+
+
 @dataclasses.dataclass(frozen=True)
-class Config:
+class Config(TrainConfig):
     """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
 
     seed: int = 0
@@ -153,60 +153,11 @@ CONFIGS = {
 }
 
 
-def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
-    return _common.select_config(CONFIGS, name, overrides, _validate)
-
-
-def _validate(config: Config) -> Config:
-    bad = [o for o in config.objectives if o not in OBJECTIVES]
-    if bad or not config.objectives:
-        raise ValueError(f"objectives must be a non-empty subset of {OBJECTIVES}, got {config.objectives}")
-    if config.target_transform not in TARGET_TRANSFORMS:
-        raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-    if config.dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {DATASETS}, got {config.dataset!r}")
-    if config.num_runs < 1:
-        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
-    if config.image_size < 32:
-        raise ValueError(f"image_size must be >= 32 (ResNet input), got {config.image_size}")
-    if not config.branching or any(int(b) < 1 for b in config.branching):
-        raise ValueError(f"branching must be a non-empty tuple of positive ints, got {config.branching}")
-    if config.dataset == "synthetic" and math.prod(config.branching) < 2:
-        raise ValueError(f"branching must give at least 2 classes, got {config.branching}")
-    if config.train_per_leaf < 2:
-        raise ValueError(f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}")
-    if config.batch_size < 2 or config.batch_size > num_train_images(config):
-        raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images(config)}], "
-                         f"got {config.batch_size}")
-    if config.num_steps is not None and config.num_steps < 0:
-        raise ValueError(f"num_steps must be >= 0, got {config.num_steps}")
-    if config.eval_folds < 2:
-        raise ValueError(f"eval_folds must be >= 2, got {config.eval_folds}")
-    if config.eval_per_leaf < config.eval_folds:
-        raise ValueError(f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), "
-                         f"got {config.eval_per_leaf}")
-    if config.eval_num_images < 2 * config.eval_folds:
-        raise ValueError(f"eval_num_images must be >= 2 * eval_folds, got {config.eval_num_images}")
-    if config.pixel_size < 1 or config.pixel_size > config.image_size:
-        raise ValueError(f"pixel_size must lie in [1, image_size={config.image_size}], got {config.pixel_size}")
-    if not 0.0 <= config.grayscale_p <= 1.0 or not 0.0 <= config.blur_p <= 1.0:
-        raise ValueError(f"grayscale_p and blur_p must lie in [0, 1], got {config.grayscale_p}, {config.blur_p}")
-    if config.synthetic_noise < 0:
-        raise ValueError(f"synthetic_noise must be >= 0, got {config.synthetic_noise}")
-    return config
-
-
 def num_train_images(config: Config) -> int:
     """Training-set size: ImageNet-1k's 1,281,167 or ``prod(branching) * train_per_leaf``."""
     if config.dataset == "imagenet2012":
         return IMAGENET_TRAIN_IMAGES
     return math.prod(int(b) for b in config.branching) * int(config.train_per_leaf)
-
-
-def num_steps(config: Config) -> int:
-    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * training images / batch_size)``."""
-    return _common.steps_per_run(config, num_train_images(config))
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,99 +187,22 @@ def hierarchy_log_table(config: Config) -> np.ndarray:
 def gensim_target(config: Config) -> TableTarget:
     """The ``TableTarget`` of the gensim objective: the transformed Eq. 4 table, gathered by ``label``.
 
-    ``"unit"``: ``(L - min) / (max - min)`` over the class table (see the module docstring); the
-    other transforms are those of ``kernels.targets`` with constants from the class table.
+    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.target_transform`` and its
+    constants from the whole class table (``"unit"``: ``(L - min) / (max - min)``, see the module
+    docstring).
     """
-    log_s = hierarchy_log_table(config)
-    if config.target_transform == "unit":
-        lo, hi = float(log_s.min()), float(log_s.max())
-        if not hi > lo:
-            raise ValueError(f"the Eq. 4 table of the classes is constant ({lo}); no unit transform")
-        return TableTarget.create((log_s - lo) / (hi - lo), key="label", method="raw")
-    return TableTarget.create(log_s, key="label", method=config.target_transform)
+    return TableTarget.create(transform_table(hierarchy_log_table(config), config.target_transform), key="label")
 
 
 # --------------------------------------------------------------------------------------------
-# Synthetic hierarchical images (cpu_small)
+# Synthetic hierarchical images (cpu_small): gensim_jax.stimuli.hierarchy
 # --------------------------------------------------------------------------------------------
-
-
-def _node_attributes(tree: Tree, seed: int) -> np.ndarray:
-    """``(N, 5)`` per-node offsets (colour logits RGB, orientation, log frequency); root 0.
-
-    The offsets of a node's children are drawn i.i.d., centred over the siblings and rescaled so
-    that their root-mean-square (in units of the per-column scales ``1.5, 1.5, 1.5, 0.9, 0.4``) is 1,
-    then shrunk with depth (``0.6 ** (depth - 1)``): siblings are always equally far apart on
-    average, and deeper levels are finer distinctions.
-    """
-    rng = np.random.default_rng([int(seed), 7_001])
-    col_scale = np.array([1.5, 1.5, 1.5, 0.9, 0.4])
-    raw = rng.standard_normal((tree.num_nodes, 5))
-    attr = np.zeros((tree.num_nodes, 5))
-    for parent in np.flatnonzero(tree.num_children > 0):
-        kids = np.flatnonzero(tree.parents == parent)
-        v = raw[kids]
-        if len(kids) > 1:
-            v = v - v.mean(axis=0)
-        v = v / max(float(np.sqrt(np.mean(np.sum(v ** 2, axis=1)) / 5)), 1e-12)
-        attr[kids] = v * col_scale * 0.6 ** (tree.depth[kids][:, None] - 1)
-    return attr
-
-
-def class_attributes(tree: Tree, class_nodes, seed: int) -> np.ndarray:
-    """``(C, 5)`` attributes of each class: the sum of the node offsets along its root path."""
-    attr = _node_attributes(tree, seed)
-    return np.stack([attr[tree.path(int(n))].sum(axis=0) for n in np.asarray(class_nodes)])
-
-
-def hierarchy_images(tree: Tree, class_nodes, per_class: int, size: int, *, attribute_seed: int,
-                     image_seed: int, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    """A labelled image set whose classes follow ``tree`` (the ``cpu_small`` stand-in for ImageNet).
-
-    Each image is a grey background with one disc (centre, radius ``0.25..0.4 size`` random) filled
-    with a sinusoidal grating of random phase; the disc's colour (sigmoid of the class's colour
-    logits), orientation and spatial frequency (``exp(2 + log-frequency) / size`` cycles per
-    pixel, 1.3 to 20 cycles per image) come from :func:`class_attributes` (sums of per-node
-    offsets along the root path, drawn with ``attribute_seed``), so classes sharing a deeper
-    ancestor look more alike. Gaussian pixel noise ``noise`` is added.
-
-    Args:
-      tree, class_nodes: the class tree and the ``(C,)`` node of each class.
-      per_class: images per class.
-      size: image side.
-      attribute_seed: seed of the class appearance (the "world"; share it between train and test).
-      image_seed: seed of positions, sizes, phases and noise (differs between sets).
-      noise: pixel-noise standard deviation on the ``[0, 1]`` scale.
-
-    Returns:
-      ``(images (C * per_class, size, size, 3) uint8, labels (C * per_class,) int32)``, class-major.
-    """
-    nodes = np.asarray(class_nodes)
-    if per_class < 1 or size < 4:
-        raise ValueError(f"per_class must be >= 1 and size >= 4, got {per_class}, {size}")
-    attr = class_attributes(tree, nodes, attribute_seed)
-    labels = np.repeat(np.arange(len(nodes), dtype=np.int32), per_class)
-    n = len(labels)
-    rng = np.random.default_rng([int(image_seed), 7_002])
-    radius = rng.uniform(0.25, 0.4, n) * size
-    cx = rng.uniform(radius, size - radius)
-    cy = rng.uniform(radius, size - radius)
-    phase = rng.uniform(0, 2 * np.pi, n)
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float64) + 0.5
-    a = attr[labels]
-    colour = 1.0 / (1.0 + np.exp(-a[:, :3]))
-    theta = a[:, 3]
-    freq = np.exp(np.clip(2.0 + a[:, 4], 0.3, 3.0)) / size
-    proj = xx[None] * np.cos(theta)[:, None, None] + yy[None] * np.sin(theta)[:, None, None]
-    grating = 0.6 + 0.4 * np.cos(2 * np.pi * freq[:, None, None] * proj + phase[:, None, None])
-    inside = ((xx[None] - cx[:, None, None]) ** 2 + (yy[None] - cy[:, None, None]) ** 2) <= radius[:, None, None] ** 2
-    img = np.where(inside[..., None], colour[:, None, None, :] * grating[..., None], 0.5)
-    img = img + noise * rng.standard_normal(img.shape)
-    return np.clip(np.round(img * 255), 0, 255).astype(np.uint8), labels
 
 
 class HierarchySource(ArraySource):
-    """In-memory source of :func:`hierarchy_images`: ``image`` uint8 ``(S, S, 3)`` and ``label`` per example.
+    """In-memory source of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images` of ``class_tree(config)``.
+
+    Example ``i``: ``image`` uint8 ``(S, S, 3)`` and ``label``.
 
     The class attributes come from ``config.seed`` (shared by the training and held-out sets), the
     images from ``image_seed``.
@@ -360,29 +234,53 @@ class HierarchySource(ArraySource):
 
 
 def _hosts(config: Config) -> tuple[int, int, int]:
-    """``(per-host batch, process_index, process_count)``."""
+    """``(per-process batch, process_index, process_count)`` of the ImageNet record streams."""
     count, index = jax.process_count(), jax.process_index()
     if config.batch_size % count:
         raise ValueError(f"batch_size={config.batch_size} is not divisible by the {count} processes")
     return config.batch_size // count, index, count
 
 
+def _as_global_rows(batches: Iterator[dict], global_batch: int) -> Iterator[dict]:
+    """This process's ImageNet rows placed at its rows of a global-batch-shaped dict.
+
+    The runner takes GLOBAL host batches and keeps the rows of each process
+    (:func:`gensim_jax.training.runner.process_local_batches`). Decoding the whole global batch on
+    every host would multiply the JPEG work by the number of processes, so each process reads its
+    own shard of the records (``process_index`` / ``process_count`` of
+    :func:`~gensim_jax.data.imagenet.imagenet_dataset`) and the other processes' rows are zeros
+    that the runner drops. One process: the batches unchanged.
+    """
+    if jax.process_count() == 1:
+        yield from batches
+        return
+    from gensim_jax import parallel
+
+    rows = parallel.process_batch_slice(global_batch)
+    for batch in batches:
+        out = {}
+        for k, v in batch.items():
+            v = np.asarray(v)
+            full = np.zeros((global_batch,) + v.shape[1:], v.dtype)
+            full[rows] = v
+            out[k] = full
+        yield out
+
+
 def synthetic_batches(objective: str, source: HierarchySource, config: Config, seed: int):
-    """``position -> iterator`` of host batches for ``objective`` on a synthetic source."""
+    """``position -> iterator`` of global host batches for ``objective`` on a synthetic source."""
     from gensim_jax.data import pipelines
     from gensim_jax.data.augment import simclr_augment
 
-    b, pi, pc = _hosts(config)
+    b = config.batch_size
 
     def gensim(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position,
-                                        process_index=pi, process_count=pc)
+        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
             yield {"image": preprocess(batch["image"]), "label": batch["label"], "mask": batch["mask"]}
 
     def class_triplet(position: int) -> Iterator[dict]:
-        ds = pipelines.triplet_batches(source, b, seed=seed, group_key="label", keys=["label"], start_step=position,
-                                       process_index=pi, process_count=pc)
+        ds = pipelines.triplet_batches(source, b, seed=seed, group_key="label", keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
             x = preprocess(batch["image"])
             yield {"anchor": x[:, 0], "positive": x[:, 1], "negative": x[:, 2], "label": batch["label"],
@@ -392,8 +290,7 @@ def synthetic_batches(objective: str, source: HierarchySource, config: Config, s
         s = config.image_size
         aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
                              grayscale_p=config.grayscale_p)
-        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=["label"], start_step=position,
-                                    process_index=pi, process_count=pc)
+        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
             x = preprocess(batch["image"])
             yield {"view1": x[:, 0], "view2": x[:, 1], "label": batch["label"], "mask": batch["mask"]}
@@ -448,7 +345,10 @@ def imagenet_triplet_batches(config: Config, seed: int, position: int, *, split:
 
 
 def imagenet_batches(objective: str, config: Config, seed: int):
-    """``position -> iterator`` of host batches for ``objective`` from tfds ``imagenet2012``."""
+    """``position -> iterator`` of global host batches for ``objective`` from tfds ``imagenet2012``.
+
+    Each process decodes only its own rows (:func:`_as_global_rows`).
+    """
     from gensim_jax.data.imagenet import imagenet_dataset
     from gensim_jax.data.pipelines import as_numpy
 
@@ -472,11 +372,12 @@ def imagenet_batches(objective: str, config: Config, seed: int):
             yield {"view1": batch["image"][:, 0], "view2": batch["image"][:, 1], "label": batch["label"],
                    "mask": batch["mask"]}
 
-    return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
+    fn = {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
+    return lambda position: _as_global_rows(fn(position), config.batch_size)
 
 
 def make_batches(objective: str, config: Config, seed: int, source: Optional[HierarchySource] = None):
-    """``position -> iterator`` of host batches for ``objective`` (the ``train()`` protocol)."""
+    """``position -> iterator`` of global host batches for ``objective`` (the runner's protocol)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
     if config.dataset == "imagenet2012":
@@ -487,12 +388,13 @@ def make_batches(objective: str, config: Config, seed: int, source: Optional[Hie
 
 
 def check_imagenet(config: Config) -> None:
-    """Raise ``FileNotFoundError`` with the preparation steps unless ``data_dir`` holds a prepared imagenet2012."""
+    """Raise :class:`ImageNetNotPrepared` (a ``FileNotFoundError``) with the preparation steps unless
+    ``data_dir`` holds a prepared imagenet2012."""
     import tensorflow_datasets as tfds
 
     builder = tfds.builder("imagenet2012", data_dir=config.data_dir)
     if not builder.is_prepared():
-        raise FileNotFoundError(
+        raise ImageNetNotPrepared(
             f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
             "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
             "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
@@ -504,36 +406,14 @@ def check_imagenet(config: Config) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def model_kwargs(objective: str, config: Config) -> dict:
+def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Keyword overrides of ``get_model(config.model, ...)``: no classifier; a projection head for simclr."""
-    kw: dict = {"num_classes": None}
-    if objective == "simclr":
-        kw["projection_dims"] = tuple(config.projection_dims)
-    if config.stage_sizes is not None:
-        kw["stage_sizes"] = tuple(config.stage_sizes)
-    return kw
-
-
-def make_model(objective: str, config: Config):
-    """The encoder of ``objective`` (see :func:`model_kwargs`)."""
-    return get_model(config.model, **model_kwargs(objective, config))
+    return _common.encoder_kwargs(objective, config)
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective``."""
-    if objective == "gensim":
-        return GenSimRegression(target=gensim_target(config), input_key="image", output="embedding",
-                                similarity="cosine")
-    if objective == "class_triplet":
-        return TripletObjective(form=config.triplet_form, distance=config.triplet_distance, output="embedding")
-    if objective == "simclr":
-        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
-    raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-
-
-def init_variables(model, config: Config, seed: int) -> dict:
-    """Freshly initialised variables (:func:`train._common.init_variables` at ``config.image_size``)."""
-    return _common.init_variables(model, config.image_size, seed)
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
+    return _common.table_objective(objective, config, lambda: gensim_target(config))
 
 
 # --------------------------------------------------------------------------------------------
@@ -611,76 +491,106 @@ def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Confi
 
 
 # --------------------------------------------------------------------------------------------
-# Driver
+# Declaration
 # --------------------------------------------------------------------------------------------
 
 
-def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = True) -> dict:
-    """Train every objective ``num_runs`` times, evaluate, write ``config.json``, ``results.json``, ``imagenet_hierarchy.png``.
+@dataclasses.dataclass
+class Data:
+    """What every run shares: the synthetic training source (None for ImageNet) and the held-out set."""
 
-    Each run lives in ``workdir/<objective>/run<r>`` (``config.json`` with its seed ``seed + r``,
-    ``metrics.jsonl``, checkpoints: an interrupted call resumes; ``export/`` with the trained
-    variables and the model description for evaluation). Returns the results dict.
-    """
-    config = _validate(config)
-    if config.dataset == "imagenet2012":
-        check_imagenet(config)
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(json.dumps({"seed": config.seed, "config": dataclasses.asdict(config)},
-                                                    indent=2))
-    steps = num_steps(config)
-    source = (HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
-              if config.dataset == "synthetic" else None)
-    images, labels = heldout_images(config)
-    mesh = None
-    if jax.device_count() > 1:
-        from gensim_jax import parallel
+    source: Optional[HierarchySource]
+    images: np.ndarray
+    labels: np.ndarray
 
-        mesh = parallel.make_mesh()
 
-    evals: dict = {"pixels": [evaluate_embedding(pixel_embedding(images, config.pixel_size), labels, config)]}
-    runs: dict = {}
-    start = time.perf_counter()
-    for r in range(config.num_runs):
-        seed = config.seed + r
-        for name in config.objectives:
-            run_dir = workdir / name / f"run{r}"
-            model = make_model(name, config)
-            variables = init_variables(model, config, seed)
-            state = create_train_state(model, optax.adam(config.learning_rate), jax.random.key(seed),
-                                       variables=variables)
-            if r == 0 and name == config.objectives[0]:
-                emb = model_embedding(model, state.variables, images, config.eval_batch_size)
-                evals["initial"] = [evaluate_embedding(emb, labels, config)]
-            result, record = _common.train_and_export(
-                state, make_objective(name, config), make_batches(name, config, seed, source),
-                experiment="imagenet_hierarchy", name=name, run=r, seed=seed, steps=steps, run_dir=run_dir,
-                config=config, model_name=config.model, model_kwargs=model_kwargs(name, config),
-                image_size=config.image_size, progress=progress, mesh=mesh, checkpoint_every=config.checkpoint_every)
-            emb = model_embedding(model, result.state.variables, images, config.eval_batch_size)
-            evals.setdefault(name, []).append(evaluate_embedding(emb, labels, config))
-            runs.setdefault(name, []).append(record)
-            del result, state
-    train_seconds = time.perf_counter() - start
+class ImagenetHierarchy(Experiment):
+    """Natural-image hierarchy: GenSim (Eq. 4) vs class triplets vs SimCLR, decoded per tree level (Fig. 4B)."""
 
-    tree, nodes = class_tree(config)
-    results = {
-        "experiment": "imagenet_hierarchy",
-        "config": dataclasses.asdict(config),
-        "seed": config.seed,
-        "num_steps": steps,
-        "num_classes": int(len(nodes)),
-        "num_eval_images": int(len(labels)),
-        "eval_label_counts": np.bincount(labels, minlength=len(nodes)).tolist(),
-        "summary": {name: _aggregate(per_run) for name, per_run in evals.items()},
-        "per_run": evals,
-        "training": runs,
-        "train_seconds": train_seconds,
-    }
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
-    _plot(workdir / "imagenet_hierarchy.png", results)
-    return results
+    name = "imagenet_hierarchy"
+    Config = Config
+    CONFIGS = CONFIGS
+    OBJECTIVES = OBJECTIVES
+
+    def validate(self, config: Config) -> Config:
+        super().validate(config)
+        if config.target_transform not in TARGET_TRANSFORMS:
+            raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
+        if config.dataset not in DATASETS:
+            raise ValueError(f"dataset must be one of {DATASETS}, got {config.dataset!r}")
+        if config.image_size < 32:
+            raise ValueError(f"image_size must be >= 32 (ResNet input), got {config.image_size}")
+        if not config.branching or any(int(b) < 1 for b in config.branching):
+            raise ValueError(f"branching must be a non-empty tuple of positive ints, got {config.branching}")
+        if config.dataset == "synthetic" and math.prod(config.branching) < 2:
+            raise ValueError(f"branching must give at least 2 classes, got {config.branching}")
+        if config.train_per_leaf < 2:
+            raise ValueError(f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}")
+        if config.batch_size < 2 or config.batch_size > num_train_images(config):
+            raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images(config)}], "
+                             f"got {config.batch_size}")
+        if config.eval_folds < 2:
+            raise ValueError(f"eval_folds must be >= 2, got {config.eval_folds}")
+        if config.eval_per_leaf < config.eval_folds:
+            raise ValueError(f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), "
+                             f"got {config.eval_per_leaf}")
+        if config.eval_num_images < 2 * config.eval_folds:
+            raise ValueError(f"eval_num_images must be >= 2 * eval_folds, got {config.eval_num_images}")
+        if config.pixel_size < 1 or config.pixel_size > config.image_size:
+            raise ValueError(f"pixel_size must lie in [1, image_size={config.image_size}], got {config.pixel_size}")
+        if not 0.0 <= config.grayscale_p <= 1.0 or not 0.0 <= config.blur_p <= 1.0:
+            raise ValueError(f"grayscale_p and blur_p must lie in [0, 1], got {config.grayscale_p}, {config.blur_p}")
+        if config.synthetic_noise < 0:
+            raise ValueError(f"synthetic_noise must be >= 0, got {config.synthetic_noise}")
+        return config
+
+    def prepare(self, config: Config) -> Data:
+        """ImageNet: :func:`check_imagenet` first (:class:`ImageNetNotPrepared`); then the held-out images."""
+        if config.dataset == "imagenet2012":
+            check_imagenet(config)
+        source = (HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
+                  if config.dataset == "synthetic" else None)
+        images, labels = heldout_images(config)
+        return Data(source, images, labels)
+
+    def num_train_examples(self, config: Config, data) -> int:
+        return num_train_images(config)
+
+    def model(self, arm: Optional[str], config: Config):
+        kw = model_kwargs(arm, config)
+        return get_model(config.model, **kw), config.model, kw
+
+    def objective(self, arm: str, config: Config):
+        return make_objective(arm, config)
+
+    def batches(self, arm: str, config: Config, data: Data, seed: int):
+        return make_batches(arm, config, seed, data.source)
+
+    def baselines(self, config: Config, data: Data) -> dict:
+        """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
+        arm = config.objectives[0]
+        model = self.model(arm, config)[0]
+        variables = self.init_variables(arm, config, model, config.seed)
+        emb = model_embedding(model, variables, data.images, config.eval_batch_size)
+        return {"pixels": [evaluate_embedding(pixel_embedding(data.images, config.pixel_size), data.labels, config)],
+                "initial": [evaluate_embedding(emb, data.labels, config)]}
+
+    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
+        emb = model_embedding(model, variables, data.images, config.eval_batch_size)
+        return evaluate_embedding(emb, data.labels, config)
+
+    def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
+        _, nodes = class_tree(config)
+        return {"num_classes": int(len(nodes)), "num_eval_images": int(len(data.labels)),
+                "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
+                "summary": {name: _aggregate(per_run) for name, per_run in evaluations.items()},
+                "per_run": evaluations, "training": training}
+
+    def plot(self, results: dict, path) -> None:
+        _plot(path, results)
+
+    def format_table(self, results: dict) -> str:
+        return format_table(results)
 
 
 def _aggregate(per_run: list) -> dict:
@@ -703,7 +613,7 @@ def _aggregate(per_run: list) -> dict:
     return out
 
 
-def _plot(path: Path, results: dict) -> None:
+def _plot(path, results: dict) -> None:
     """Fig. 4B style: aggregate ``sum_l log(a_l / c_l)`` per row (bars, std over runs), and Fig. S3 per level."""
     import matplotlib
 
@@ -763,8 +673,11 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONFIGS", "Config", "HierarchySource", "OBJECTIVES", "check_imagenet", "class_attributes", "class_tree",
-           "evaluate_embedding", "format_table", "gensim_target", "get_config", "heldout_images", "hierarchy_images",
-           "hierarchy_log_table", "imagenet_batches", "imagenet_triplet_batches", "init_variables", "make_batches",
-           "make_model", "make_objective", "model_embedding", "model_kwargs", "next_other_class", "num_steps",
-           "num_train_images", "pixel_embedding", "preprocess", "synthetic_batches", "train_and_evaluate"]
+EXPERIMENT = ImagenetHierarchy()
+
+__all__ = ["CONFIGS", "Config", "DATASETS", "Data", "EXPERIMENT", "HierarchySource", "ImageNetNotPrepared",
+           "ImagenetHierarchy", "OBJECTIVES", "TARGET_TRANSFORMS", "check_imagenet", "class_tree",
+           "evaluate_embedding", "format_table", "gensim_target", "heldout_images",
+           "hierarchy_log_table", "imagenet_batches", "imagenet_triplet_batches", "make_batches", "make_objective",
+           "model_embedding", "model_kwargs", "next_other_class", "num_train_images", "pixel_embedding", "preprocess",
+           "synthetic_batches"]

@@ -43,9 +43,13 @@ __all__ = [
     "table_moments",
     "standardized",
     "regression_target",
+    "TABLE_TRANSFORMS",
+    "transform_table",
 ]
 
 METHODS = ("raw", "affine", "standardized")
+#: The transforms of :func:`transform_table`: :data:`METHODS` plus ``unit`` (onto ``[0, 1]``).
+TABLE_TRANSFORMS = ("unit", "raw", "affine", "standardized")
 
 
 def _check_finite_table(table) -> None:
@@ -180,3 +184,72 @@ def regression_target(log_s, method: str = "raw", table=None) -> jax.Array:
         return affine(log_s, lo, hi)
     mean, std = table_moments(ref)
     return standardized(log_s, mean, std)
+
+
+def transform_table(log_table, transform: str = "unit", reference=None) -> np.ndarray:
+    """The regression-target table of a precomputed ``(C, C)`` table of ``log s`` (host side, numpy).
+
+    The table-valued targets of the experiments (the hierarchy kernel over class labels, paper
+    Eq. 4; the log tree kernel over Geoclidean programs, Appendix M) are transformed once, here,
+    and then gathered by id inside the step. The maps, with ``L`` the log similarity and the
+    constants taken from ``reference`` (default: the table itself), never from a batch:
+
+    * ``unit``: ``(L - lo) / (hi - lo)``, ``lo, hi`` the minimum and maximum of the reference: the
+      reference maps exactly onto ``[0, 1]`` (the most similar pair -> 1, the least -> 0), the
+      range of a cosine between non-negative (post-ReLU) embeddings. Our choice; not clipped.
+    * ``raw``: ``L`` unchanged (the paper's literal target, Appendices M, N).
+    * ``affine``: ``2 (L - lo) / (hi - lo) - 1``, onto ``[-1, 1]`` (as :func:`affine`).
+    * ``standardized``: ``(L - mean) / std`` (population std of the reference, as :func:`standardized`).
+
+    ``unit`` and ``raw`` are computed with numpy in the table's floating dtype (constants as Python
+    floats). ``affine`` and ``standardized`` are :func:`affine` and :func:`standardized` in float32
+    with the statistics of :func:`table_range` / :func:`table_moments` of the float32 reference:
+    the maps :meth:`gensim_jax.training.objectives.Target.with_transform` applies inside the step,
+    so a table transformed here holds the values the step computed from the raw table.
+
+    Args:
+      log_table: ``(C, C)`` finite table of ``log s`` (any floating dtype; integers become float64).
+      transform: one of :data:`TABLE_TRANSFORMS`.
+      reference: finite array of ``log s`` whose statistics define the map (e.g. the block of the
+        training classes or programs); default ``log_table``.
+
+    Returns:
+      ``(C, C)`` numpy array of targets (the table's floating dtype; float32 for ``affine`` and
+      ``standardized``).
+
+    Raises:
+      ValueError: unknown ``transform``; a non-square, empty or non-finite table or reference; a
+        constant reference for ``unit``/``affine``/``standardized``.
+
+    Example:
+      >>> table = np.array([[0.0, -2.0], [-2.0, 0.0]], np.float32)
+      >>> transform_table(table, "unit").tolist()
+      [[1.0, 0.0], [0.0, 1.0]]
+      >>> transform_table(table, "affine").tolist()
+      [[1.0, -1.0], [-1.0, 1.0]]
+    """
+    if transform not in TABLE_TRANSFORMS:
+        raise ValueError(f"transform must be one of {TABLE_TRANSFORMS}; got {transform!r}")
+    t = np.asarray(log_table)
+    if not np.issubdtype(t.dtype, np.floating):
+        t = t.astype(np.float64)
+    if t.ndim != 2 or t.shape[0] != t.shape[1] or t.size == 0:
+        raise ValueError(f"log_table must be a non-empty square (C, C) table; got shape {t.shape}")
+    ref = t if reference is None else np.asarray(reference)
+    for name, v in (("log_table", t), ("reference", ref)):
+        if v.size == 0 or not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} must be non-empty and finite; replace -inf by a floor first")
+    if transform == "raw":
+        return t.copy()
+    if transform == "unit":
+        lo, hi = float(ref.min()), float(ref.max())
+        if not hi > lo:
+            raise ValueError(f"the reference table is constant ({lo}); no {transform} transform")
+        return (t - lo) / (hi - lo)
+    t32, ref32 = t.astype(np.float32), np.asarray(ref, np.float32)
+    a, b = table_range(ref32) if transform == "affine" else table_moments(ref32)
+    a, b = float(a), float(b)
+    if not (b > a if transform == "affine" else b > 0):
+        raise ValueError(f"the reference table is constant ({a}); no {transform} transform")
+    fn = affine if transform == "affine" else standardized
+    return np.asarray(fn(t32, a, b))

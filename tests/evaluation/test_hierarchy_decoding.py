@@ -4,16 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.evaluation import hierarchy_decoding as hd
-from gensim_jax.kernels.hierarchy import Tree, level_labels
-
-
-def test_balanced_tree_shape():
-    t = hd.balanced_tree((2, 3))
-    assert t.num_nodes == 1 + 2 + 6 and len(t.leaves) == 6
-    labels, n = level_labels(t, t.leaves)
-    assert n.tolist() == [1, 2, 6]
-    # leaves 0..2 share the first child of the root, 3..5 the second
-    assert labels[:, 1].tolist() == [0, 0, 0, 1, 1, 1]
+from gensim_jax.kernels.hierarchy import Tree
 
 
 def test_leaf_encoding_embeddings_decode_every_level():
@@ -63,8 +54,6 @@ def test_aggregate_and_errors():
     tree = hd.balanced_tree((2,))
     with pytest.raises(ValueError, match="classes"):
         hd.decode_levels(np.zeros((10, 2)), np.full(10, 5), tree)
-    with pytest.raises(TypeError, match="Generator"):
-        hd.synthetic_hierarchy_images(0)
 
 
 def test_majority_chance_on_unbalanced_levels():

@@ -13,18 +13,19 @@ from gensim_jax.training import create_train_state
 from gensim_jax.training.step import eval_step
 from gensim_jax.experiments import geoclidean as exp
 from gensim_jax.experiments.cli import main
+from gensim_jax.training.runner import run_experiment
 
 
 def tiny_config(**kw):
     base = dict(model="lenet5", stage_sizes=None, image_size=32, num_train_images=64, batch_size=8,
-                num_steps=3, learning_rate=1e-3, projection_dims=(16, 8), eval_batch_size=35)
-    return exp.get_config("cpu_small", **{**base, **kw})
+                num_steps=3, learning_rate=1e-3, projection_dims=(16, 8), eval_batch_size=35, log_every=1)
+    return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("geoclidean")
-    results = exp.train_and_evaluate(tiny_config(), workdir, progress=False)
+    results = run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
     return workdir, results
 
 
@@ -37,7 +38,7 @@ def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     assert len(losses) == 3 and np.all(np.isfinite(losses))
     assert results["training"][objective][0]["losses"] == losses
     saved = json.loads((run_dir / "config.json").read_text())
-    assert saved["seed"] == 0 and saved["config"]["objective"] == objective
+    assert saved["seed"] == 0 and saved["config"]["arm"] == objective
     assert saved["config"]["image_size"] == 32
     from gensim_jax.training.export import load_exported
 
@@ -85,9 +86,9 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     assert expected.min() >= 0 and expected.max() == pytest.approx(1.0)
 
     # and the loss of the step is mean_{i != j} (cos(z_i, z_j) - T_ij)^2 with that target
-    model, _ = exp.make_model("gensim", config, jax.random.key(0))
+    model, _, _ = exp.EXPERIMENT.model("gensim", config)
     state = create_train_state(model, optax.adam(1e-3), jax.random.key(0),
-                               variables=exp.init_variables(model, config, 0))
+                               variables=exp.EXPERIMENT.init_variables("gensim", config, model, 0))
     z = np.asarray(model.apply(state.variables, batch["image"])["embedding"], np.float64)
     zn = z / np.linalg.norm(z, axis=1, keepdims=True)
     err = (zn @ zn.T - expected) ** 2
@@ -98,15 +99,15 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
 
 def test_config_validation_and_cli_registration(capsys):
     with pytest.raises(ValueError, match="objectives"):
-        exp.get_config("cpu_small", objectives=["gensim", "nonsense"])
+        exp.EXPERIMENT.get_config("cpu_small", objectives=["gensim", "nonsense"])
     with pytest.raises(ValueError, match="target_transform"):
-        exp.get_config("cpu_small", target_transform="log")
-    assert exp.num_steps(exp.get_config("paper")) == int(np.ceil(35 * 100_000 / 128))
+        exp.EXPERIMENT.get_config("cpu_small", target_transform="log")
+    assert exp.EXPERIMENT.num_steps(exp.EXPERIMENT.get_config("paper"), None) == int(np.ceil(35 * 100_000 / 128))
     with pytest.raises(SystemExit):
         main(["geoclidean", "--config", "cpu_small", "--set", "nonsense=1"])
     assert "KEY=VALUE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["gaussian_mixture", "--benchmark-dir", "/nonexistent"])
+        main(["quadrilaterals", "--benchmark-dir", "/nonexistent"])
     assert "does not apply" in capsys.readouterr().err
 
 

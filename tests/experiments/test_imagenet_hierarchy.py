@@ -7,18 +7,19 @@ import jax
 import numpy as np
 import pytest
 
-from gensim_jax.evaluation.hierarchy_decoding import balanced_tree
+from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
 from gensim_jax.training import load_exported
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
+from gensim_jax.training.runner import run_experiment
 
 
 def tiny_config(**kw):
     base = dict(model="lenet5", stage_sizes=None, image_size=32, branching=(2, 2), train_per_leaf=4,
                 batch_size=8, num_steps=2, projection_dims=(16, 8), eval_per_leaf=3, eval_batch_size=12,
-                pixel_size=8)
-    return exp.get_config("cpu_small", **{**base, **kw})
+                pixel_size=8, log_every=1)
+    return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -53,7 +54,7 @@ def _eq4(parents, a, b):
 
 
 def test_gensim_target_on_the_synthetic_tree_is_eq4_unit_transformed():
-    config = exp.get_config("cpu_small")
+    config = exp.EXPERIMENT.get_config("cpu_small")
     tree = balanced_tree((2, 3, 3))
     parents = tree.parents.tolist()
     leaves = tree.leaves.tolist()
@@ -67,7 +68,7 @@ def test_gensim_target_on_the_synthetic_tree_is_eq4_unit_transformed():
 
 
 def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
-    config = exp.get_config("paper")
+    config = exp.EXPERIMENT.get_config("paper")
     h = imagenet1k_hierarchy()
     parents = h.tree.parents.tolist()
     log_max = max(math.log(_eq4(parents, c, c)) for c in h.class_nodes.tolist())
@@ -75,30 +76,22 @@ def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
     target = exp.make_objective("gensim", config).target({"label": jax.numpy.asarray(labels)})
     expected = [[math.log(_eq4(parents, a, b)) / log_max for b in labels] for a in labels]
     np.testing.assert_allclose(np.asarray(target), expected, rtol=1e-5, atol=1e-6)
-    raw = exp.get_config("paper", target_transform="raw")
+    raw = exp.EXPERIMENT.get_config("paper", target_transform="raw")
     np.testing.assert_allclose(np.asarray(exp.make_objective("gensim", raw).target({"label": labels[:3]})),
                                [[math.log(_eq4(parents, a, b)) for b in labels[:3]] for a in labels[:3]], rtol=1e-5)
 
 
-def test_synthetic_images_follow_the_tree():
-    config = exp.get_config("cpu_small")
+def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
+    # the generator itself is tested in tests/stimuli/test_hierarchy.py
+    config = exp.EXPERIMENT.get_config("cpu_small")
     tree, nodes = exp.class_tree(config)
-    # classes that share more of their path have closer attributes on average (every seed)
-    k = np.array([[len(set(_root_path(tree.parents, a)) & set(_root_path(tree.parents, b))) - 1 for b in nodes]
-                  for a in nodes])
-    off = ~np.eye(len(nodes), dtype=bool)
-    for seed in range(4):
-        attrs = exp.class_attributes(tree, nodes, seed=seed)
-        dist = np.linalg.norm(attrs[:, None] - attrs[None], axis=-1)
-        means = [dist[(k == d) & off].mean() for d in range(3)]
-        assert means[0] > means[1] > means[2]
-    images, labels = exp.hierarchy_images(tree, nodes, 2, 32, attribute_seed=0, image_seed=1)
-    assert images.shape == (36, 32, 32, 3) and images.dtype == np.uint8
-    np.testing.assert_array_equal(labels, np.repeat(np.arange(18), 2))
-    again, _ = exp.hierarchy_images(tree, nodes, 2, 32, attribute_seed=0, image_seed=1)
-    other, _ = exp.hierarchy_images(tree, nodes, 2, 32, attribute_seed=0, image_seed=2)
-    np.testing.assert_array_equal(images, again)
-    assert not np.array_equal(images, other)
+    np.testing.assert_array_equal(tree.parents, balanced_tree((2, 3, 3)).parents)
+    np.testing.assert_array_equal(nodes, tree.leaves)
+    src = exp.HierarchySource(config, 2, image_seed=1)
+    images, labels = hierarchy_images(tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1,
+                                      noise=config.synthetic_noise)
+    np.testing.assert_array_equal(src.images, images)
+    np.testing.assert_array_equal(src.label, labels)
 
 
 def test_next_other_class_against_a_scan():
@@ -124,26 +117,28 @@ def test_next_other_class_against_a_scan():
 ])
 def test_bad_config_raises_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):
-        exp.get_config("cpu_small", **{field: value})
+        exp.EXPERIMENT.get_config("cpu_small", **{field: value})
 
 
 def test_config_names_and_paper_values():
     with pytest.raises(ValueError, match="unknown config"):
-        exp.get_config("large")
+        exp.EXPERIMENT.get_config("large")
     with pytest.raises(ValueError, match="no_such_field"):
-        exp.get_config("cpu_small", no_such_field=1)
-    paper = exp.get_config("paper")
+        exp.EXPERIMENT.get_config("cpu_small", no_such_field=1)
+    paper = exp.EXPERIMENT.get_config("paper")
     assert (paper.model, paper.image_size, paper.batch_size, paper.learning_rate, paper.epochs, paper.num_runs) == (
         "resnet50", 224, 256, 1e-3, 65.0, 5)
-    assert exp.num_steps(paper) == math.ceil(65 * 1_281_167 / 256)
-    assert exp.get_config("cpu_small", branching=[2, 2]).branching == (2, 2)
+    assert exp.EXPERIMENT.num_steps(paper, None) == math.ceil(65 * 1_281_167 / 256)
+    assert exp.EXPERIMENT.get_config("cpu_small", branching=[2, 2]).branching == (2, 2)
 
 
 def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
-    config = exp.get_config("paper", data_dir=str(tmp_path))
+    config = exp.EXPERIMENT.get_config("paper", data_dir=str(tmp_path))
     with pytest.raises(FileNotFoundError, match="prepare_imagenet"):
-        exp.train_and_evaluate(config, tmp_path / "work", progress=False)
-    assert not (tmp_path / "work").exists()
+        run_experiment(exp.EXPERIMENT, config, tmp_path / "work", progress=False)
+    # the runner writes workdir/config.json before the experiment's data are prepared; nothing else
+    assert [p.name for p in (tmp_path / "work").iterdir()] == ["config.json"]
+    assert issubclass(exp.ImageNetNotPrepared, ValueError)  # the CLI prints it as one line
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,7 +148,7 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
 
 def test_imagenet_batches_on_tfds_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
-    config = exp.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6,
+    config = exp.EXPERIMENT.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6,
                             eval_batch_size=2)
     with tfds.testing.mock_data(num_examples=4):
         g = next(exp.make_batches("gensim", config, seed=0)(0))
@@ -181,7 +176,7 @@ def test_imagenet_batches_on_tfds_mock_data():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("imagenet_hierarchy")
-    results = exp.train_and_evaluate(tiny_config(), workdir, progress=False)
+    results = run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
     return workdir, results
 
 
@@ -194,7 +189,7 @@ def test_each_objective_trains_exports_and_records_its_seed(run, objective):
     assert len(losses) == 2 and np.all(np.isfinite(losses))
     assert results["training"][objective][0]["losses"] == losses
     saved = json.loads((run_dir / "config.json").read_text())
-    assert saved["seed"] == 0 and saved["config"]["objective"] == objective
+    assert saved["seed"] == 0 and saved["config"]["arm"] == objective
     model, variables, meta = load_exported(run_dir / "export")
     assert meta["model"] == "lenet5" and meta["image_size"] == 32 and meta["preprocess"] == "imagenet"
     assert meta["objective"] == objective and meta["seed"] == 0
@@ -249,3 +244,18 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
                           for i in range(2) for j in range(2)] for n in range(3)]).reshape(3, -1)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
+
+
+def test_imagenet_rows_of_one_process_survive_the_runner_slicing(monkeypatch):
+    # process 1 of 2 reads its own 3 records; the runner keeps rows [3, 6) of the global batch of 6
+    from gensim_jax.training.runner import process_local_batches
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    local = {"image": np.arange(3 * 2, dtype=np.float32).reshape(3, 2), "label": np.array([4, 5, 6]),
+             "mask": np.array([True, False, True])}
+    glob = next(exp._as_global_rows(iter([local]), 6))
+    assert glob["image"].shape == (6, 2) and not glob["mask"][:3].any()
+    kept = next(process_local_batches(lambda position: exp._as_global_rows(iter([local]), 6), 6)(0))
+    for k in local:
+        np.testing.assert_array_equal(kept[k], local[k])

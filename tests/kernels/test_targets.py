@@ -72,3 +72,39 @@ def test_invalid_inputs_raise():
         targets.regression_target(jnp.ones((2, 2)), "standardized")
     with pytest.raises(ValueError, match="non-empty"):
         targets.table_range(jnp.zeros((0,)))
+
+
+@pytest.mark.parametrize("transform", targets.TABLE_TRANSFORMS)
+def test_transform_table_against_an_entrywise_loop(transform):
+    t = _table()  # float64 (10, 10)
+    ref = t[:5, 5:]  # statistics from an off-diagonal block (the experiments use the training block)
+    vals = [float(v) for v in ref.ravel()]
+    lo, hi = min(vals), max(vals)
+    mean = sum(vals) / len(vals)
+    std = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5
+    maps = {"unit": lambda v: (v - lo) / (hi - lo), "raw": lambda v: v,
+            "affine": lambda v: 2 * (v - lo) / (hi - lo) - 1, "standardized": lambda v: (v - mean) / std}
+    expected = [[maps[transform](float(t[i, j])) for j in range(10)] for i in range(10)]
+    got = targets.transform_table(t, transform, ref)
+    # unit and raw keep the table's dtype; affine and standardized are the step's float32 maps
+    exact = transform in ("unit", "raw")
+    assert got.dtype == (np.float64 if exact else np.float32) and got.shape == (10, 10)
+    tol = 1e-12 if exact else 2e-6
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+    # the dtype of the table is kept (float32 tables give float32 targets); default reference: the table
+    got32 = targets.transform_table(t.astype(np.float32), transform)
+    assert got32.dtype == np.float32
+    if transform == "unit":
+        assert got32.min() == 0.0 and got32.max() == 1.0
+        assert got.min() < 0 or got.max() > 1  # entries outside the reference's range map outside [0, 1]
+
+
+def test_transform_table_rejects_bad_input():
+    with pytest.raises(ValueError, match="transform"):
+        targets.transform_table(np.zeros((2, 2)), "log")
+    with pytest.raises(ValueError, match="constant"):
+        targets.transform_table(np.ones((2, 2)), "unit")
+    with pytest.raises(ValueError, match="square"):
+        targets.transform_table(np.zeros((2, 3)), "raw")
+    with pytest.raises(ValueError, match="finite"):
+        targets.transform_table(np.array([[0.0, -np.inf], [-np.inf, 0.0]]), "unit")

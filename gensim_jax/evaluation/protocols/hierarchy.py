@@ -9,7 +9,7 @@ Inputs (one of):
   ``--images FILE.npz`` (arrays ``images`` ``(N, H, W[, C])`` in ``[0, 1]`` and ``classes`` ``(N,)``,
   ImageNet-1k labels; WordNet tree) or, without ``--images``, the synthetic set below; each run is
   decoded separately and the JSON adds the mean and s.e.m. over runs;
-* nothing: offline, :func:`~gensim_jax.evaluation.hierarchy_decoding.synthetic_hierarchy_images`
+* nothing: offline, :func:`~gensim_jax.stimuli.hierarchy.synthetic_hierarchy_images`
   (a 2 x 3 x 3 tree) embedded as raw pixels (``--shuffle-embeddings`` breaks the image-label link
   to show chance).
 
@@ -24,7 +24,8 @@ import argparse
 import numpy as np
 
 from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, load_npz, mean_sem_dict, model_label, run_info
-from gensim_jax.evaluation.hierarchy_decoding import decode_levels, synthetic_hierarchy_images
+from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+from gensim_jax.stimuli.hierarchy import synthetic_hierarchy_images
 
 
 def _decode(x, y, tree, nodes, a, rng) -> dict:

@@ -10,7 +10,7 @@ from PIL import Image
 
 from gensim_jax.evaluation.cli import main
 from gensim_jax.evaluation.hierarchy_decoding import decode_levels, synthetic_hierarchy_images
-from tests.eval.conftest import IMAGENET_MEAN, IMAGENET_STD
+from tests.evaluation.protocols.conftest import IMAGENET_MEAN, IMAGENET_STD
 
 
 def _png_ok(path):
