@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import sys
 from pathlib import Path
 
 __all__ = ["available", "load", "summary"]
@@ -38,12 +39,13 @@ def _declares_experiment(path: Path) -> bool:
     return False
 
 
-def available() -> dict:
+def available(package_dir=None) -> dict:
     """``{name: path}`` of the experiment modules of this package (those that assign ``EXPERIMENT``), sorted.
 
-    Read from the sources, so listing imports nothing.
+    Read from the sources, so listing imports nothing.  ``package_dir``: another folder to scan.
     """
-    return {p.stem: p for p in sorted(PACKAGE_DIR.glob("*.py"))
+    folder = PACKAGE_DIR if package_dir is None else Path(package_dir)
+    return {p.stem: p for p in sorted(folder.glob("*.py"))
             if not p.name.startswith("_") and _declares_experiment(p)}
 
 
@@ -72,6 +74,7 @@ def load(name_or_path: str):
             raise ValueError(f"experiment file {text} does not exist")
         spec = importlib.util.spec_from_file_location(f"gensim_jax_user_experiment_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses resolve annotations through the module
         spec.loader.exec_module(module)
         where = text
     else:

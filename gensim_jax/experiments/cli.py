@@ -193,9 +193,11 @@ def main(argv=None) -> int:
         config = resolve_config(args, experiment)
         found = check_workdir(workdir, args.resume)
         _initialize_distributed(args)
+        from gensim_jax.training import runner
+
+        runner.make_run_mesh(config)  # the mesh and the global batch against the devices, before any build
     except (ValueError, TypeError) as err:
         parser.error(str(err))
-    from gensim_jax.training.runner import run_experiment
 
     import jax
 
@@ -208,7 +210,7 @@ def main(argv=None) -> int:
         else:
             print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
     try:
-        results = run_experiment(experiment, config, workdir)
+        results = runner.run_experiment(experiment, config, workdir)
     except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
         print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
         return 2

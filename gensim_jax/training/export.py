@@ -55,7 +55,9 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
       model: registry name (:func:`gensim_jax.models.list_models`).
       model_kwargs: JSON-serialisable keyword overrides for :func:`gensim_jax.models.get_model`
         (tuples are stored as lists and given back as tuples).
-      **metadata: further JSON-serialisable fields (``image_size``, ``preprocess``, ``seed``, ...).
+      **metadata: further JSON-serialisable fields (``image_size``, ``preprocess``, ``seed``, ...);
+        ``input_shape`` (one example's shape, e.g. ``[2]`` or ``[64, 64, 3]``), or else ``image_size``,
+        lets :func:`load_exported` check the stored shapes against the rebuilt model.
     """
     from gensim_jax.models import list_models
 
@@ -105,10 +107,14 @@ def load_exported(directory) -> tuple[Any, dict, dict]:
     variables = {"params": restored["params"]}
     if restored.get("batch_stats"):
         variables["batch_stats"] = restored["batch_stats"]
-    if "image_size" in metadata:
+    example = None
+    if "input_shape" in metadata:
+        example = np.zeros((1, *map(int, metadata["input_shape"])), np.float32)
+    elif "image_size" in metadata:
         s = int(metadata["image_size"])
-        channels = int(metadata.get("channels", 3))
-        shapes = jax.eval_shape(model.init, jax.random.key(0), np.zeros((1, s, s, channels), np.float32))
+        example = np.zeros((1, s, s, int(metadata.get("channels", 3))), np.float32)
+    if example is not None:
+        shapes = jax.eval_shape(model.init, jax.random.key(0), example)
         expected = {k: shapes[k] for k in variables if k in shapes}
         got = jax.tree_util.tree_map(lambda x: x.shape, variables)
         want = jax.tree_util.tree_map(lambda x: x.shape, expected)

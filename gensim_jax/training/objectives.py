@@ -8,9 +8,12 @@ turns the encoder's outputs into a loss (``loss(outputs, batch, rng)``).  The sh
 ``(state, batch, rng) -> (loss, aux)`` that :func:`gensim_jax.training.step.train_step`
 differentiates.
 
-Objectives are ``flax.struct`` pytrees: configuration is static (hashable), arrays such as the
-``C x C`` target tables are leaves.  They are passed to the jitted step as arguments, so a table is
-transferred (and replicated over the mesh) once instead of being baked into the compiled program.
+Objectives are ``flax.struct`` pytrees: configuration is static (hashable); arrays such as the
+``C x C`` target tables, and the scalar hyperparameters a sweep varies (temperatures, the triplet
+margin, the centre-loss weight ``lam``), are leaves.  They are passed to the jitted step as arguments, so a table is
+transferred (and replicated over the mesh) once instead of being baked into the compiled program,
+and every value of a traced hyperparameter runs the same compiled step.  A concrete hyperparameter
+is checked when the objective is built (``ValueError`` for a temperature <= 0 or ``lam < 0``).
 
 Batches are dicts of arrays with a leading batch axis; an optional boolean ``"mask"`` ``(B,)``
 marks padded examples (False), which every loss ignores.
@@ -232,6 +235,14 @@ class GaussianMixtureTarget(Target):
 # --------------------------------------------------------------------------------------------
 
 
+def _check_hyperparameters(obj) -> None:
+    """``ValueError`` for a concrete temperature <= 0, margin < 0 or ``lam`` < 0 (traced values pass)."""
+    for name, bad, rule in (("temperature", lambda v: not v > 0, "> 0"), ("lam", lambda v: v < 0, ">= 0")):
+        value = getattr(obj, name, None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and bad(value):
+            raise ValueError(f"{type(obj).__name__}.{name} must be {rule}, got {value}")
+
+
 class Objective(flax.struct.PyTreeNode):
     """Base class of all objectives.
 
@@ -239,6 +250,9 @@ class Objective(flax.struct.PyTreeNode):
     ``loss(outputs, batch, rng) -> (loss, metrics)`` where ``outputs[key]`` is the model's output
     dict for ``batch[key]``.  Calling the objective runs :func:`forward` and the loss.
     """
+
+    def __post_init__(self):
+        _check_hyperparameters(self)
 
     @property
     def input_keys(self) -> tuple[str, ...]:  # pragma: no cover - abstract
@@ -301,7 +315,7 @@ class GenSimRegression(Objective):
     input_key: str = _static("image")
     output: str = _static("embedding")
     similarity: str = _static("cosine")
-    temperature: float = _static(1.0)
+    temperature: float = 1.0  # traced: a sweep over it compiles once
     exclude_diagonal: bool = _static(True)
 
     @property
@@ -361,7 +375,7 @@ class TripletObjective(Objective):
 
     form: str = _static("softplus")
     distance: str = _static("euclidean")
-    margin: float = _static(1.0)
+    margin: float = 1.0  # traced
     output: str = _static("embedding")
 
     @property
@@ -383,7 +397,7 @@ class NTXent(Objective):
     (:func:`~gensim_jax.losses.cross_view_infonce_loss`).
     """
 
-    temperature: float = _static(0.5)
+    temperature: float = 0.5  # traced
     similarity: str = _static("cosine")
     variant: str = _static("ntxent")
     output: str = _static("projection")
@@ -408,7 +422,7 @@ class NTXent(Objective):
 class _LabelContrastive(Objective):
     input_names: tuple = _static(("image",))
     label_key: str = _static("label")
-    temperature: float = _static(0.1)
+    temperature: float = 0.1  # traced
     similarity: str = _static("cosine")
     output: str = _static("projection")
 
@@ -493,7 +507,7 @@ class CenterLoss(Objective):
       output: the output the centre loss acts on ("embedding", the 84-d LeNet features).
     """
 
-    lam: float = _static(0.5)
+    lam: float = 0.5  # traced: one compile serves a whole lambda grid
     num_classes: Optional[int] = _static(None)
     input_key: str = _static("image")
     label_key: str = _static("label")

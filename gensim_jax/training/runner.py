@@ -51,7 +51,11 @@ def make_run_mesh(config) -> jax.sharding.Mesh:
     Raises ``ValueError`` when the mesh does not match the devices, or the global batch does not
     divide over the devices and processes.
     """
-    mesh = parallel.make_mesh(config.mesh_data, config.mesh_fsdp)
+    try:
+        mesh = parallel.make_mesh(config.mesh_data, config.mesh_fsdp)
+    except ValueError as err:
+        raise ValueError(f"mesh_data={config.mesh_data} x mesh_fsdp={config.mesh_fsdp} does not fit the "
+                         f"{jax.device_count()} device(s) of this run ({err})") from None
     n, pc = mesh.devices.size, jax.process_count()
     if config.batch_size % n or config.batch_size % pc:
         raise ValueError(f"batch_size={config.batch_size} (the global batch) must be divisible by the {n} devices "
@@ -190,9 +194,10 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
             seconds = time.perf_counter() - t0
             trained = parallel.gather_to_host(result.state.variables)
             if is_main:
+                example = experiment.example_input(arm, config)
                 export_variables(run_dir / "export", trained, model=model_name, model_kwargs=model_kwargs,
                                  seed=seed, objective=arm, experiment=experiment.name,
-                                 **experiment.export_info(arm, config))
+                                 input_shape=list(np.shape(example)[1:]), **experiment.export_info(arm, config))
             training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
             evaluations.setdefault(str(arm), []).append(
                 experiment.evaluate_run(arm, config, data, model, trained, seed))

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.experiments import overrides as _config
+from gensim_jax import experiments as registry
 from gensim_jax.experiments.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,31 +25,36 @@ REPO = Path(__file__).resolve().parents[2]
 # -- discovery ------------------------------------------------------------------------------------
 
 
-def test_discovery_lists_the_modules_that_define_an_experiment(tmp_path):
-    complete = ("def train_and_evaluate(config, workdir):\n    pass\n"
-                "class Config:\n    pass\n"
-                "def get_config(name):\n    pass\n"
-                "from somewhere import format_table\n")
-    (tmp_path / "alpha.py").write_text('"""Experiment: the alpha one.\n\nMore text."""\n' + complete
-                                       + 'CONFIGS = {"paper": 1, "tiny": 2}\n')
-    (tmp_path / "beta.py").write_text(complete.replace("def get_config", "def other"))  # lacks get_config
-    (tmp_path / "_helper.py").write_text(complete)  # private
-    (tmp_path / "gamma.py").write_text(complete + "def broken(:\n")  # does not parse (being edited)
-    (tmp_path / "delta.py").write_text("def main():\n    train_and_evaluate = Config = get_config = format_table = 1\n")
-    found = _config.discover_experiments(tmp_path)
-    assert list(found) == ["alpha"]
-    assert found["alpha"].summary == "the alpha one." and found["alpha"].configs == ("paper", "tiny")
+def test_discovery_lists_the_modules_that_declare_an_experiment(tmp_path):
+    body = "from gensim_jax.training.experiment import Experiment\nEXPERIMENT = Experiment()\n"
+    (tmp_path / "alpha.py").write_text('"""Experiment: the alpha one.\n\nMore text."""\n' + body)
+    (tmp_path / "beta.py").write_text(body.replace("EXPERIMENT =", "OTHER ="))  # declares nothing
+    (tmp_path / "_helper.py").write_text(body)  # private
+    (tmp_path / "gamma.py").write_text(body + "def broken(:\n")  # does not parse (being edited)
+    found = registry.available(tmp_path)
+    assert list(found) == ["alpha"] and registry.summary(found["alpha"]) == "the alpha one."
 
-    # the real train/ package: every module that has the four names, and nothing else
-    real = _config.discover_experiments()
-    expected = []
-    for path in sorted((REPO / "train").glob("*.py")):
-        text = path.read_text()
-        if not path.name.startswith("_") and all(f"def {n}(" in text or f"class {n}" in text
-                                                 for n in ("train_and_evaluate", "get_config", "format_table",
-                                                           "Config")):
-            expected.append(path.stem)
-    assert sorted(real) == expected and {"gaussian_mixture", "geoclidean"} <= set(real)
+    # the package itself: every module that assigns EXPERIMENT, and nothing else
+    real = registry.available()
+    expected = sorted(p.stem for p in (REPO / "gensim_jax" / "experiments").glob("*.py")
+                      if not p.name.startswith("_") and "\nEXPERIMENT = " in p.read_text())
+    assert sorted(real) == expected
+    assert set(real) == {"gaussian_mixture", "geoclidean", "imagenet_hierarchy", "quadrilaterals", "spurious_digits"}
+
+
+def test_an_experiment_file_outside_the_package_runs_by_path(tmp_path, capsys):
+    path = tmp_path / "my_exp.py"
+    path.write_text('"""Experiment: a fork\'s own."""\nfrom gensim_jax.training.experiment import Experiment\n'
+                    "class Mine(Experiment):\n    CONFIGS = {'tiny': Experiment.Config(num_steps=1)}\n"
+                    "EXPERIMENT = Mine()\n")
+    experiment = registry.load(str(path))
+    assert experiment.name == "my_exp" and experiment.summary == "a fork's own."
+    assert experiment.default_config() == "tiny" and experiment.get_config().num_steps == 1
+    with pytest.raises(ValueError, match="does not exist"):
+        registry.load(str(tmp_path / "missing.py"))
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="does not define EXPERIMENT"):
+        registry.load(str(tmp_path / "empty.py"))
 
 
 def test_help_lists_the_experiments_and_the_fields(capsys):
@@ -56,8 +62,8 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
         main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for name, exp in _config.discover_experiments().items():
-        assert f"  {name}" in out and exp.summary in out
+    for name, path in registry.available().items():
+        assert f"  {name}" in out and registry.summary(path) in out
     with pytest.raises(SystemExit):
         main(["geoclidean", "--help"])
     out = capsys.readouterr().out
@@ -68,8 +74,10 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
 def test_gensim_jax_train_help_lists_the_experiments():
     out = subprocess.run([sys.executable, "-m", "gensim_jax.cli", "train", "--help"], cwd=REPO, check=True,
                          capture_output=True, text=True).stdout
+    assert out == subprocess.run([sys.executable, "-m", "train", "--help"], cwd=REPO, check=True,
+                                 capture_output=True, text=True).stdout
     assert "experiments (" in out
-    for name in _config.discover_experiments():
+    for name in registry.available():
         assert name in out
 
 
@@ -158,18 +166,16 @@ def test_find_checkpoints_counts_finished_steps_only(tmp_path):
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """Experiments whose train_and_evaluate records its arguments instead of training."""
-    from gensim_jax.experiments import gaussian_mixture, geoclidean
+    """The runner records its arguments instead of training."""
+    from gensim_jax.training import runner
 
     calls = []
 
-    def fake(config, workdir, *args, **kwargs):
+    def fake(experiment, config, workdir, *args, **kwargs):
         calls.append((config, Path(workdir)))
         return {"train_seconds": 0.0}
 
-    for module in (geoclidean, gaussian_mixture):
-        monkeypatch.setattr(module, "train_and_evaluate", fake)
-        monkeypatch.setattr(module, "format_table", lambda results: "table")
+    monkeypatch.setattr(runner, "run_experiment", fake)
     return calls
 
 
@@ -185,7 +191,10 @@ def no_training(monkeypatch):
     (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model`"]),
     (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`objectives`"]),
     (["geoclidean", "--config", "cpu_small", "--set", "image_size=16"], ["image_size must be >= 32"]),
-    (["nonexistent_experiment"], ["invalid choice", "geoclidean"]),
+    (["nonexistent_experiment"], ["unknown experiment 'nonexistent_experiment'", "geoclidean"]),
+    (["geoclidean", "--set", "batch_size=7", "mesh_data=2"], ["mesh_data"]),
+    (["geoclidean", "--set", "optimizer=adagrad"], ["optimizer must be one of", "lars"]),
+    (["geoclidean", "--coordinator", "127.0.0.1:1234"], ["go together"]),
 ])
 def test_config_errors_stop_before_training(argv, words, no_training, capsys, tmp_path):
     with pytest.raises(SystemExit) as info:
@@ -236,7 +245,7 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
 STEPS, EVERY, KILL_AT = 8, 2, 4
 RUN = ["geoclidean", "--config", "cpu_small", "--model", "lenet5", "--objective", "gensim",
        "--set", "stage_sizes=null", "image_size=32", "num_train_images=16", "batch_size=8", f"num_steps={STEPS}",
-       f"checkpoint_every={EVERY}", "projection_dims=[16,8]", "eval_batch_size=35"]
+       f"checkpoint_every={EVERY}", "projection_dims=[16,8]", "eval_batch_size=35", "log_every=1"]
 
 
 def _losses(run_dir: Path) -> list:

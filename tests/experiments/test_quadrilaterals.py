@@ -12,18 +12,19 @@ from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.stimuli import quadrilaterals as q
 from gensim_jax.training.export import load_exported
 from gensim_jax.experiments import quadrilaterals as exp
+from gensim_jax.training.runner import run_experiment
 
 
 def tiny_config(**kw):
     base = dict(image_size=32, num_train_images=64, batch_size=8, num_steps=2, num_runs=2,
-                projection_dims=(16, 8), eval_trials_per_condition=1, eval_batch_size=66)
-    return exp.get_config("cpu_small", **{**base, **kw})
+                projection_dims=(16, 8), eval_trials_per_condition=1, eval_batch_size=66, log_every=1)
+    return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("quadrilaterals")
-    return workdir, exp.train_and_evaluate(tiny_config(), workdir, progress=False)
+    return workdir, run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
 
 
 def test_training_source_metadata_matches_the_rendered_shapes():
@@ -64,7 +65,7 @@ def test_runs_exports_and_oddball_numbers(run):
         for r in range(2):
             run_dir = workdir / name / f"run{r}"
             saved = json.loads((run_dir / "config.json").read_text())
-            assert saved["seed"] == r and saved["config"]["objective"] == name
+            assert saved["seed"] == r and saved["config"]["arm"] == name
             losses = [json.loads(s)["loss"] for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
             assert len(losses) == 2 and np.all(np.isfinite(losses))
             # re-evaluate the exported encoder independently: embed, farthest-from-mean, count errors
@@ -103,7 +104,8 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     path = tmp_path / "cornet_z.pth"
     torch.save({"state_dict": RefCORnetZ().state_dict()}, path)
     config = tiny_config(model="cornet_z", pretrained=str(path))
-    model, variables, kw = exp.make_model("supervised", config, seed=0)
+    model, _, kw = exp.EXPERIMENT.model("supervised", config)
+    variables = exp.EXPERIMENT.init_variables("supervised", config, model, seed=0)
     assert kw["num_classes"] == 1011
     kernel = variables["params"]["classifier"]["kernel"]
     ref = torch.load(path)["state_dict"]
@@ -112,7 +114,8 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     assert out["logits"].shape == (2, 1011)
     batch = next(exp.make_batches("supervised", exp.training_source(config, 0), config, seed=0)(0))
     assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010
-    g_model, g_vars, _ = exp.make_model("gensim", config, seed=0)
+    g_model, _, _ = exp.EXPERIMENT.model("gensim", config)
+    g_vars = exp.EXPERIMENT.init_variables("gensim", config, g_model, seed=0)
     assert "classifier" not in g_vars["params"]
     jax.block_until_ready(g_model.apply(g_vars, np.zeros((1, 32, 32, 3), np.float32))["embedding"])
 

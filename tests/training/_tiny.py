@@ -60,6 +60,6 @@ if __name__ == "__main__":  # used by the SIGTERM test: python -m tests.training
             time.sleep(pause)
             yield b
 
-    res = train(tiny_state(), CrossEntropy(input_key="x"), slow, num_steps=steps, workdir=workdir,
+    res = train(tiny_state(), CrossEntropy(input_key="x"), slow, num_steps=steps, log_every=1, workdir=workdir,
                 checkpoint_every=1000, progress=False, config={"name": "tiny"}, seed=0)
     print("DONE", int(res.state.step), flush=True)

@@ -52,13 +52,13 @@ def test_restore_or_init_without_checkpoint_returns_init(tmp_path):
 def test_resume_continues_params_and_stream_exactly(tmp_path):
     obj = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
     step = make_train_step(obj)  # compiled once, shared by the three runs
-    full = train(tiny_state(), obj, stream(5), num_steps=6, workdir=tmp_path / "a", checkpoint_every=2,
+    full = train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path / "a", checkpoint_every=2,
                  progress=False, config={"lr": 0.05}, seed=11, step_fn=step)
-    first = train(tiny_state(), obj, stream(5), num_steps=3, workdir=tmp_path / "b", checkpoint_every=2,
+    first = train(tiny_state(), obj, stream(5), num_steps=3, log_every=1, workdir=tmp_path / "b", checkpoint_every=2,
                   progress=False, step_fn=step)
     assert first.start_step == 0 and int(first.state.step) == 3
     # a restart with a different init: everything must come from the checkpoint of step 3
-    second = train(tiny_state(seed=42), obj, stream(5), num_steps=6, workdir=tmp_path / "b", checkpoint_every=2,
+    second = train(tiny_state(seed=42), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path / "b", checkpoint_every=2,
                    progress=False, step_fn=step)
     assert second.start_step == 3
     assert_trees_equal(second.state.params, full.state.params)
@@ -88,7 +88,7 @@ def test_eval_hook_and_data_exhaustion(tmp_path):
         return iter([])
 
     with pytest.raises(ValueError, match="data stream ended"):
-        train(tiny_state(), CrossEntropy(input_key="x"), short, num_steps=9, workdir=tmp_path / "s", progress=False)
+        train(tiny_state(), CrossEntropy(input_key="x"), short, num_steps=9, log_every=1, workdir=tmp_path / "s", progress=False)
 
 
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 0), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
@@ -118,11 +118,11 @@ def test_signal_saves_and_restart_resumes(tmp_path, signum, status):
     history = read_metrics(tmp_path)
     assert history[-1]["step"] == saved
     step = make_train_step(CrossEntropy(input_key="x"))
-    res = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, workdir=tmp_path,
+    res = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, log_every=1, workdir=tmp_path,
                 progress=False, step_fn=step)
     assert res.start_step == saved and int(res.state.step) == saved + 2
     # the continued run equals an uninterrupted run of saved + 2 steps
-    ref = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, workdir=tmp_path / "ref",
+    ref = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, log_every=1, workdir=tmp_path / "ref",
                 progress=False, step_fn=step)
     assert_trees_equal(res.state.params, ref.state.params)
 
@@ -185,7 +185,7 @@ def gensim_step():
 def reference_run(tmp_path_factory, gensim_step):
     obj, step = gensim_step
     workdir = tmp_path_factory.mktemp("reference")
-    res = train(tiny_state(), obj, stream(5), num_steps=6, workdir=workdir, checkpoint_every=2, progress=False,
+    res = train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=workdir, checkpoint_every=2, progress=False,
                 step_fn=step)
     return res, [r["loss"] for r in read_metrics(workdir) if "loss" in r]
 
@@ -195,7 +195,7 @@ def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(tmp_
                                                                             damage):
     obj, step = gensim_step
     ref, ref_losses = reference_run
-    first = train(tiny_state(), obj, stream(5), num_steps=4, workdir=tmp_path, checkpoint_every=2, progress=False,
+    first = train(tiny_state(), obj, stream(5), num_steps=4, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
                   step_fn=step)
     assert int(first.state.step) == 4
     with Checkpointer(tmp_path / "checkpoints") as ck:
@@ -205,7 +205,7 @@ def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(tmp_
         f.write('{"step": 5, "lo')  # and a metrics line cut off by the crash
 
     with pytest.warns(CheckpointFallbackWarning, match=r"step 4 .*could not be restored \(\w+(Error|Exception)") as rec:
-        res = train(tiny_state(seed=3), obj, stream(5), num_steps=6, workdir=tmp_path, checkpoint_every=2,
+        res = train(tiny_state(seed=3), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path, checkpoint_every=2,
                     progress=False, step_fn=step)
     assert any("falling back to step 2" in str(w.message) for w in rec)
     assert res.start_step == 2 and int(res.state.step) == 6
@@ -249,15 +249,27 @@ def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
 
 def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
     obj, step = gensim_step
-    train(tiny_state(), obj, stream(5), num_steps=4, workdir=tmp_path, checkpoint_every=2, progress=False,
+    train(tiny_state(), obj, stream(5), num_steps=4, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
           step_fn=step)
     _damage_everything(tmp_path / "checkpoints" / "4")
     _break_json(tmp_path / "checkpoints" / "2")
     with pytest.warns(CheckpointFallbackWarning):
         with pytest.raises(CheckpointRestoreError, match="none of the 2 checkpoints") as info:
-            train(tiny_state(), obj, stream(5), num_steps=6, workdir=tmp_path, checkpoint_every=2, progress=False,
+            train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
                   step_fn=step)
     assert sorted(info.value.errors) == [2, 4]
     assert "step 4: " in str(info.value) and "step 2: JSONDecodeError" in str(info.value)
     with Checkpointer(tmp_path / "checkpoints") as ck:  # nothing was deleted
         assert ck.all_steps() == [2, 4]
+
+
+def test_logged_metrics_are_window_means_fetched_every_log_every_steps(tmp_path):
+    """log_every=3: one line at steps 3, 6 and the last step 7, each the mean of its window's per-step losses."""
+    obj = CrossEntropy(input_key="x")
+    per_step = train(tiny_state(), obj, stream(5), num_steps=7, log_every=1, workdir=tmp_path / "a", progress=False)
+    windowed = train(tiny_state(), obj, stream(5), num_steps=7, log_every=3, workdir=tmp_path / "b", progress=False)
+    losses = [r["loss"] for r in per_step.history if "loss" in r]
+    lines = [r for r in windowed.history if "loss" in r]
+    assert [r["step"] for r in lines] == [3, 6, 7]
+    expected = [np.mean(losses[0:3]), np.mean(losses[3:6]), losses[6]]
+    np.testing.assert_allclose([r["loss"] for r in lines], expected, rtol=1e-6)

@@ -1,0 +1,137 @@
+"""The one runner: a fork's one-file experiment end to end, against a bare jit loop, with one compile per arm."""
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from gensim_jax import experiments as registry
+from gensim_jax.losses import ntxent_loss
+from gensim_jax.models import get_model
+from gensim_jax.training import NTXent, create_train_state, train_step
+from gensim_jax.training import runner
+from gensim_jax.training.export import load_exported
+
+TINY = str(Path(__file__).with_name("tiny_experiment.py"))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return registry.load(TINY)
+
+
+@pytest.fixture(scope="module")
+def ran(tiny, tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny")
+    config = tiny.get_config("tiny", num_runs=2)
+    return workdir, config, runner.run_experiment(tiny, config, workdir, progress=False)
+
+
+def test_runner_writes_every_run_and_the_results(ran, tiny):
+    workdir, config, results = ran
+    saved = json.loads((workdir / "results.json").read_text())
+    assert saved["experiment"] == "tiny_experiment" and saved["num_steps"] == 20
+    assert set(saved["evaluations"]) == {"gensim", "simclr"} and all(len(v) == 2 for v in saved["evaluations"].values())
+    for arm in ("gensim", "simclr"):
+        for r in range(2):
+            run_dir = workdir / arm / f"run{r}"
+            record = json.loads((run_dir / "config.json").read_text())
+            assert record["seed"] == r and record["config"]["arm"] == arm
+            lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            assert [x["step"] for x in lines if "loss" in x] == list(range(1, 21))
+            model, variables, meta = load_exported(run_dir / "export")
+            assert meta["objective"] == arm and meta["seed"] == r
+            # the exported encoder reproduces the evaluation recorded in results.json
+            features, x = tiny.prepare(config)
+            z = np.asarray(model.apply(variables, x)["projection"])
+            assert saved["evaluations"][arm][r]["embedding_norm"] == pytest.approx(
+                float(np.linalg.norm(z, axis=1).mean()), rel=1e-5)
+
+
+def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
+    """Run 0 of ``gensim``: the runner's per-step losses are those of a hand-written loop over the same batches."""
+    workdir, config, _ = ran
+    model, _, _ = tiny.model("gensim", config)
+    state = create_train_state(model, optax.adam(config.learning_rate), jax.random.key(0),
+                               variables=tiny.init_variables("gensim", config, model, 0))
+    objective = tiny.objective("gensim", config)
+    step = jax.jit(lambda s, b: train_step(s, b, objective))
+    stream = iter(tiny.batches("gensim", config, tiny.prepare(config), 0)(0))
+    losses = []
+    for _ in range(config.num_steps):
+        state, m = step(state, next(stream))
+        losses.append(float(m["loss"]))
+    lines = [json.loads(x) for x in (workdir / "gensim" / "run0" / "metrics.jsonl").read_text().splitlines()]
+    np.testing.assert_allclose([x["loss"] for x in lines if "loss" in x], losses, rtol=2e-5)
+
+
+def test_rerun_resumes_the_finished_runs_without_training(ran, tiny):
+    workdir, config, results = ran
+    again = runner.run_experiment(tiny, config, workdir, progress=False)
+    assert again["evaluations"] == results["evaluations"]
+    assert again["training"]["gensim"][0]["losses"] == results["training"]["gensim"][0]["losses"]
+
+
+def test_one_compile_serves_every_seed_and_every_traced_temperature():
+    mesh = runner.make_run_mesh(registry.load(TINY).get_config("tiny"))
+    cache = runner.StepCache(mesh)
+    model = get_model("mlp", in_features=6, hidden=8, embed_dim=4, projection_dims=(4, 3))
+    tx = optax.sgd(0.1)
+    rng = np.random.default_rng(0)
+    batch = {"view1": rng.normal(size=(16, 6)).astype(np.float32), "view2": rng.normal(size=(16, 6)).astype(np.float32)}
+    from gensim_jax import parallel
+
+    for seed, temperature in ((0, 0.5), (1, 0.1), (2, 2.0)):
+        state = parallel.place_state(create_train_state(model, tx, seed), mesh)
+        variables = jax.device_get(state.variables)  # the step donates the state
+        step = cache.get(state, NTXent(temperature=temperature))
+        _, metrics = step(state, parallel.shard_batch(batch, mesh))
+        z = model.apply(variables, np.concatenate([batch["view1"], batch["view2"]]))["projection"]
+        want = ntxent_loss(z[:16], z[16:], temperature=temperature)
+        assert float(metrics["loss"]) == pytest.approx(float(want), rel=1e-5)
+    (jitted,) = cache._steps.values()
+    assert jitted._cache_size() == 1
+
+
+def test_process_local_batches_take_this_process_rows(monkeypatch):
+    def factory(position):
+        for i in range(position, position + 2):
+            yield {"x": np.arange(8) + 100 * i, "y": np.arange(8)[:, None] * np.ones((1, 2))}
+
+    assert runner.process_local_batches(factory, 8) is factory  # one process: unchanged
+    monkeypatch.setattr(jax, "process_count", lambda: 4)
+    monkeypatch.setattr(jax, "process_index", lambda: 2)
+    got = list(runner.process_local_batches(factory, 8)(3))
+    assert [b["x"].tolist() for b in got] == [[304, 305], [404, 405]] and got[0]["y"].shape == (2, 2)
+    with pytest.raises(ValueError, match="global batch is 12"):
+        list(runner.process_local_batches(factory, 12)(0))
+    with pytest.raises(ValueError, match="not divisible by 4 processes"):
+        list(runner.process_local_batches(factory, 6)(0))
+
+
+def test_mesh_and_batch_errors_name_the_fields():
+    tiny = registry.load(TINY)
+    with pytest.raises(ValueError, match="mesh_data=3"):
+        runner.make_run_mesh(tiny.get_config("tiny", mesh_data=3))
+    monkey = tiny.get_config("tiny", batch_size=16)
+    assert runner.make_run_mesh(monkey).devices.size == jax.device_count()
+
+
+def test_compute_dtype():
+    cornet = get_model("cornet_z")
+    assert runner.compute_dtype_model(cornet, "float32") is cornet
+    assert runner.compute_dtype_model(cornet, "bfloat16").dtype == jnp.bfloat16
+    assert runner.compute_dtype_model(get_model("mlp"), "bfloat16").dtype == jnp.bfloat16
+
+    import flax.linen as nn
+
+    class NoDtype(nn.Module):
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(ValueError, match="no compute-dtype field"):
+        runner.compute_dtype_model(NoDtype(), "bfloat16")
