@@ -37,8 +37,8 @@ Configs:
     not a reproduction of the thesis's numbers.
 
 The arms of a run are the lambdas (``lambda_0``, ``lambda_0.25``, ...: :func:`lambda_dir`); the
-objective of an arm is the centre loss with that lambda as a traced value, so one compiled step
-serves the whole grid and every seed (the runner's step cache). The data
+objective of an arm is :class:`~gensim_jax.training.CenterLoss` with that lambda, a traced leaf of
+the objective, so one compiled step serves the whole grid and every seed (the runner's step cache). The data
 (:mod:`gensim_jax.data.spurious_digits`: :func:`~gensim_jax.data.spurious_digits.load_arrays`,
 :func:`~gensim_jax.data.spurious_digits.make_splits`) and the evaluation
 (:func:`gensim_jax.evaluation.spurious_digits.evaluate`) are library functions shared with
@@ -61,7 +61,6 @@ import math
 import time
 from typing import Iterator, Optional
 
-import flax
 import numpy as np
 
 from gensim_jax.data.spurious_digits import (
@@ -148,22 +147,6 @@ def make_batches(source, config: Config, seed: int):
 # --------------------------------------------------------------------------------------------
 
 MODEL_KWARGS = {"num_classes": 10}
-
-
-class GridCenterLoss(CenterLoss):
-    """:class:`~gensim_jax.training.CenterLoss` (seed 003 Eq. 12) with ``lam`` a traced pytree leaf.
-
-    The same loss; only ``lam`` travels as data instead of a static field, so one compiled step
-    serves the whole lambda grid.  Transitional: once ``CenterLoss.lam`` is itself a traced leaf,
-    :data:`CENTER_LOSS` becomes ``CenterLoss`` and this class goes.  Validate ``lam >= 0`` before
-    building it (:meth:`SpuriousDigits.validate` does).
-    """
-
-    lam: float = flax.struct.field(pytree_node=True, default=0.5)
-
-
-#: The objective class of every arm: a centre loss whose ``lam`` is traced (one compile per grid).
-CENTER_LOSS = GridCenterLoss
 
 
 def make_model(config: Config):
@@ -258,7 +241,8 @@ class SpuriousDigits(Experiment):
         return np.zeros((1, 32, 32, 3), np.float32)
 
     def objective(self, arm: str, config: Config):
-        return CENTER_LOSS(lam=arm_lambdas(config)[arm], num_classes=10)
+        # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
+        return CenterLoss(lam=arm_lambdas(config)[arm], num_classes=10)
 
     def batches(self, arm: str, config: Config, data: Data, seed: int):
         return make_batches(data.splits["train"], config, seed)
@@ -319,6 +303,6 @@ def format_table(results: dict) -> str:
 
 EXPERIMENT = SpuriousDigits()
 
-__all__ = ["CENTER_LOSS", "CONFIGS", "Config", "DATA_SOURCES", "EXPERIMENT", "GridCenterLoss", "LAMBDAS",
+__all__ = ["CONFIGS", "Config", "DATA_SOURCES", "EXPERIMENT", "LAMBDAS",
            "OOD_MODES", "SpuriousDigits", "TFDS_DATASETS", "arm_lambdas", "format_table", "lambda_dir",
            "make_batches", "make_model"]
