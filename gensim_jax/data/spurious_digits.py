@@ -25,14 +25,18 @@ source). Data come from tensorflow-datasets ``mnist`` and ``cifar10``
 
 from __future__ import annotations
 
-from typing import Mapping
+import dataclasses
+import math
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
 __all__ = ["NUM_CLASSES", "make_pools", "compose", "pad_digits", "SpuriousDigits",
-           "load_spurious_digits", "load_tfds_arrays", "tfds_prepared"]
+           "load_spurious_digits", "load_tfds_arrays", "tfds_prepared", "DataConfig", "DATA_SOURCES", "OOD_MODES",
+           "TFDS_DATASETS", "check_data_config", "data_config", "tfds_missing_message", "load_arrays", "make_splits",
+           "preprocess", "evaluation_sets"]
 
 NUM_CLASSES = 10
 _POOL_TAG, _BG_TAG = 31, 32
@@ -303,3 +307,143 @@ def load_spurious_digits(split: str = "train", *, per_class: int = 10, overlap: 
         kwargs = {"ood_backgrounds": test["image"], "ood_background_labels": test["label"]}
     return SpuriousDigits(mnist["image"], mnist["label"], cifar["image"], cifar["label"], pools,
                           mode=mode, seed=seed, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# The experiment's data, from config fields (shared by training and `python -m eval spurious_digits`)
+# --------------------------------------------------------------------------------------------
+
+DATA_SOURCES = ("tfds", "synthetic")
+OOD_MODES = ("swapped", "unseen")
+TFDS_DATASETS = ("mnist", "cifar10")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """The fields that define the spurious-digits data (the experiment's config has the same fields).
+
+    Attributes:
+      data: ``"tfds"`` (MNIST on CIFAR-10) or ``"synthetic"`` (the offline stand-ins of
+        :mod:`gensim_jax.data.synthetic_digits`).
+      data_dir: tfds data directory (None: tfds's default).  download: let tfds download missing data.
+      data_seed: seed of the pools, the background choice and the synthetic images.
+      per_class: backgrounds per digit pool.  overlap: fraction of each pool shared by all digits.
+      ood: ``"swapped"`` (other digits' pools) or ``"unseen"`` (CIFAR-10 test images).
+      num_train_images, num_test_images: digits used (None: all of tfds's split).
+      num_backgrounds, num_ood_backgrounds, digit_jitter: synthetic only.
+    """
+
+    data: str = "tfds"
+    data_dir: Optional[str] = None
+    download: bool = False
+    data_seed: int = 0
+    per_class: int = 10
+    overlap: float = 0.0
+    ood: str = "swapped"
+    num_train_images: Optional[int] = None
+    num_test_images: Optional[int] = None
+    num_backgrounds: int = 1000
+    num_ood_backgrounds: int = 200
+    digit_jitter: float = 1.0
+
+
+def data_config(config: Any) -> DataConfig:
+    """The :class:`DataConfig` of any object (an experiment config) or mapping with its fields.
+
+    Missing fields keep their defaults; other fields are ignored.
+    """
+    names = [f.name for f in dataclasses.fields(DataConfig)]
+    if isinstance(config, Mapping):
+        return DataConfig(**{k: config[k] for k in names if k in config})
+    return DataConfig(**{k: getattr(config, k) for k in names if hasattr(config, k)})
+
+
+def check_data_config(config: Any) -> None:
+    """``ValueError`` naming the field when a data field of ``config`` (see :class:`DataConfig`) is out of range."""
+    if config.data not in DATA_SOURCES:
+        raise ValueError(f"data must be one of {DATA_SOURCES}, got {config.data!r}")
+    if config.ood not in OOD_MODES:
+        raise ValueError(f"ood must be one of {OOD_MODES}, got {config.ood!r}")
+    if config.per_class < 1:
+        raise ValueError(f"per_class must be >= 1, got {config.per_class}")
+    if not 0.0 <= config.overlap < 1.0:
+        raise ValueError(f"overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), "
+                         f"got {config.overlap}")
+    for name in ("num_train_images", "num_test_images"):
+        value = getattr(config, name)
+        if value is not None and value < 10:
+            raise ValueError(f"{name} must be None (all) or >= 10, got {value}")
+    if config.data == "synthetic":
+        if config.num_train_images is None or config.num_test_images is None:
+            raise ValueError("num_train_images and num_test_images must be set with data='synthetic'")
+        own = config.per_class - int(round(config.overlap * config.per_class))
+        need = config.per_class - own + NUM_CLASSES * own
+        if config.num_backgrounds < need:
+            raise ValueError(f"num_backgrounds must be >= {need} for 10 pools of per_class={config.per_class} "
+                             f"with overlap={config.overlap}, got {config.num_backgrounds}")
+        if config.ood == "unseen" and config.num_ood_backgrounds < 1:
+            raise ValueError(f"num_ood_backgrounds must be >= 1 with ood='unseen', got {config.num_ood_backgrounds}")
+        if not (math.isfinite(config.digit_jitter) and config.digit_jitter >= 0):
+            raise ValueError(f"digit_jitter must be a finite number >= 0, got {config.digit_jitter}")
+
+
+def tfds_missing_message(data_dir: Optional[str], missing) -> str:
+    """How to prepare the tfds data sets the ``paper`` config reads (for the error it raises)."""
+    where = data_dir or "~/tensorflow_datasets (tfds's default)"
+    flag = f" --data_dir {data_dir}" if data_dir else ""
+    return (f"tfds data sets {list(missing)} are not prepared under {where}. Prepare them once on a machine with "
+            f"network access, e.g. `tfds build mnist cifar10{flag}` or `python -c \"import tensorflow_datasets as "
+            f"tfds; [tfds.builder(n, data_dir={data_dir!r}).download_and_prepare() for n in ('mnist', 'cifar10')]\"`, "
+            f"copy the directory here and pass --set data_dir='\"DIR\"'; or run with --set download=true; or use "
+            f"--config cpu_small (offline procedural stand-ins).")
+
+
+def load_arrays(config: Any) -> dict:
+    """``{"mnist_train", "mnist_test", "cifar10_train"[, "cifar10_test"]}`` arrays of ``config``'s data.
+
+    ``config``: a :class:`DataConfig` or any object with its fields.  ``"synthetic"``:
+    :func:`gensim_jax.data.synthetic_digits.synthetic_arrays`.  ``"tfds"``: the prepared tfds splits
+    (``FileNotFoundError`` with preparation instructions when absent, unless ``download``), digits
+    cut to the first ``num_train_images`` / ``num_test_images`` when set.
+    """
+    if config.data == "synthetic":
+        from gensim_jax.data.synthetic_digits import synthetic_arrays
+
+        return synthetic_arrays(num_train=config.num_train_images, num_test=config.num_test_images,
+                                num_backgrounds=config.num_backgrounds,
+                                num_ood_backgrounds=config.num_ood_backgrounds if config.ood == "unseen" else 0,
+                                seed=config.data_seed, jitter=config.digit_jitter)
+    if not config.download:
+        missing = [n for n in TFDS_DATASETS if not tfds_prepared(n, config.data_dir)]
+        if missing:
+            raise FileNotFoundError(tfds_missing_message(config.data_dir, missing))
+    names = ["mnist_train", "mnist_test", "cifar10_train"] + (["cifar10_test"] if config.ood == "unseen" else [])
+    arrays = {}
+    for name in names:
+        ds, split = name.split("_")
+        arrays[name] = load_tfds_arrays(ds, split, config.data_dir, download=config.download)
+    for name, n in (("mnist_train", config.num_train_images), ("mnist_test", config.num_test_images)):
+        if n is not None:
+            arrays[name] = {k: v[:n] for k, v in arrays[name].items()}
+    return arrays
+
+
+def make_splits(config: Any, arrays: Mapping) -> dict:
+    """``{"train", "test_id", "test_ood"}`` :class:`SpuriousDigits` sources of ``config`` over ``arrays``."""
+    return {split: load_spurious_digits(split, per_class=config.per_class, overlap=config.overlap, ood=config.ood,
+                                        seed=config.data_seed, arrays=arrays)
+            for split in ("train", "test_id", "test_ood")}
+
+
+def preprocess(images) -> np.ndarray:
+    """``uint8`` ``(..., 32, 32, 3)`` -> float32 in ``[0, 1]`` (the thesis's tensors; no mean/std shift)."""
+    return np.asarray(images, np.float32) / 255.0
+
+
+def evaluation_sets(splits: Mapping) -> dict:
+    """``{"id": (images float32 (N, 32, 32, 3), labels (N,)), "ood": (...)}``: every test example composed once."""
+    out = {}
+    for name, split in (("id", "test_id"), ("ood", "test_ood")):
+        ex = splits[split].examples(np.arange(len(splits[split])))
+        out[name] = (preprocess(ex["image"]), ex["label"])
+    return out

@@ -6,13 +6,25 @@ Given a 1-D (or any-D) embedding of points drawn from a mixture, report what the
   midpoint between the two components' mean embeddings on held-out fitting points);
 * Spearman's rho between embedding distance and the theoretical generative similarity (Eq. H2),
   with pairs grouped into 500 quantile bins of embedding distance (paper: rho(498) = -0.99);
-* 95% confidence intervals (mean +- 1.96 SE) of the embedding distance of same-component and
-  different-component pairs (paper: [1.62, 1.66] and [4.77, 4.91]).
+* 95% confidence intervals (mean +- 1.96 SE) of the embedding distance of "same" and "different"
+  pairs (paper: [1.62, 1.66] and [4.77, 4.91]), and the ratio of the mean distances (paper:
+  4.84 / 1.64 = 2.95).
+
+Two definitions of a "different" pair (:func:`pair_distance_summary`). The paper's (Appendix A,
+``p_diff`` of Eqs. A1-A4): the two points come from two *independently drawn* parameters, so with
+two equally weighted components a "different" pair comes from the same component half the time;
+its mean distance lies between the same-component and the different-component means. Ours, kept
+as a second line: the two points come from *different* components.  The paper's is the headline
+(``different_ci``, ``distance_ratio``); ours is ``different_component_ci`` and
+``distance_ratio_component``.
+
+:func:`fig_s1_report` runs the whole protocol on embedded fitting and test points.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 import numpy as np
 from scipy import stats
@@ -20,6 +32,15 @@ from scipy import stats
 
 @dataclass
 class MixtureReport:
+    """The Fig. S1 numbers of one embedding.
+
+    ``different_ci`` and ``distance_ratio`` follow the paper's definition of a different pair
+    (independent parameters); ``different_component_ci`` and ``distance_ratio_component`` count
+    only pairs from different components (see the module docstring).  ``mean_*``: the mean
+    embedding distance of each kind of pair; ``num_pairs`` pairs of distinct test points, of which
+    ``num_same_pairs`` share their component.
+    """
+
     accuracy: float
     spearman_rho: float
     spearman_p: float
@@ -28,6 +49,13 @@ class MixtureReport:
     different_ci: tuple[float, float]
     num_test_points: int
     num_pairs: int
+    different_component_ci: Optional[tuple[float, float]] = None
+    mean_same: Optional[float] = None
+    mean_different: Optional[float] = None
+    mean_different_component: Optional[float] = None
+    distance_ratio: Optional[float] = None
+    distance_ratio_component: Optional[float] = None
+    num_same_pairs: Optional[int] = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -66,3 +94,65 @@ def mean_ci(values, z: float = 1.96) -> tuple[float, float]:
         raise ValueError(f"need at least 2 values for a confidence interval, got {v.size}")
     m, se = v.mean(), v.std(ddof=1) / np.sqrt(v.size)
     return float(m - z * se), float(m + z * se)
+
+
+def pair_distance_summary(distance, same) -> dict:
+    """Same / different pair distances under both definitions of a different pair (paper Eq. A4).
+
+    Args:
+      distance: ``(P,)`` embedding distances of pairs of points, each point drawn from its own,
+        independently drawn component (so the pairs as a whole follow the paper's ``p_diff``).
+      same: ``(P,)`` booleans, True where the two points of a pair come from the same component.
+
+    Returns:
+      ``{"same_ci", "different_ci", "different_component_ci", "mean_same", "mean_different",
+      "mean_different_component", "distance_ratio", "distance_ratio_component"}``: ``different``
+      over all pairs (the paper's definition), ``different_component`` over the pairs with
+      ``same`` False; CIs by :func:`mean_ci`; ratios are mean different / mean same.
+
+    Example:
+      >>> s = pair_distance_summary(np.array([1.0, 1.2, 8.0, 9.0]), np.array([True, True, False, False]))
+      >>> round(s["distance_ratio"], 3), round(s["distance_ratio_component"], 3)
+      (4.364, 7.727)
+    """
+    d = np.asarray(distance, np.float64)
+    same = np.asarray(same, bool)
+    if d.ndim != 1 or same.shape != d.shape:
+        raise ValueError(f"distance {d.shape} and same {same.shape} must be equal 1-D shapes")
+    mean_same, mean_diff, mean_comp = float(d[same].mean()), float(d.mean()), float(d[~same].mean())
+    return {"same_ci": mean_ci(d[same]), "different_ci": mean_ci(d), "different_component_ci": mean_ci(d[~same]),
+            "mean_same": mean_same, "mean_different": mean_diff, "mean_different_component": mean_comp,
+            "distance_ratio": mean_diff / mean_same, "distance_ratio_component": mean_comp / mean_same}
+
+
+def fig_s1_report(fit_emb, fit_comp, test_x, test_emb, test_comp, log_similarity, *, num_pairs: int,
+                  num_bins: int, seed: int) -> tuple[MixtureReport, dict]:
+    """The Fig. S1 protocol on embedded points: accuracy, binned Spearman, pair distances.
+
+    Args:
+      fit_emb, fit_comp: ``(F, E)`` embeddings and ``(F,)`` components of the fitting points (the
+        threshold rule's centres).
+      test_x, test_emb, test_comp: ``(T, D)`` test points, ``(T, E)`` embeddings, ``(T,)`` components.
+      log_similarity: ``(x1 (P, D), x2 (P, D)) -> (P,)`` log generative similarity (paper Eq. H2).
+      num_pairs: pairs ``(i, j)`` of test indices drawn uniformly (those with ``i == j`` dropped).
+      num_bins: quantile bins of the Spearman statistic (paper: 500).
+      seed: numpy seed of the pair indices.
+
+    Returns:
+      ``(report, pairs)`` with ``pairs = {"i", "j", "distance", "s_gen"}`` (for the figure).
+    """
+    test_x, test_emb, test_comp = np.asarray(test_x), np.asarray(test_emb), np.asarray(test_comp)
+    accuracy = threshold_accuracy(fit_emb, fit_comp, test_emb, test_comp)
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, len(test_x), num_pairs)
+    j = rng.integers(0, len(test_x), num_pairs)
+    keep = i != j
+    i, j = i[keep], j[keep]
+    dist = np.linalg.norm(test_emb[i] - test_emb[j], axis=1)
+    s_gen = np.exp(np.asarray(log_similarity(test_x[i], test_x[j])))
+    rho, p_value, dof = binned_spearman(dist, s_gen, num_bins)
+    same = test_comp[i] == test_comp[j]
+    report = MixtureReport(accuracy=accuracy, spearman_rho=rho, spearman_p=p_value, spearman_dof=dof,
+                           num_test_points=len(test_x), num_pairs=int(len(i)), num_same_pairs=int(same.sum()),
+                           **pair_distance_summary(dist, same))
+    return report, {"i": i, "j": j, "distance": dist, "s_gen": s_gen}

@@ -14,7 +14,8 @@ This module is the numeric part of that protocol:
 * :func:`format_table` -- the rows as Markdown; :func:`plot_accuracy_vs_lambda` -- ID and OOD
   lines with interval bands on a symmetric-log lambda axis (linear to 1, lambda spans 0 to 100);
 * :func:`make_predictor` -- the bridge from a classifier to predictions (jitted once, fixed-size
-  batches).
+  batches); :func:`evaluate` -- ID and OOD accuracy of one trained classifier on the test sets of
+  :func:`gensim_jax.data.spurious_digits.evaluation_sets`.
 
 Everything but :func:`make_predictor` (JAX) and the plot (matplotlib, imported lazily) is numpy
 and scipy on plain numbers.
@@ -28,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-__all__ = ["METRICS", "accuracy", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
+__all__ = ["METRICS", "accuracy", "evaluate", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
            "summarize", "t_interval"]
 
 #: Per-run metrics summarised by :func:`summarize` (``gap`` is computed from the other two).
@@ -222,3 +223,12 @@ def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any]
         return np.concatenate(out).astype(np.int64)
 
     return predict
+
+
+def evaluate(predict: Callable[[Mapping[str, Any], np.ndarray], np.ndarray], variables,
+             sets: Mapping[str, tuple]) -> dict:
+    """``{"<name>_accuracy": accuracy}`` of ``predict(variables, images)`` on every ``sets[name] = (images, labels)``.
+
+    With :func:`gensim_jax.data.spurious_digits.evaluation_sets`: ``{"id_accuracy", "ood_accuracy"}``.
+    """
+    return {f"{name}_accuracy": accuracy(predict(variables, x), y) for name, (x, y) in sets.items()}

@@ -36,78 +36,79 @@ Configs:
     3 seeds, 4 epochs of batch 32. It checks the pipeline and shows the shortcut (ID >> OOD); it is
     not a reproduction of the thesis's numbers.
 
-Outputs: ``workdir/lambda_<lam>/run<r>/`` holds ``config.json``, ``metrics.jsonl`` (loss, train
-accuracy, and per-epoch ``eval/id_accuracy``, ``eval/ood_accuracy``), ``checkpoints/`` (an
-interrupted call resumes) and ``export/`` (:func:`gensim_jax.training.export_variables`; re-evaluate
-with ``python -m eval spurious_digits --workdir WORKDIR``); ``workdir/config.json``,
-``results.json`` and ``spurious_digits.png``.
+The arms of a run are the lambdas (``lambda_0``, ``lambda_0.25``, ...: :func:`lambda_dir`); the
+objective of an arm is :class:`~gensim_jax.training.CenterLoss` with that lambda, a traced leaf of
+the objective, so one compiled step serves the whole grid and every seed (the runner's step cache). The data
+(:mod:`gensim_jax.data.spurious_digits`: :func:`~gensim_jax.data.spurious_digits.load_arrays`,
+:func:`~gensim_jax.data.spurious_digits.make_splits`) and the evaluation
+(:func:`gensim_jax.evaluation.spurious_digits.evaluate`) are library functions shared with
+``python -m eval spurious_digits``.
 
-Entry point: ``train_and_evaluate(config, workdir)``; ``python -m train spurious_digits --config cpu_small``.
+Outputs: ``workdir/lambda_<lam>/run<r>/`` holds ``config.json``, ``metrics.jsonl`` (loss and train
+accuracy as means over ``log_every`` steps, and ``evals_per_run`` times ``eval/id_accuracy``,
+``eval/ood_accuracy``), ``checkpoints/`` (an interrupted call resumes with ``--resume``) and
+``export/`` (re-evaluate with ``python -m eval spurious_digits --workdir WORKDIR``);
+``workdir/config.json``, ``results.json`` and ``spurious_digits.png``.
+
+Declaration :data:`EXPERIMENT`, run by :func:`gensim_jax.training.runner.run_experiment`:
+``gensim-jax train spurious_digits --config cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
-from pathlib import Path
 from typing import Iterator, Optional
 
-import flax
-import jax
 import numpy as np
-import optax
 
+from gensim_jax.data.spurious_digits import (
+    DATA_SOURCES,
+    OOD_MODES,
+    TFDS_DATASETS,
+    DataConfig,
+    check_data_config,
+    evaluation_sets,
+    load_arrays,
+    make_splits,
+    preprocess,
+)
 from gensim_jax.evaluation import spurious_digits as protocol
 from gensim_jax.models import get_model
-from gensim_jax.training import (
-    CenterLoss,
-    create_train_state,
-    export_variables,
-    read_metrics,
-    train,
-)
-from gensim_jax.training.step import train_step
-from gensim_jax.experiments import _common
+from gensim_jax.training import CenterLoss
+from gensim_jax.training.experiment import Experiment, TrainConfig
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
-DATA_SOURCES = ("tfds", "synthetic")
-OOD_MODES = ("swapped", "unseen")
-TFDS_DATASETS = ("mnist", "cifar10")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Seed 003: LeNet-5, Adam, CE + lambda L_sim, lambda in {0, .25, .5, .75, 10, 100}, 5 seeds, 10 epochs."""
+class Config(TrainConfig, DataConfig):
+    """Seed 003: LeNet-5, Adam, CE + lambda L_sim, lambda in {0, .25, .5, .75, 10, 100}, 5 seeds, 10 epochs.
+
+    The data fields (``data``, ``data_dir``, ``download``, ``data_seed``, ``per_class``,
+    ``overlap``, ``ood``, ``num_train_images``, ``num_test_images``, ``num_backgrounds``,
+    ``num_ood_backgrounds``, ``digit_jitter``) are those of
+    :class:`gensim_jax.data.spurious_digits.DataConfig`; the optimisation fields those of
+    :class:`~gensim_jax.training.experiment.TrainConfig`.
+    """
 
     seed: int = 0
     num_runs: int = 5
     lambdas: tuple = LAMBDAS
-    # data
-    data: str = "tfds"  # "tfds" (MNIST on CIFAR-10) or "synthetic" (offline stand-ins)
-    data_dir: Optional[str] = None  # tfds data directory (None: tfds's default)
-    download: bool = False  # let tfds download and prepare missing data sets
-    data_seed: int = 0  # pools, background choice, synthetic images: one data set for all runs
-    per_class: int = 10  # backgrounds per digit pool (the thesis does not give its pool size)
-    overlap: float = 0.0  # fraction of each pool shared by all digits (0: disjoint, the thesis default)
-    ood: str = "swapped"
-    num_train_images: Optional[int] = None  # None: all (60,000 MNIST train digits)
-    num_test_images: Optional[int] = None  # None: all (10,000 MNIST test digits)
-    num_backgrounds: int = 1000  # synthetic only: candidate pool backgrounds
-    num_ood_backgrounds: int = 200  # synthetic only: backgrounds of ood="unseen"
-    digit_jitter: float = 1.0  # synthetic only: deformation scale of the glyphs
     # optimisation
     model: str = "lenet5"
     epochs: float = 10.0
     num_steps: Optional[int] = None  # overrides epochs when set
-    batch_size: int = 64
-    learning_rate: float = 1e-3
+    batch_size: int = 64  # ours (the thesis does not give it)
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3  # ours: PyTorch's Adam default
+    log_every: int = 100  # 60,000 / 64 x 10 epochs = 9,380 steps: ~94 loss lines
+    checkpoint_every: int = 1000
     # evaluation
     evals_per_run: int = 10  # ID/OOD accuracy logged this many times per run (0: only at the end)
     eval_batch_size: int = 1000
     confidence: float = 0.95
-    checkpoint_every: int = 1000
 
 
 CONFIGS = {
@@ -118,71 +119,9 @@ CONFIGS = {
     "cpu_small": Config(
         num_runs=3, data="synthetic", num_train_images=1000, num_test_images=500, per_class=2,
         num_backgrounds=100, num_ood_backgrounds=50, digit_jitter=1.3, epochs=4.0, batch_size=32,
-        evals_per_run=0, checkpoint_every=10_000,
+        evals_per_run=0, log_every=5, checkpoint_every=10_000,
     ),
 }
-
-
-def get_config(name: str = "paper", **overrides) -> Config:
-    """The named config with ``overrides`` applied (lists become tuples); ``ValueError`` names a bad field or value."""
-    return _common.select_config(CONFIGS, name, overrides, _validate)
-
-
-def _validate(config: Config) -> Config:
-    lams = config.lambdas
-    if not lams or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
-                       for v in lams):
-        raise ValueError(f"lambdas must be a non-empty tuple of finite numbers >= 0, got {lams!r}")
-    if len(set(float(v) for v in lams)) != len(lams):
-        raise ValueError(f"lambdas must be distinct, got {lams!r}")
-    if config.num_runs < 1:
-        raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
-    if config.data not in DATA_SOURCES:
-        raise ValueError(f"data must be one of {DATA_SOURCES}, got {config.data!r}")
-    if config.ood not in OOD_MODES:
-        raise ValueError(f"ood must be one of {OOD_MODES}, got {config.ood!r}")
-    if config.per_class < 1:
-        raise ValueError(f"per_class must be >= 1, got {config.per_class}")
-    if not 0.0 <= config.overlap < 1.0:
-        raise ValueError(f"overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), "
-                         f"got {config.overlap}")
-    for name in ("num_train_images", "num_test_images"):
-        value = getattr(config, name)
-        if value is not None and value < 10:
-            raise ValueError(f"{name} must be None (all) or >= 10, got {value}")
-    if config.data == "synthetic":
-        if config.num_train_images is None or config.num_test_images is None:
-            raise ValueError("num_train_images and num_test_images must be set with data='synthetic'")
-        own = config.per_class - int(round(config.overlap * config.per_class))
-        need = config.per_class - own + 10 * own
-        if config.num_backgrounds < need:
-            raise ValueError(f"num_backgrounds must be >= {need} for 10 pools of per_class={config.per_class} "
-                             f"with overlap={config.overlap}, got {config.num_backgrounds}")
-        if config.ood == "unseen" and config.num_ood_backgrounds < 1:
-            raise ValueError(f"num_ood_backgrounds must be >= 1 with ood='unseen', got {config.num_ood_backgrounds}")
-    if config.batch_size < 2 or (config.num_train_images is not None and config.batch_size > config.num_train_images):
-        raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                         f"got {config.batch_size}")
-    if config.num_steps is None and not config.epochs > 0:
-        raise ValueError(f"epochs must be > 0, got {config.epochs}")
-    if config.num_steps is not None and config.num_steps < 1:
-        raise ValueError(f"num_steps must be >= 1, got {config.num_steps}")
-    if not config.learning_rate > 0:
-        raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
-    if config.evals_per_run < 0:
-        raise ValueError(f"evals_per_run must be >= 0, got {config.evals_per_run}")
-    if config.eval_batch_size < 1:
-        raise ValueError(f"eval_batch_size must be >= 1, got {config.eval_batch_size}")
-    if not 0.0 < config.confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {config.confidence}")
-    if config.model != "lenet5":
-        raise ValueError(f"model must be 'lenet5' (32x32 RGB input, seed 003 Sec. 3.2), got {config.model!r}")
-    return config
-
-
-def num_steps(config: Config, num_train: int) -> int:
-    """Optimizer steps of one run: ``num_steps`` or ``ceil(epochs * num_train / batch_size)``."""
-    return _common.steps_per_run(config, num_train)
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,73 +129,8 @@ def num_steps(config: Config, num_train: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def tfds_missing_message(data_dir: Optional[str], missing) -> str:
-    """How to prepare the tfds data sets the ``paper`` config reads (for the error it raises)."""
-    where = data_dir or "~/tensorflow_datasets (tfds's default)"
-    flag = f" --data_dir {data_dir}" if data_dir else ""
-    return (f"tfds data sets {list(missing)} are not prepared under {where}. Prepare them once on a machine with "
-            f"network access, e.g. `tfds build mnist cifar10{flag}` or `python -c \"import tensorflow_datasets as "
-            f"tfds; [tfds.builder(n, data_dir={data_dir!r}).download_and_prepare() for n in ('mnist', 'cifar10')]\"`, "
-            f"copy the directory here and pass --set data_dir='\"DIR\"'; or run with --set download=true; or use "
-            f"--config cpu_small (offline procedural stand-ins).")
-
-
-def load_arrays(config: Config) -> dict:
-    """``{"mnist_train", "mnist_test", "cifar10_train", "cifar10_test"}`` arrays of the config's data.
-
-    ``"synthetic"``: :func:`gensim_jax.data.synthetic_digits.synthetic_arrays`. ``"tfds"``: the
-    prepared tfds splits (``FileNotFoundError`` with preparation instructions when absent, unless
-    ``download``), digits cut to the first ``num_train_images`` / ``num_test_images`` when set.
-    """
-    if config.data == "synthetic":
-        from gensim_jax.data.synthetic_digits import synthetic_arrays
-
-        return synthetic_arrays(num_train=config.num_train_images, num_test=config.num_test_images,
-                                num_backgrounds=config.num_backgrounds,
-                                num_ood_backgrounds=config.num_ood_backgrounds if config.ood == "unseen" else 0,
-                                seed=config.data_seed, jitter=config.digit_jitter)
-    from gensim_jax.data.spurious_digits import load_tfds_arrays, tfds_prepared
-
-    if not config.download:
-        missing = [n for n in TFDS_DATASETS if not tfds_prepared(n, config.data_dir)]
-        if missing:
-            raise FileNotFoundError(tfds_missing_message(config.data_dir, missing))
-    names = ["mnist_train", "mnist_test", "cifar10_train"] + (["cifar10_test"] if config.ood == "unseen" else [])
-    arrays = {}
-    for name in names:
-        ds, split = name.split("_")
-        arrays[name] = load_tfds_arrays(ds, split, config.data_dir, download=config.download)
-    for name, n in (("mnist_train", config.num_train_images), ("mnist_test", config.num_test_images)):
-        if n is not None:
-            arrays[name] = {k: v[:n] for k, v in arrays[name].items()}
-    return arrays
-
-
-def make_splits(config: Config, arrays: dict) -> dict:
-    """``{"train", "test_id", "test_ood"}`` :class:`~gensim_jax.data.spurious_digits.SpuriousDigits` sources."""
-    from gensim_jax.data.spurious_digits import load_spurious_digits
-
-    return {split: load_spurious_digits(split, per_class=config.per_class, overlap=config.overlap, ood=config.ood,
-                                        seed=config.data_seed, arrays=arrays)
-            for split in ("train", "test_id", "test_ood")}
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` ``(..., 32, 32, 3)`` -> float32 in ``[0, 1]`` (the thesis's tensors; no mean/std shift)."""
-    return np.asarray(images, np.float32) / 255.0
-
-
-def evaluation_sets(splits: dict) -> dict:
-    """``{"id": (images float32, labels), "ood": (...)}``: every test example composed once."""
-    out = {}
-    for name, split in (("id", "test_id"), ("ood", "test_ood")):
-        ex = splits[split].examples(np.arange(len(splits[split])))
-        out[name] = (preprocess(ex["image"]), ex["label"])
-    return out
-
-
 def make_batches(source, config: Config, seed: int):
-    """``position -> iterator`` of training batches (``image``, ``label``, ``mask``), the ``train()`` protocol."""
+    """``position -> iterator`` of training batches (``image``, ``label``, ``mask``) from batch ``position`` on."""
     from gensim_jax.data import pipelines
 
     def batches(position: int) -> Iterator[dict]:
@@ -269,31 +143,10 @@ def make_batches(source, config: Config, seed: int):
 
 
 # --------------------------------------------------------------------------------------------
-# Model and evaluation
+# Model and objective
 # --------------------------------------------------------------------------------------------
 
 MODEL_KWARGS = {"num_classes": 10}
-
-
-class GridCenterLoss(CenterLoss):
-    """:class:`~gensim_jax.training.CenterLoss` (seed 003 Eq. 12) with ``lam`` a traced pytree leaf.
-
-    The same loss; only ``lam`` travels as data instead of a static field, so one compiled step
-    serves the whole lambda grid (a static ``lam`` costs one XLA compilation per value, which
-    dominates short CPU runs). Validate ``lam >= 0`` before building it (:func:`get_config` does).
-    """
-
-    lam: float = flax.struct.field(pytree_node=True, default=0.5)
-
-
-def make_step_fn():
-    """``objective -> step(state, batch)``: one jitted :func:`~gensim_jax.training.step.train_step` for all objectives.
-
-    Compiled once for every lambda and seed as long as the states share their optimiser instance
-    and model (static fields of the ``TrainState``) and the objectives their static fields.
-    """
-    jitted = jax.jit(lambda st, batch, obj: train_step(st, batch, obj), donate_argnums=(0,))
-    return lambda objective: (lambda st, batch: jitted(st, batch, objective))
 
 
 def make_model(config: Config):
@@ -301,120 +154,143 @@ def make_model(config: Config):
     return get_model(config.model, **MODEL_KWARGS)
 
 
-def init_variables(model, seed: int, init_fn=None) -> dict:
-    """Freshly initialised variables drawn with JAX's ``rbg`` generator keyed by ``seed`` (fast to compile on CPU).
-
-    ``init_fn``: a ready ``jax.jit(model.init)`` to reuse across runs (compiled once).
-    """
-    init_fn = init_fn or jax.jit(model.init)
-    return init_fn(jax.random.key(seed, impl="rbg"), np.zeros((1, 32, 32, 3), np.float32))
-
-
-def evaluate(predict, variables, sets: dict) -> dict:
-    """``{"id_accuracy", "ood_accuracy"}`` of ``predict(variables, images)`` on :func:`evaluation_sets`."""
-    return {f"{name}_accuracy": protocol.accuracy(predict(variables, x), y) for name, (x, y) in sets.items()}
-
-
 def lambda_dir(lam: float) -> str:
-    """Directory name of a lambda: ``lambda_0``, ``lambda_0.25``, ``lambda_100``."""
+    """Directory (arm) name of a lambda: ``lambda_0``, ``lambda_0.25``, ``lambda_100``."""
     return f"lambda_{float(lam):g}"
 
 
+def arm_lambdas(config: Config) -> dict:
+    """``{arm name: lambda}`` in the order of ``config.lambdas``."""
+    return {lambda_dir(lam): float(lam) for lam in config.lambdas}
+
+
 # --------------------------------------------------------------------------------------------
-# Driver
+# Declaration
 # --------------------------------------------------------------------------------------------
 
 
-def train_and_evaluate(config: Config, workdir: str | Path, progress: bool = True) -> dict:
-    """Train every lambda ``num_runs`` times, evaluate ID / OOD, write ``config.json``, ``results.json``, ``spurious_digits.png``.
+@dataclasses.dataclass
+class Data:
+    """What every run shares: the three splits, the composed test sets, one compiled predictor."""
 
-    Each run lives in ``workdir/lambda_<lam>/run<r>`` (seed ``seed + r``; ``config.json``,
-    ``metrics.jsonl``, checkpoints, ``export/``). Returns the results dict.
-    """
-    config = _validate(config)
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(json.dumps({"seed": config.seed, "experiment": "spurious_digits",
-                                                     "config": dataclasses.asdict(config)}, indent=2))
-    t_data = time.perf_counter()
-    splits = make_splits(config, load_arrays(config))
-    sets = evaluation_sets(splits)
-    data_seconds = time.perf_counter() - t_data
-    n_train = len(splits["train"])
-    steps = num_steps(config, n_train)
-    model = make_model(config)
-    predict = protocol.make_predictor(model, config.eval_batch_size)
-    init_fn = jax.jit(model.init)
-    step_for = make_step_fn()
-    tx = optax.adam(config.learning_rate)  # one instance: the optimiser is a static part of the state, so a new
-    # instance per run would recompile the step
-    eval_every = max(1, steps // config.evals_per_run) if config.evals_per_run else None
+    splits: dict
+    sets: dict
+    seconds: float
+    predictors: dict = dataclasses.field(default_factory=dict)
 
-    def eval_fn(state, step):
-        return evaluate(predict, state.variables, sets)
-
-    per_run: dict = {}
-    start = time.perf_counter()
-    for lam in config.lambdas:
-        objective = GridCenterLoss(lam=float(lam), num_classes=10)
-        step_fn = step_for(objective)
-        for r in range(config.num_runs):
-            seed = config.seed + r
-            run_dir = workdir / lambda_dir(lam) / f"run{r}"
-            state = create_train_state(model, tx, jax.random.key(seed),
-                                       variables=init_variables(model, seed, init_fn))
-            if progress:
-                print(f"[spurious_digits] lambda {lam:g} run {r} (seed {seed}): {steps} steps -> {run_dir}",
-                      flush=True)
-            t0 = time.perf_counter()
-            result = train(state, objective, make_batches(splits["train"], config, seed), num_steps=steps,
-                           workdir=run_dir, config={**dataclasses.asdict(config), "lam": float(lam)}, seed=seed,
-                           checkpoint_every=config.checkpoint_every, log_every=max(1, steps // 100),
-                           eval_every=eval_every, eval_fn=eval_fn if eval_every else None,
-                           progress=progress, step_fn=step_fn)
-            seconds = time.perf_counter() - t0
-            acc = evaluate(predict, result.state.variables, sets)
-            export_variables(run_dir / "export", result.state.variables, model=config.model,
-                             model_kwargs=MODEL_KWARGS, image_size=32, preprocess="unit",
-                             experiment="spurious_digits", lam=float(lam), seed=seed, run=r, steps=steps)
-            metrics = read_metrics(run_dir)
-            losses = [m["loss"] for m in metrics if "loss" in m]
-            curve = [{"step": m["step"], "id_accuracy": m["eval/id_accuracy"], "ood_accuracy": m["eval/ood_accuracy"]}
-                     for m in metrics if "eval/id_accuracy" in m]
-            per_run.setdefault(f"{float(lam):g}", []).append(
-                {"seed": seed, **acc, "seconds": seconds, "final_loss": losses[-1] if losses else None,
-                 "losses": losses, "curve": curve})
-            if progress:
-                print(f"[spurious_digits] lambda {lam:g} run {r}: ID {acc['id_accuracy']:.3f} "
-                      f"OOD {acc['ood_accuracy']:.3f} ({seconds:.1f} s)", flush=True)
-            del result, state
-    train_seconds = time.perf_counter() - start
-
-    summary = protocol.summarize(per_run, config.confidence)
-    results = {
-        "experiment": "spurious_digits",
-        "data": ("offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
-                 if config.data == "synthetic" else "tfds mnist on cifar10"),
-        "config": dataclasses.asdict(config),
-        "seed": config.seed,
-        "num_steps": steps,
-        "num_train": n_train,
-        "num_test": {k: int(len(v[1])) for k, v in sets.items()},
-        "summary": summary,
-        "per_run": per_run,
-        "data_seconds": data_seconds,
-        "train_seconds": train_seconds,
-    }
-    (workdir / "results.json").write_text(json.dumps(results, indent=2))
-    _plot(workdir / "spurious_digits.png", results)
-    return results
+    def predictor(self, model, batch_size: int):
+        """One :func:`~gensim_jax.evaluation.spurious_digits.make_predictor` per model (compiled once for all runs)."""
+        key = (model, batch_size)
+        try:
+            if key not in self.predictors:
+                self.predictors[key] = protocol.make_predictor(model, batch_size)
+            return self.predictors[key]
+        except TypeError:  # an unhashable module
+            return protocol.make_predictor(model, batch_size)
 
 
-def _plot(path: Path, results: dict) -> None:
-    data = "procedural stand-ins" if results["config"]["data"] == "synthetic" else "MNIST on CIFAR-10"
-    protocol.plot_accuracy_vs_lambda(
-        results["summary"], path, confidence=results["config"]["confidence"],
-        title=f"Spurious digits ({data}): LeNet-5, CE + lambda L_sim, {results['config']['num_runs']} seeds")
+class SpuriousDigits(Experiment):
+    """Spurious digits: ID / OOD accuracy of LeNet-5 against the centre-loss weight lambda (seed 003)."""
+
+    name = "spurious_digits"
+    Config = Config
+    CONFIGS = CONFIGS
+    MODELS = ("lenet5",)
+
+    def validate(self, config: Config) -> Config:
+        super().validate(config)
+        lams = config.lambdas
+        if not lams or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+                           for v in lams):
+            raise ValueError(f"lambdas must be a non-empty tuple of finite numbers >= 0, got {lams!r}")
+        if len(set(lambda_dir(v) for v in lams)) != len(lams):
+            raise ValueError(f"lambdas must be distinct (to 6 significant digits: they name the run "
+                             f"directories), got {lams!r}")
+        check_data_config(config)
+        if config.batch_size < 2 or (config.num_train_images is not None
+                                     and config.batch_size > config.num_train_images):
+            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
+                             f"got {config.batch_size}")
+        if not config.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
+        if config.evals_per_run < 0:
+            raise ValueError(f"evals_per_run must be >= 0, got {config.evals_per_run}")
+        if config.eval_batch_size < 1:
+            raise ValueError(f"eval_batch_size must be >= 1, got {config.eval_batch_size}")
+        if not 0.0 < config.confidence < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {config.confidence}")
+        if config.model != "lenet5":
+            raise ValueError(f"model must be 'lenet5' (32x32 RGB input, seed 003 Sec. 3.2), got {config.model!r}")
+        return config
+
+    def prepare(self, config: Config) -> Data:
+        t0 = time.perf_counter()
+        splits = make_splits(config, load_arrays(config))
+        return Data(splits, evaluation_sets(splits), time.perf_counter() - t0)
+
+    def arms(self, config: Config) -> tuple:
+        return tuple(arm_lambdas(config))
+
+    def num_train_examples(self, config: Config, data: Data) -> int:
+        return len(data.splits["train"])
+
+    def model(self, arm: str, config: Config):
+        return make_model(config), config.model, dict(MODEL_KWARGS)
+
+    def example_input(self, arm: str, config: Config) -> np.ndarray:
+        return np.zeros((1, 32, 32, 3), np.float32)
+
+    def objective(self, arm: str, config: Config):
+        # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
+        return CenterLoss(lam=arm_lambdas(config)[arm], num_classes=10)
+
+    def batches(self, arm: str, config: Config, data: Data, seed: int):
+        return make_batches(data.splits["train"], config, seed)
+
+    def export_info(self, arm: str, config: Config) -> dict:
+        return {"image_size": 32, "preprocess": "unit", "lam": arm_lambdas(config)[arm]}
+
+    def periodic_eval(self, arm: str, config: Config, data: Data, model):
+        if not config.evals_per_run:
+            return None
+        predict = data.predictor(model, config.eval_batch_size)
+        every = max(1, self.num_steps(config, data) // config.evals_per_run)
+        return every, lambda state, step: protocol.evaluate(predict, state.variables, data.sets)
+
+    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
+        return protocol.evaluate(data.predictor(model, config.eval_batch_size), variables, data.sets)
+
+    def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
+        per_run: dict = {}
+        for arm, lam in arm_lambdas(config).items():
+            rows = per_run.setdefault(f"{lam:g}", [])
+            for acc, record in zip(evaluations.get(arm, []), training.get(arm, [])):
+                row = {"seed": record["seed"], **acc, "seconds": record["seconds"],
+                       "final_loss": record["final_loss"], "losses": record["losses"]}
+                if "evals" in record:  # the runner's eval/ lines, when it passes them on
+                    row["curve"] = [{"step": m["step"], "id_accuracy": m["eval/id_accuracy"],
+                                     "ood_accuracy": m["eval/ood_accuracy"]} for m in record["evals"]]
+                rows.append(row)
+        return {
+            "experiment": self.name,
+            "data": ("offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
+                     if config.data == "synthetic" else "tfds mnist on cifar10"),
+            "num_train": len(data.splits["train"]),
+            "num_test": {k: int(len(v[1])) for k, v in data.sets.items()},
+            "summary": protocol.summarize(per_run, config.confidence),
+            "per_run": per_run,
+            "data_seconds": data.seconds,
+        }
+
+    def plot(self, results: dict, path) -> None:
+        cfg = results["config"]
+        data = "procedural stand-ins" if cfg["data"] == "synthetic" else "MNIST on CIFAR-10"
+        protocol.plot_accuracy_vs_lambda(
+            results["summary"], path, confidence=cfg["confidence"],
+            title=f"Spurious digits ({data}): LeNet-5, CE + lambda L_sim, {cfg['num_runs']} seeds")
+
+    def format_table(self, results: dict) -> str:
+        return format_table(results)
 
 
 def format_table(results: dict) -> str:
@@ -425,6 +301,8 @@ def format_table(results: dict) -> str:
     return head + "\n" + protocol.format_table(results["summary"], cfg["confidence"])
 
 
-__all__ = ["CONFIGS", "Config", "GridCenterLoss", "LAMBDAS", "evaluate", "format_table", "get_config", "init_variables", "lambda_dir",
-           "load_arrays", "make_batches", "make_step_fn", "make_model", "make_splits", "num_steps", "preprocess", "evaluation_sets",
-           "tfds_missing_message", "train_and_evaluate"]
+EXPERIMENT = SpuriousDigits()
+
+__all__ = ["CONFIGS", "Config", "DATA_SOURCES", "EXPERIMENT", "LAMBDAS",
+           "OOD_MODES", "SpuriousDigits", "TFDS_DATASETS", "arm_lambdas", "format_table", "lambda_dir",
+           "make_batches", "make_model"]

@@ -1,27 +1,68 @@
-"""The demo experiment end to end, shortened: it must learn the two components."""
+"""The Gaussian-mixture experiment end to end, shortened: it must learn the two components."""
 
 import json
 
+import jax
+import numpy as np
+import pytest
+
 from gensim_jax.experiments import gaussian_mixture as exp
 from gensim_jax.experiments.cli import main
+from gensim_jax.training.runner import run_experiment
+
+EXP = exp.EXPERIMENT
 
 
 def test_short_run_separates_components_and_writes_outputs(tmp_path):
-    config = exp.get_config("paper", epochs=40, learning_rate=1e-3, num_pairs=20_000, num_bins=100)
-    results = exp.train_and_evaluate(config, tmp_path, progress=False)
+    config = EXP.get_config("paper", epochs=40, learning_rate=1e-3, num_pairs=20_000, num_bins=100)
+    results = run_experiment(EXP, config, tmp_path, progress=False)
     r = results["report"]
     assert r["accuracy"] > 0.97
     assert r["spearman_rho"] < -0.9
     assert r["same_ci"][1] < r["different_ci"][0]
+    # the paper's "different" pairs (independent parameters) mix in same-component pairs: their mean
+    # distance lies between the same-component and the different-component means
+    assert r["mean_same"] < r["mean_different"] < r["mean_different_component"]
+    assert r["distance_ratio"] == pytest.approx(r["mean_different"] / r["mean_same"])
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["config"]["epochs"] == 40 and saved["config"]["seed"] == 0
+    assert saved["num_steps"] == 40 * 39
+    lines = [json.loads(s) for s in (tmp_path / "gensim" / "run0" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [39 * (e + 1) for e in range(40)]  # one loss line per epoch
+    assert (tmp_path / "gensim" / "run0" / "export" / "model.json").is_file()
     assert (tmp_path / "gaussian_mixture.png").stat().st_size > 10_000
-    assert "| test accuracy" in exp.format_table(results)
+    table = exp.format_table(results)
+    assert "| test accuracy" in table and "4.84 / 1.64" in table and "different components" in table
+
+
+def test_batches_visit_every_epochs_permutation_in_order_and_resume():
+    config = EXP.get_config("paper", num_triplets=100, batch_size=32, epochs=3)
+    trip = exp.training_triplets(config, seed=5)
+    steps = EXP.num_steps(config, None)
+    assert steps == 9  # 3 epochs x 100 // 32
+    batches = list(exp.make_batches(trip, config, 5, steps)(0))
+    assert len(batches) == steps
+    keys = jax.random.split(exp.run_keys(5)[2], 3)
+    for epoch in range(3):
+        perm = np.asarray(jax.random.permutation(keys[epoch], 100))
+        for k in range(3):
+            np.testing.assert_array_equal(batches[3 * epoch + k]["anchor"], trip["anchor"][perm[32 * k:32 * (k + 1)]])
+    resumed = list(exp.make_batches(trip, config, 5, steps)(4))  # from batch 4: epoch 1, batch 1
+    for a, b in zip(resumed, batches[4:]):
+        np.testing.assert_array_equal(a["negative"], b["negative"])
+    assert len(resumed) == steps - 4
 
 
 def test_cli_rejects_unknown_fields(capsys):
-    import pytest
-
     with pytest.raises(SystemExit):
         main(["gaussian_mixture", "--set", "nonsense=1"])
     assert "KEY=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overrides, field", [
+    (dict(batch_size=20_000), "batch_size"), (dict(loss_form="cubic"), "loss_form"),
+    (dict(learning_rate=0.0), "learning_rate"), (dict(num_pairs=100), "num_pairs"), (dict(hidden=0), "hidden"),
+])
+def test_bad_config_names_the_field(overrides, field):
+    with pytest.raises(ValueError, match=field):
+        EXP.get_config("paper", **overrides)

@@ -1,5 +1,6 @@
-"""Tests for train/spurious_digits.py: config validation, the grid objective, a tiny end-to-end run + eval driver."""
+"""Tests for gensim_jax/experiments/spurious_digits.py: config validation, the lambda arms, a tiny run + eval driver."""
 
+import dataclasses
 import json
 
 import jax
@@ -9,8 +10,12 @@ import optax
 import pytest
 from scipy import stats
 
-from gensim_jax.training import CenterLoss, create_train_state, load_exported
+from gensim_jax.data import spurious_digits as data
 from gensim_jax.experiments import spurious_digits as sd
+from gensim_jax.training import CenterLoss, create_train_state, load_exported
+from gensim_jax.training.runner import run_experiment
+
+EXP = sd.EXPERIMENT
 
 
 @pytest.mark.parametrize("overrides, field", [
@@ -32,28 +37,46 @@ from gensim_jax.experiments import spurious_digits as sd
 ])
 def test_get_config_names_the_bad_field(overrides, field):
     with pytest.raises(ValueError, match=field):
-        sd.get_config("cpu_small", **overrides)
+        EXP.get_config("cpu_small", **overrides)
 
 
 def test_configs():
-    paper = sd.get_config("paper")
+    paper = EXP.get_config("paper")
     assert paper.lambdas == (0.0, 0.25, 0.5, 0.75, 10.0, 100.0) and paper.num_runs == 5 and paper.epochs == 10
-    assert paper.model == "lenet5" and paper.data == "tfds"
-    small = sd.get_config("cpu_small", lambdas=[0, 10])
+    assert paper.model == "lenet5" and paper.data == "tfds" and paper.optimizer == "adam"
+    assert (paper.learning_rate, paper.batch_size) == (1e-3, 64)
+    small = EXP.get_config("cpu_small", lambdas=[0, 10])
     assert small.lambdas == (0, 10) and small.data == "synthetic"
-    assert sd.num_steps(small, 1000) == 125
+    assert EXP.arms(small) == ("lambda_0", "lambda_10")
+    assert EXP.arms(paper) == ("lambda_0", "lambda_0.25", "lambda_0.5", "lambda_0.75", "lambda_10", "lambda_100")
+
+    class Splits:  # the step count needs only the size of the training split
+        splits = {"train": range(1000)}
+
+    assert EXP.num_steps(small, Splits()) == 125  # ceil(4 epochs x 1000 / 32)
     with pytest.raises(ValueError, match="unknown config"):
-        sd.get_config("huge")
+        EXP.get_config("huge")
+    with pytest.raises(ValueError, match="lambdas must be distinct"):  # both would be lambda_0.1
+        EXP.get_config("cpu_small", lambdas=(0.1, 0.1000001))
+
+
+def test_data_config_is_the_experiments_data_fields():
+    config = EXP.get_config("cpu_small", per_class=3, ood="unseen")
+    dc = data.data_config(config)
+    assert dc == data.data_config(dataclasses.asdict(config))  # from the object or from config.json
+    assert (dc.per_class, dc.ood, dc.data, dc.num_train_images) == (3, "unseen", "synthetic", 1000)
+    with pytest.raises(ValueError, match="per_class"):
+        data.check_data_config(dataclasses.replace(dc, per_class=0))
 
 
 def test_paper_config_without_prepared_tfds_says_how_to_prepare(tmp_path):
-    config = sd.get_config("paper", data_dir=str(tmp_path))
+    config = EXP.get_config("paper", data_dir=str(tmp_path))
     with pytest.raises(FileNotFoundError, match="tfds build mnist cifar10") as err:
-        sd.load_arrays(config)
+        data.load_arrays(config)
     assert str(tmp_path) in str(err.value) and "download" in str(err.value)
 
 
-def test_grid_objective_equals_center_loss_and_shares_one_compilation():
+def test_arm_objectives_equal_center_loss_and_share_one_compilation():
     # a small classifier keeps this cheap; the objective only needs "logits" and "embedding"
     from gensim_jax.models import get_model
 
@@ -70,20 +93,23 @@ def test_grid_objective_equals_center_loss_and_shares_one_compilation():
         traces.append(1)
         return obj(st, b, key)[0]
 
-    for lam in (0.0, 0.75, 100.0):
+    config = EXP.get_config("cpu_small", lambdas=(0.0, 0.75, 100.0))
+    objectives = [EXP.objective(arm, config) for arm in EXP.arms(config)]
+    # one tree structure: the runner's step cache serves the whole grid with one jitted step
+    assert len({jax.tree.structure(o) for o in objectives}) == 1
+    for lam, obj in zip(config.lambdas, objectives):
         ref = CenterLoss(lam=lam, num_classes=10)(state, batch, key)[0]
-        got = loss(sd.GridCenterLoss(lam=lam, num_classes=10), state, batch)
-        np.testing.assert_allclose(got, ref, rtol=2e-5)
+        np.testing.assert_allclose(loss(obj, state, batch), ref, rtol=2e-5)
     assert len(traces) == 1
 
 
 def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
     from gensim_jax.evaluation.cli import main as eval_main
 
-    config = sd.get_config("cpu_small", lambdas=(0.0, 10.0), num_runs=2, num_train_images=40, num_test_images=20,
-                           num_backgrounds=30, per_class=2, num_steps=3, batch_size=8, evals_per_run=1,
-                           eval_batch_size=16)
-    results = sd.train_and_evaluate(config, tmp_path, progress=False)
+    config = EXP.get_config("cpu_small", lambdas=(0.0, 10.0), num_runs=2, num_train_images=40, num_test_images=20,
+                            num_backgrounds=30, per_class=2, num_steps=4, batch_size=8, evals_per_run=2,
+                            eval_batch_size=16, log_every=2)
+    results = run_experiment(EXP, config, tmp_path, progress=False)
     for name in ("config.json", "results.json", "spurious_digits.png"):
         assert (tmp_path / name).is_file()
     assert json.loads((tmp_path / "results.json").read_text())["summary"] == results["summary"]
@@ -92,10 +118,18 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
         assert [r["seed"] for r in runs] == [0, 1]
         for r, run in enumerate(runs):
             run_dir = tmp_path / f"lambda_{lam}" / f"run{r}"
-            assert (run_dir / "metrics.jsonl").is_file() and (run_dir / "checkpoints").is_dir()
+            assert (run_dir / "checkpoints").is_dir()
             _, _, meta = load_exported(run_dir / "export")
             assert meta["lam"] == float(lam) and meta["seed"] == r and meta["model"] == "lenet5"
-            assert len(run["losses"]) == 3 and len(run["curve"]) == 1
+            assert meta["preprocess"] == "unit" and meta["objective"] == f"lambda_{lam}"
+            lines = [json.loads(s) for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
+            assert [m["step"] for m in lines if "loss" in m] == [2, 4]  # log_every=2
+            assert len(run["losses"]) == 2
+            # evals_per_run=2 of 4 steps: the periodic evaluation at step 2 and the final one at step 4
+            evals = [m for m in lines if "eval/ood_accuracy" in m]
+            assert [m["step"] for m in evals] == [2, 4]
+            assert (evals[-1]["eval/id_accuracy"], evals[-1]["eval/ood_accuracy"]) == (
+                run["id_accuracy"], run["ood_accuracy"])
             for k in ("id_accuracy", "ood_accuracy"):
                 assert run[k] * 20 == pytest.approx(round(run[k] * 20))  # a count out of 20 test digits
     for row in results["summary"]:

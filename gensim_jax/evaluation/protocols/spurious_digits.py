@@ -3,7 +3,8 @@
 Re-evaluates a workdir written by ``python -m train spurious_digits`` (``--runs DIR``, default the
 ``--workdir``): reads its ``config.json``,
 rebuilds the same test splits (same data source, pools and ``data_seed``; tfds data must be
-prepared for the ``paper`` config, see ``docs/api/train_spurious_digits.md``), loads every export
+prepared for the ``paper`` config, see ``docs/api/train_spurious_digits.md``; the data functions are
+:mod:`gensim_jax.data.spurious_digits`'s, the same the training run used), loads every export
 ``RUN_DIR/lambda_<lam>/run<r>/export`` (:func:`gensim_jax.training.load_exported`), and reports
 per run and per lambda the accuracy on digits over their own pool's backgrounds (ID) and over
 other pools' backgrounds (OOD) with the mean and Student-t confidence interval over seeds
@@ -16,7 +17,6 @@ figure from the re-evaluated numbers), ``--out FILE`` the JSON.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -46,32 +46,40 @@ def main(argv=None) -> int:
     if not (a.runs or a.workdir):
         p.error("give --workdir (a training workdir) or --runs")
 
+    from gensim_jax.data import spurious_digits as data
     from gensim_jax.evaluation import spurious_digits as protocol
     from gensim_jax.training import load_exported
-    from gensim_jax.experiments import spurious_digits as exp
 
     workdir = Path(a.runs or a.workdir)
     cfg_path = workdir / "config.json"
     if not cfg_path.is_file():
         p.error(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?")
     stored = json.loads(cfg_path.read_text())
-    if stored.get("experiment", "spurious_digits") != "spurious_digits":
-        p.error(f"{workdir} is a {stored.get('experiment')!r} workdir, not spurious_digits")
-    known = {f.name for f in dataclasses.fields(exp.Config)}
-    fields = {k: v for k, v in stored["config"].items() if k in known}
+    fields = stored.get("config") if isinstance(stored.get("config"), dict) else {}
+    experiment = stored.get("experiment", fields.get("experiment", "spurious_digits"))
+    if experiment != "spurious_digits":
+        p.error(f"{workdir} is a {experiment!r} workdir, not spurious_digits")
     if a.data_dir is not None:
-        fields["data_dir"] = a.data_dir
-    if a.confidence is not None:
-        fields["confidence"] = a.confidence
+        fields = {**fields, "data_dir": a.data_dir}
+    confidence = float(a.confidence if a.confidence is not None else fields.get("confidence", 0.95))
+    eval_batch_size = int(fields.get("eval_batch_size", 1000))
     try:
-        config = exp.get_config("paper", **fields)
-    except ValueError as err:
+        config = data.data_config(fields)
+        data.check_data_config(config)
+        if not 0.0 < confidence < 1.0:
+            raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+        if eval_batch_size < 1:
+            raise ValueError(f"eval_batch_size must be >= 1, got {eval_batch_size}")
+    except (TypeError, ValueError) as err:
         p.error(f"{cfg_path}: {err}")
     exports = find_exports(workdir)
     if not exports:
         p.error(f"{workdir} holds no exports (lambda_*/run*/export); train first")
 
-    sets = exp.evaluation_sets(exp.make_splits(config, exp.load_arrays(config)))
+    try:
+        sets = data.evaluation_sets(data.make_splits(config, data.load_arrays(config)))
+    except FileNotFoundError as err:
+        p.error(str(err))
     per_run: dict = {}
     predictors: dict = {}
     for lam, dirs in exports.items():
@@ -79,18 +87,18 @@ def main(argv=None) -> int:
             model, variables, meta = load_exported(d)
             key = json.dumps([meta["model"], meta.get("model_kwargs", {})], sort_keys=True)
             if key not in predictors:  # one compiled forward pass per architecture
-                predictors[key] = protocol.make_predictor(model, config.eval_batch_size)
-            acc = exp.evaluate(predictors[key], variables, sets)
+                predictors[key] = protocol.make_predictor(model, eval_batch_size)
+            acc = protocol.evaluate(predictors[key], variables, sets)
             per_run.setdefault(lam, []).append({"run": d.parent.name, "seed": meta.get("seed"), **acc})
-    summary = protocol.summarize(per_run, config.confidence)
-    result = {"workdir": str(workdir), "data": config.data, "ood": config.ood, "confidence": config.confidence,
+    summary = protocol.summarize(per_run, confidence)
+    result = {"workdir": str(workdir), "data": config.data, "ood": config.ood, "confidence": confidence,
               "num_test": {k: int(len(v[1])) for k, v in sets.items()}, "summary": summary, "per_run": per_run}
 
     def plot(path: str) -> None:
-        protocol.plot_accuracy_vs_lambda(summary, path, confidence=config.confidence,
+        protocol.plot_accuracy_vs_lambda(summary, path, confidence=confidence,
                                          title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}")
 
     rc = finish(result, a, "spurious_digits", plot)
     print()
-    print(protocol.format_table(summary, config.confidence))
+    print(protocol.format_table(summary, confidence))
     return rc
