@@ -234,12 +234,22 @@ class InputBoundDetector:
         step_t = perf.get("perf/step_time_s", float("nan"))
         msg = (f"input-bound at step {int(step)}: {100 * frac:.0f}% of the last window's wall time "
                f"(over the {100 * self.threshold:.0f}% threshold) was spent waiting for the next host batch "
-               f"({1e3 * wait:.1f} ms of each {1e3 * step_t:.1f} ms step); the accelerator idles meanwhile. "
+               f"({_duration(wait)} of each {_duration(step_t)} step); the accelerator idles meanwhile. "
                f"To fix: {self.hint}.")
         print(msg, file=self._stream or sys.stderr, flush=True)
         self.fired += 1
         self.last_message = msg
         return msg
+
+
+def _duration(seconds: float) -> str:
+    if not seconds == seconds:  # NaN
+        return "? s"
+    if seconds >= 1.0:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{1e3 * seconds:.1f} ms"
+    return f"{1e6 * seconds:.0f} us"
 
 
 class MetricWindow:

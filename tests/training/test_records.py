@@ -109,6 +109,17 @@ def test_images_round_trip_as_png(tmp_path):
     np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))), np.round(gray * 255).astype(np.uint8))
 
 
+def test_large_images_are_shrunk_to_max_image_side(tmp_path):
+    big = np.zeros((300, 120, 3), np.uint8)
+    big[:150] = 255  # top half white
+    with RunRecorder(tmp_path, max_image_side=100) as rec:
+        rec.write_images(3, {"big": big})
+    h, w, c, png = read_events(tmp_path)[1]["big"][3]
+    small = np.asarray(Image.open(io.BytesIO(png)))
+    assert (h, w, c) == (100, 40, 3) and small.shape == (100, 40, 3)
+    assert small[:45].min() == 255 and small[55:].max() == 0
+
+
 def test_image_grid_places_image_i_at_row_i_div_ncol():
     x = np.arange(5 * 2 * 3, dtype=np.uint8).reshape(5, 2, 3)
     g = image_grid(x, ncol=2, pad=1, pad_value=255)
