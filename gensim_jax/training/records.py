@@ -358,14 +358,15 @@ def _offdiagonal_pairs(embedding_sim, target_sim):
 def similarity_scatter_image(embedding_sim, target_sim, *, title: Optional[str] = None,
                              xlabel: str = "target: log generative similarity",
                              ylabel: str = "embedding similarity", size: Sequence[float] = (4.0, 4.0),
-                             dpi: int = 80) -> np.ndarray:
+                             dpi: int = 80, max_points: int = 4096, seed: int = 0) -> np.ndarray:
     """Scatter of embedding similarity against target similarity for one batch, as an RGB array.
 
     The quantity GenSim regresses (paper Eq. 2: embedding similarity onto the log generative
     similarity of Eq. 1).  Each unordered pair ``i < j`` of a ``(B, B)`` matrix is one point
     (the diagonal is left out); ``(P,)`` vectors are taken as pairs already.  The title gives the
-    Pearson and Spearman correlations of the points.  Drawn on a ``matplotlib.figure.Figure``
-    with the Agg canvas, so it changes no global matplotlib state.
+    Pearson and Spearman correlations over all pairs; at most ``max_points`` of them (a subset
+    drawn with ``numpy.random.default_rng(seed)``) are plotted.  Drawn on a
+    ``matplotlib.figure.Figure`` with the Agg canvas, so it changes no global matplotlib state.
 
     Returns:
       ``(size[1] * dpi, size[0] * dpi, 3)`` uint8.
@@ -377,10 +378,13 @@ def similarity_scatter_image(embedding_sim, target_sim, *, title: Optional[str] 
     fig = Figure(figsize=tuple(size), dpi=dpi)
     canvas = FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
-    ax.scatter(t, e, s=4, alpha=0.5, linewidths=0)
+    shown = np.arange(len(e))
+    if len(e) > int(max_points):
+        shown = np.sort(np.random.default_rng(seed).choice(len(e), int(max_points), replace=False))
+    ax.scatter(t[shown], e[shown], s=4, alpha=0.5, linewidths=0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    stats = f"{len(e)} pairs"
+    stats = f"{len(e)} pairs" + (f" ({len(shown)} shown)" if len(shown) < len(e) else "")
     if len(e) > 2 and np.std(e) > 0 and np.std(t) > 0:
         from scipy import stats as sps
 
