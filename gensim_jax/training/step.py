@@ -127,7 +127,8 @@ def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objectiv
 def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
                     fsdp: bool = False, donate: bool = True,
                     compiler_options: Mapping[str, Any] | None = None) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
-    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective``.
+    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective``; ``step.lower(state, batch)``
+    lowers the same program ahead of time (e.g. for :func:`gensim_jax.training.timing.compiled_flops`).
 
     Without ``mesh``: plain ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug
     options, e.g. :data:`CPU_EIGEN_CONV_OPTIONS`) are passed to ``jax.jit`` (without a mesh only).  With ``mesh`` (see
@@ -152,7 +153,14 @@ def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, st
         if state is None:
             raise ValueError("make_train_step(mesh=...) needs state (concrete or abstract) to derive shardings")
         jitted = parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate)
-    return lambda st, batch: jitted(st, batch, objective)
+
+    def train_step_fn(st, batch):
+        return jitted(st, batch, objective)
+
+    # ahead-of-time access to the very program the run executes (FLOPs for MFU, memory):
+    # ``step.lower(state, batch).compile().cost_analysis()``
+    train_step_fn.lower = lambda st, batch: jitted.lower(st, batch, objective)
+    return train_step_fn
 
 
 def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = False) -> Callable:
