@@ -5,6 +5,7 @@
 ``gensim-jax train EXPERIMENT ...``   train an experiment (:mod:`gensim_jax.experiments.cli`; in a checkout
                                       ``python -m train`` is the same); ``gensim-jax train --help`` lists them
 ``gensim-jax eval PROTOCOL ...``      evaluate exports (:mod:`gensim_jax.evaluation.cli`; = ``python -m eval``)
+``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
 
 Everything after ``train``/``eval`` (``--help`` included) goes to that command unchanged, so both work
 from an installed wheel, outside any checkout.
@@ -37,6 +38,24 @@ def _info(args) -> int:
     return 0
 
 
+def _runs_compare(args) -> int:
+    from gensim_jax import runs
+
+    try:
+        rows = runs.compare_runs(args.dirs, keys=args.keys or list(runs.DEFAULT_COLUMNS))
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print(runs.format_table(rows))
+        if args.out:
+            out = runs.plot_curves(args.dirs, args.out, metric=args.metric, logy=args.logy)
+            print(f"wrote {out}", file=sys.stderr)
+    except ValueError as e:
+        print(f"gensim-jax runs compare: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. oddball"}
 
 
@@ -61,6 +80,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p_info.add_argument("--distributed", action="store_true",
                         help="call jax.distributed.initialize() first (multi-host jobs)")
     p_info.set_defaults(fn=_info)
+    p_runs = sub.add_parser("runs", help="look at run directories (metrics.jsonl) without TensorBoard")
+    runs_sub = p_runs.add_subparsers(dest="runs_command", required=True)
+    p_cmp = runs_sub.add_parser("compare", help="final metrics of several runs as a table; loss curves as a PNG")
+    p_cmp.add_argument("dirs", nargs="+", metavar="DIR", help="run directories (each with a metrics.jsonl)")
+    p_cmp.add_argument("--keys", nargs="+", metavar="PATTERN",
+                       help="metric keys to show, glob patterns (default: loss, accuracy, grad_norm, eval/*, "
+                            "perf/examples_per_s, perf/step_time_s)")
+    p_cmp.add_argument("--out", metavar="PNG", help="also draw --metric against step for every run into this PNG")
+    p_cmp.add_argument("--metric", default="loss", help="the curve drawn with --out (default: loss)")
+    p_cmp.add_argument("--logy", action="store_true", help="logarithmic y axis for --out")
+    p_cmp.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p_cmp.set_defaults(fn=_runs_compare)
     for command, what in FORWARDED.items():  # listed for --help; main() forwards them before parsing
         p = sub.add_parser(command, help=f"= python -m {command} {what.split(',')[0]} [options] "
                                          f"(`gensim-jax {command} --help` for the list)")

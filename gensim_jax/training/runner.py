@@ -40,7 +40,7 @@ from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.state import create_train_state
-from gensim_jax.training.step import jit_train_step
+from gensim_jax.training.step import bind_objective, jit_train_step
 
 __all__ = ["run_experiment", "make_run_mesh", "process_local_batches", "compute_dtype_model", "StepCache"]
 
@@ -116,7 +116,7 @@ class StepCache:
         jitted = self._steps.get(key)
         if jitted is None:
             jitted = self._steps[key] = jit_train_step(mesh=self.mesh, state=state, fsdp=self.fsdp)
-        return lambda st, batch: jitted(st, batch, objective)
+        return bind_objective(jitted, objective)
 
 
 def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:

@@ -32,7 +32,7 @@ from gensim_jax.training.state import TrainState, step_key
 
 Array = jax.Array
 
-__all__ = ["train_step", "eval_step", "split_microbatches", "jit_train_step", "make_train_step", "make_eval_step",
+__all__ = ["train_step", "eval_step", "split_microbatches", "jit_train_step", "bind_objective", "make_train_step", "make_eval_step",
            "CPU_EIGEN_CONV_OPTIONS"]
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
@@ -154,11 +154,25 @@ def jit_train_step(*, accum_steps: int = 1, mesh=None, state=None, fsdp: bool = 
 def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
                     fsdp: bool = False, donate: bool = True,
                     compiler_options: Mapping[str, Any] | None = None) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
-    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it)."""
+    """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it).
+
+    ``step.lower(state, batch)`` lowers the same program ahead of time (FLOPs for the model FLOP
+    utilisation, :func:`gensim_jax.training.timing.compiled_flops`; memory).
+    """
     _check_objective(objective)
     jitted = jit_train_step(accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp, donate=donate,
                             compiler_options=compiler_options)
-    return lambda st, batch: jitted(st, batch, objective)
+    return bind_objective(jitted, objective)
+
+
+def bind_objective(jitted: Callable, objective: Objective) -> Callable:
+    """``step(state, batch) = jitted(state, batch, objective)``, with ``step.lower(state, batch)`` for AOT access."""
+
+    def step(st, batch):
+        return jitted(st, batch, objective)
+
+    step.lower = lambda st, batch: jitted.lower(st, batch, objective)
+    return step
 
 
 def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = False) -> Callable:

@@ -10,7 +10,7 @@ from PIL import Image
 
 from gensim_jax.evaluation.cli import main
 from gensim_jax.evaluation.fewshot import load_geoclidean
-from tests.eval.conftest import reference_embed
+from tests.evaluation.protocols.conftest import reference_embed
 
 CONCEPTS = ["triangle", "ccc"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from gensim_jax.evaluation.cli import PROTOCOLS, main
 from gensim_jax import cli
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_help_lists_protocols(capsys):

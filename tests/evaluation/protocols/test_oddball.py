@@ -13,7 +13,7 @@ from scipy import stats
 
 from gensim_jax.evaluation.cli import main
 from gensim_jax.stimuli import quadrilaterals as q
-from tests.eval.conftest import reference_embed
+from tests.evaluation.protocols.conftest import reference_embed
 
 SHAPES = ["square", "rectangle", "losange", "parallelogram", "rightKite", "kite", "isoTrapezoid", "hinge",
           "rustedHinge", "trapezoid", "random"]
