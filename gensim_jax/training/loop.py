@@ -18,20 +18,25 @@ Files written to ``workdir``:
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import itertools
 import json
 import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 from tqdm.auto import tqdm
 
 from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init
+from gensim_jax.training.profiling import ProfileWindow
+from gensim_jax.training.records import RunRecorder, image_grid
+from gensim_jax.training.timing import (InputBoundDetector, MetricWindow, StepTimer, compiled_flops,
+                                        injected_learning_rate, param_norm)
 from gensim_jax.training.step import make_train_step
 
 __all__ = ["TrainResult", "train", "save_run_config", "read_metrics", "to_jsonable"]
@@ -98,19 +103,24 @@ def read_metrics(workdir) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _truncate_history(path: Path, step: int) -> None:
-    """Keep the lines of ``metrics.jsonl`` up to ``step``; drop later ones and unparsable (cut-off) lines."""
-    if not path.exists():
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:  # the last line of a process killed while writing it
-            continue
-        if isinstance(record, dict) and record.get("step", 0) <= step:
-            kept.append(line)
-    path.write_text("".join(line + "\n" for line in kept))
+def _global_rows(batch) -> int:
+    """Rows of the global batch (the leading size of any entry: device batches are global arrays)."""
+    return int(np.shape(next(iter(batch.values())))[0])
+
+
+def _image_key(batch) -> Optional[str]:
+    """The first batch entry holding images ``(B, H, W, C)``, or None."""
+    return next((k for k, v in batch.items() if np.ndim(v) == 4), None)
+
+
+def _displayable(images) -> np.ndarray:
+    """A batch of images as floats in [0, 1] (normalised inputs are min-max scaled per image)."""
+    x = np.asarray(images, np.float32)
+    if x.ndim == 3:
+        x = x[..., None]
+    lo = x.min(axis=(1, 2, 3), keepdims=True)
+    hi = x.max(axis=(1, 2, 3), keepdims=True)
+    return (x - lo) / np.maximum(hi - lo, 1e-12)
 
 
 def train(
@@ -134,6 +144,11 @@ def train(
     exit_on_preemption: bool = True,
     step_fn: Optional[Callable] = None,
     prefetch: int = 2,
+    tensorboard: bool = True,
+    profile_steps: Optional[str] = None,
+    peak_flops_per_s: Optional[float] = None,
+    stimuli_key: Optional[str] = None,
+    input_bound_hint: Optional[str] = None,
 ) -> TrainResult:
     """Train ``state`` with ``objective`` for ``num_steps`` optimizer steps (resuming if possible).
 
@@ -158,6 +173,12 @@ def train(
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
       prefetch: host batches put on the device ahead of the step that needs them (the transfer
         overlaps the running step).
+      tensorboard: write TensorBoard event files beside ``metrics.jsonl`` (same tags and values).
+      profile_steps: ``"START:END"``: a ``jax.profiler`` trace of those steps in ``workdir/plugins/profile``.
+      peak_flops_per_s: the device's peak, for ``perf/mfu`` (FLOPs from the compiled step).
+      stimuli_key: batch entry whose first images are drawn as ``train/stimuli`` at step 0 (``"auto"``:
+        the first ``(B, H, W, C)`` entry).
+      input_bound_hint: the advice of the input-bound warning (default: the generic settings).
 
     Returns:
       :class:`TrainResult`.
@@ -167,7 +188,6 @@ def train(
     workdir = Path(workdir).absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     save_run_config(workdir, dict(config or {}), seed)
-    metrics_path = workdir / "metrics.jsonl"
     is_main = jax.process_index() == 0
 
     if mesh is not None:
@@ -186,53 +206,83 @@ def train(
         raise
     start = int(jax.device_get(state.step))
     position = int(data.get("position", start))
-    if is_main:
-        _truncate_history(metrics_path, start)  # lines past the restored step (or all, on a fresh start) are stale
-        if resumed:
-            print(f"train: resumed from step {start} of {num_steps} ({ckpt.directory})", file=sys.stderr, flush=True)
+    if is_main and resumed:
+        print(f"train: resumed from step {start} of {num_steps} ({ckpt.directory})", file=sys.stderr, flush=True)
     if step_fn is None:
         step_fn = make_train_step(objective, accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp)
 
+    # what the run records (process 0 only): metrics.jsonl + TensorBoard events, lines past `start` dropped
+    recorder = RunRecorder(workdir, start_step=start, tensorboard=tensorboard)
+    timer = StepTimer(peak_flops_per_s=peak_flops_per_s)
+    detector = InputBoundDetector(hint=input_bound_hint) if input_bound_hint else InputBoundDetector()
+    profile = ProfileWindow.parse(profile_steps, workdir)
+    norm = jax.jit(param_norm)
     history: list[dict] = []
     preempted = False
     stop_signal: Optional[str] = None
 
-    def log(record: dict) -> None:
-        history.append(record)
-        if is_main:
-            with metrics_path.open("a") as f:
-                f.write(json.dumps(to_jsonable(record)) + "\n")
+    def log(step: int, values: Mapping[str, Any]) -> None:
+        scalars, images = {}, {}
+        for k, v in values.items():
+            (images if np.ndim(v) >= 2 else scalars)[k] = v
+        history.append(recorder.write(step, scalars))
+        if images:
+            recorder.write_images(step, images)
 
     def run_eval(step: int) -> None:
         if eval_fn is None:
             return
-        out = eval_fn(state, step)
-        log({"step": step, "time": time.time(), **{f"eval/{k}": v for k, v in dict(out).items()}})
+        with timer.excluded():
+            out = eval_fn(state, step)
+            log(step, {f"eval/{k}": v for k, v in dict(out).items()})
 
     bar = tqdm(total=num_steps, initial=start, disable=not (progress and is_main), unit="step",
                dynamic_ncols=True, desc="train")
-    t0 = time.time()
     step = start
     try:
         # multi-host: JAX's preemption sync manager owns SIGTERM and orbax makes all hosts agree on
         # the step; single process: our own SIGTERM/SIGINT flag
         multi = jax.process_count() > 1
         with PreemptionGuard(signals=() if multi else (signal.SIGTERM, signal.SIGINT)) as guard:
-            device_batches = _prefetch(iter(batches(position)), to_device, prefetch,
+            host_batches = iter(batches(position))
+            if stimuli_key and start == 0 and is_main and recorder.active:
+                first = next(host_batches)
+                key = _image_key(first) if stimuli_key == "auto" else stimuli_key
+                if key in first and np.ndim(first[key]) == 4:
+                    with timer.excluded():
+                        recorder.write_images(0, {"train/stimuli": image_grid(_displayable(first[key][:16]))})
+                host_batches = itertools.chain([first], host_batches)
+            device_batches = _prefetch(host_batches, to_device, prefetch,
                                        lambda consumed: f"the data stream ended at position {position + consumed} "
                                                         f"before step {num_steps}")
-            window, window_steps = None, 0  # metrics summed on the device since the last log
+            window = MetricWindow()  # metrics summed on the device since the last log
+            timer.start()
             while step < num_steps:
-                state, metrics = step_fn(state, next(device_batches))
-                window = metrics if window is None else jax.tree.map(jnp.add, window, metrics)
-                window_steps += 1
+                batch = timer.next_batch(device_batches)
+                if timer.global_batch_size is None:
+                    timer.global_batch_size = _global_rows(batch)
+                if profile:
+                    profile.maybe_start(step)
+                with profile.annotate(step) if profile else contextlib.nullcontext():
+                    state, metrics = timer.step(step_fn, state, batch)
+                window.add(metrics)
+                if step == start:
+                    with timer.excluded():  # the step's own compiled program, from the compilation cache
+                        timer.flops_per_step = compiled_flops(step_fn, state, batch)
                 step += 1
                 position += 1
                 bar.update(1)
+                if profile:
+                    profile.maybe_stop(step, wait_for=metrics)
                 if step % log_every == 0 or step == num_steps:
-                    values = {k: float(v) / window_steps for k, v in jax.device_get(window).items()}
-                    window, window_steps = None, 0
-                    log({"step": step, "time": time.time() - t0, **values})
+                    values = window.mean()  # the one device-to-host transfer of the window (it syncs)
+                    values["opt/param_norm"] = float(norm(state.params))
+                    lr = injected_learning_rate(state.opt_state)
+                    if lr is not None:
+                        values["opt/lr"] = lr
+                    perf = timer.window()
+                    detector.check(step, perf)
+                    log(step, {**values, **perf})
                     bar.set_postfix(loss=f"{values['loss']:.4g}")
                 if eval_every and step % eval_every == 0 and step != num_steps:
                     run_eval(step)
@@ -243,13 +293,17 @@ def train(
                     stop_signal = signal.Signals(guard.signum).name if guard.signum is not None else "SIGTERM"
                     break
                 if step % checkpoint_every == 0:
-                    ckpt.save(state, {"position": position}, step=step)
+                    with timer.excluded():
+                        ckpt.save(state, {"position": position}, step=step)
         if not preempted and step == num_steps and num_steps > start:
             run_eval(step)
         if not preempted:
             ckpt.save(state, {"position": position}, step=step)
     finally:
         bar.close()
+        if profile:
+            profile.close(wait_for=state)
+        recorder.close()
         ckpt.close()
     if preempted and is_main:
         print(f"train: {stop_signal} at step {step} of {num_steps}: saved a checkpoint in {ckpt.directory}; "

