@@ -181,13 +181,21 @@ _CLUSTER_ENV = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS
 
 
 def initialize_distributed(coordinator_address: Optional[str] = None, num_processes: Optional[int] = None,
-                           process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False) -> dict:
+                           process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False,
+                           initialization_timeout: Optional[int] = None,
+                           heartbeat_timeout_seconds: Optional[int] = None) -> dict:
     """Join a multi-process JAX run (``jax.distributed.initialize``) when there is one.
 
     Must run before anything touches a device.  With explicit arguments, or when the environment
     describes a cluster (SLURM with more than one task, Open MPI, ``JAX_COORDINATOR_ADDRESS``, a TPU
     pod slice), it calls ``jax.distributed.initialize`` (which auto-detects SLURM and TPU when
     arguments are omitted); on a single machine it does nothing.  Calling it twice is harmless.
+
+    ``initialization_timeout`` (seconds every process waits for all the others to join; JAX's
+    default 300) and ``heartbeat_timeout_seconds`` (after which a silent process is declared dead
+    and the others are stopped with an error; JAX's default 100) bound the waits on a dead peer.
+    On CPU, cross-process collectives use gloo (``jax_cpu_collectives_implementation``, the default
+    of jax 0.10).
 
     Returns:
       ``{"process_index", "process_count", "local_devices", "devices"}``.
@@ -198,7 +206,9 @@ def initialize_distributed(coordinator_address: Optional[str] = None, num_proces
         multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "SLURM_NTASKS")
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
         kwargs = {k: v for k, v in dict(coordinator_address=coordinator_address, num_processes=num_processes,
-                                        process_id=process_id, local_device_ids=local_device_ids).items()
+                                        process_id=process_id, local_device_ids=local_device_ids,
+                                        initialization_timeout=initialization_timeout,
+                                        heartbeat_timeout_seconds=heartbeat_timeout_seconds).items()
                   if v is not None}
         jax.distributed.initialize(**kwargs)
     return {"process_index": jax.process_index(), "process_count": jax.process_count(),

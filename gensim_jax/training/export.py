@@ -38,11 +38,32 @@ import numpy as np
 VARIABLES_FILE = "variables.msgpack"
 MODEL_FILE = "model.json"
 
-__all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "load_exported"]
+__all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "gather_to_host", "load_exported"]
 
 
-def _to_host(tree):
-    return jax.tree_util.tree_map(lambda x: np.asarray(jax.device_get(x)), tree)
+def _leaf_to_host(x):
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        if x.is_fully_replicated:  # every process holds the whole value: read the local copy
+            return np.asarray(x.addressable_data(0))
+        from jax.experimental import multihost_utils
+
+        # split across processes (FSDP over hosts): jax.device_get raises; gather (a collective)
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(jax.device_get(x))
+
+
+def gather_to_host(tree):
+    """Host numpy copies of every leaf of ``tree``, whatever its device layout.
+
+    A leaf sharded across processes (e.g. FSDP over several hosts) cannot be read with
+    ``jax.device_get``; it is gathered with ``multihost_utils.process_allgather``, a collective, so in
+    a multi-process run every process must call this function on the same tree (each gets the full
+    values).  Replicated and process-local leaves are copied without communication.
+    """
+    return jax.tree_util.tree_map(_leaf_to_host, tree)
+
+
+_to_host = gather_to_host
 
 
 def export_variables(directory, variables: Mapping[str, Any], *, model: str,
@@ -56,6 +77,9 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
       model_kwargs: JSON-serialisable keyword overrides for :func:`gensim_jax.models.get_model`
         (tuples are stored as lists and given back as tuples).
       **metadata: further JSON-serialisable fields (``image_size``, ``preprocess``, ``seed``, ...).
+
+    In a multi-process run call it on every process: variables sharded across processes are
+    gathered (:func:`gather_to_host`, a collective) and only process 0 writes the files.
     """
     from gensim_jax.models import list_models
 
@@ -65,11 +89,13 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
     if "params" not in variables:
         raise ValueError(f"variables must contain 'params', got collections {sorted(variables)}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     payload = {"params": _to_host(variables["params"]),
                "batch_stats": _to_host(variables.get("batch_stats", {}))}
     description = {"model": model, "model_kwargs": dict(model_kwargs or {}), **metadata}
     text = json.dumps(description, indent=2)  # fails here, before writing, if not serialisable
+    if jax.process_index() != 0:
+        return directory
+    directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / (VARIABLES_FILE + ".tmp")
     tmp.write_bytes(flax.serialization.msgpack_serialize(payload))
     tmp.replace(directory / VARIABLES_FILE)

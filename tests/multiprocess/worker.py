@@ -1,0 +1,128 @@
+"""``python -m tests.multiprocess.worker ARGS``: one process of a (possibly multi-process) training run.
+
+Started by :mod:`tests.multiprocess.harness` (which sets ``XLA_FLAGS`` to the number of local CPU
+devices and ``JAX_PLATFORMS=cpu`` before jax is imported).  With ``--num-processes > 1`` it joins
+the run through :func:`gensim_jax.parallel.initialize_distributed` (gloo collectives on CPU), builds
+a tiny model, objective and state, and runs :func:`gensim_jax.training.train` on a mesh of all
+devices of all processes.  The data stream is deterministic: the global batch of position ``p`` is
+``tiny_batch(default_rng((seed, p)), B)`` and each process yields only its rows
+(:func:`gensim_jax.parallel.process_batch_slice`), so any process count sees the same global batches.
+
+``--case gensim,ntxent`` trains each case in turn, in ``WORKDIR/<case>``.  Stdout is JSON lines:
+``{"event": "ready", ...}`` after initialisation, ``{"event": "paused", "position": p}`` when
+``--pause-at`` holds the stream, ``{"event": "dying", ...}`` just before ``--die-at`` kills the
+process, and per case ``{"event": "done", "case": ...}`` with the per-step losses of this call, the
+start and final steps, whether the run was preempted and a digest of the final variables.  Process
+0 writes the gathered final variables to ``OUT/<case>.npz`` (``--out OUT``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+_T0 = time.time()
+
+
+CASES = ("gensim", "ntxent")
+
+
+def emit(**record) -> None:
+    print(json.dumps({**record, "time": round(time.time() - _T0, 3)}), flush=True)
+
+
+def parse(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", required=True, help="comma list of: " + ", ".join(CASES))
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--num-steps", type=int, required=True)
+    p.add_argument("--batch", type=int, default=16, help="global batch size")
+    p.add_argument("--checkpoint-every", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="process 0 writes the final variables to OUT/<case>.npz")
+    p.add_argument("--coordinator", default=None)
+    p.add_argument("--num-processes", type=int, default=1)
+    p.add_argument("--process-id", type=int, default=0)
+    p.add_argument("--heartbeat-timeout", type=int, default=10)
+    p.add_argument("--init-timeout", type=int, default=60)
+    p.add_argument("--pause-at", type=int, default=None,
+                   help="when the stream reaches this position, print 'paused' and sleep --pause seconds")
+    p.add_argument("--pause", type=float, default=3.0)
+    p.add_argument("--die-at", type=int, default=None, help="SIGKILL this process at this stream position")
+    p.add_argument("--die-process", type=int, default=None, help="the process that --die-at kills (default: all)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    import jax
+
+    jax.config.update("jax_default_matmul_precision", "highest")
+    from gensim_jax import parallel
+
+    if args.num_processes > 1:
+        parallel.initialize_distributed(args.coordinator, num_processes=args.num_processes,
+                                        process_id=args.process_id, initialization_timeout=args.init_timeout,
+                                        heartbeat_timeout_seconds=args.heartbeat_timeout)
+    import numpy as np
+    import optax
+
+    from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, train
+    from gensim_jax.training.export import gather_to_host
+    from tests.training._tiny import tiny_batch, tiny_model
+
+    pid, pcount = jax.process_index(), jax.process_count()
+    emit(event="ready", process_index=pid, process_count=pcount, devices=jax.device_count(),
+         local_devices=jax.local_device_count(), pid=os.getpid())
+    rows = parallel.process_batch_slice(args.batch)
+    mesh = parallel.make_mesh()
+
+    def batches(position: int):
+        p = position
+        while True:
+            if args.die_at is not None and p >= args.die_at and args.die_process in (None, pid):
+                emit(event="dying", position=p)
+                os.kill(os.getpid(), signal.SIGKILL)
+            if args.pause_at is not None and p == args.pause_at:
+                emit(event="paused", position=p)
+                time.sleep(args.pause)
+            full = tiny_batch(np.random.default_rng((args.seed, p)), args.batch)
+            yield {k: v[rows] for k, v in full.items()}
+            p += 1
+
+    for case in args.case.split(","):
+        if case not in CASES:
+            raise SystemExit(f"worker: unknown case {case!r}; known: {', '.join(CASES)}")
+        if case == "gensim":  # GenSim regression (paper Eq. 2), Beta-Bernoulli kernel target, cosine
+            objective = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
+            model = tiny_model()
+        else:  # SimCLR: NT-Xent over two views, through a BatchNorm projection head (global-batch BN)
+            objective = NTXent(temperature=0.5)
+            model = tiny_model(batchnorm=True)
+        state = create_train_state(model, optax.sgd(0.05, momentum=0.9), args.seed)
+        res = train(state, objective, batches, num_steps=args.num_steps, workdir=Path(args.workdir) / case,
+                    mesh=mesh, checkpoint_every=args.checkpoint_every, log_every=1, progress=False,
+                    exit_on_preemption=False, config={"case": case, "batch": args.batch}, seed=args.seed)
+        variables = gather_to_host(res.state.variables)  # every process takes part in the gather
+        flat = {"/".join(str(getattr(k, "key", k)) for k in path): np.asarray(v)
+                for path, v in jax.tree_util.tree_leaves_with_path(variables)}
+        digest = hashlib.sha256(b"".join(flat[k].tobytes() for k in sorted(flat))).hexdigest()[:16]
+        if pid == 0 and args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            np.savez(Path(args.out) / f"{case}.npz", **flat)
+        losses = {int(r["step"]): r["loss"] for r in res.history if "loss" in r}
+        emit(event="done", case=case, process_index=pid, start_step=res.start_step,
+             final_step=int(jax.device_get(res.state.step)), preempted=res.preempted, stop_signal=res.stop_signal,
+             losses=losses, digest=digest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
