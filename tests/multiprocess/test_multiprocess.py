@@ -8,8 +8,9 @@ all processes; each process loads only its rows of the deterministic global batc
 a. GenSim regression (Beta-Bernoulli target, cosine) and SimCLR (NT-Xent, two views, BatchNorm
    head): 2 processes x 2 devices, 1 process x 4 devices and 1 process x 1 device give the same
    per-step losses, final parameters and BatchNorm statistics (1e-5);
-b. a checkpoint written by 2 processes resumes in 1 process and the reverse, and the resumed
-   curve and final variables equal the uninterrupted run;
+b. a checkpoint written by 2 processes (FSDP: parameters split across the processes) resumes in
+   1 process (replicated) and the reverse, and the resumed curve and final variables (exported by
+   ``training.export_variables``, which gathers split leaves) equal the uninterrupted run;
 c. SIGTERM (to both processes, or to one): both stop at the same step with a checkpoint (JAX's
    preemption sync manager, ``Checkpointer.reached_preemption``), and the resumed run finishes the
    uninterrupted curve;
@@ -26,8 +27,11 @@ import json
 import signal
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
+
+from gensim_jax.training import load_exported
 
 from tests.multiprocess.harness import Cluster, run, worker_args
 
@@ -53,8 +57,15 @@ def train_run(root: Path, case: str, processes: int, devices: int, num_steps: in
                   devices=devices, timeout=RUN_TIMEOUT, env=env)
     cases = case.split(",")
     done = {c: [r.done(c) for r in results] for c in cases}
-    params = {c: dict(np.load(root / "out" / f"{c}.npz")) for c in cases}
+    params = {c: exported(root / "out" / c) for c in cases}
     return done, params, [r.events("ready")[0] for r in results]
+
+
+def exported(directory: Path) -> dict:
+    """The variables of an export (``training.load_exported``) as ``{"params/hidden/kernel": array, ...}``."""
+    _, variables, _ = load_exported(directory)
+    return {"/".join(str(k.key) for k in path): np.asarray(v)
+            for path, v in jax.tree_util.tree_leaves_with_path(variables)}
 
 
 def max_diff(a: dict, b: dict) -> float:
@@ -123,12 +134,18 @@ def test_two_processes_equal_one_process(tmp_path, reference, jax_env):
 @pytest.mark.slow
 @pytest.mark.parametrize("first,second", [((2, 2), (1, 4)), ((1, 1), (2, 2))], ids=["2procs-then-1", "1proc-then-2"])
 def test_checkpoint_resumes_across_process_counts(tmp_path, reference, jax_env, first, second):
+    """The 2-process side runs FSDP over all 4 devices: each process holds (and writes) half of every
+    parameter matrix and of its momentum; the 1-process side has them replicated."""
     case = "ntxent"  # BatchNorm statistics, momentum buffers and the step RNG all cross the change
     ref_losses, ref_params = reference[case]
-    done1, _, _ = train_run(tmp_path, case, *first, num_steps=K, checkpoint_every=5, env=jax_env)
+    fsdp = lambda layout: 4 if layout[0] == 2 else 1  # noqa: E731
+    done1, _, _ = train_run(tmp_path, case, *first, num_steps=K, checkpoint_every=5, fsdp=fsdp(first), env=jax_env)
     assert all(r["final_step"] == K and not r["preempted"] for r in done1[case])
     assert sorted(p.name for p in (tmp_path / case / "checkpoints").iterdir()) == ["10", "5"]
-    done2, params2, _ = train_run(tmp_path, case, *second, checkpoint_every=5, env=jax_env)
+    done2, params2, _ = train_run(tmp_path, case, *second, checkpoint_every=5, fsdp=fsdp(second), env=jax_env)
+    two = done1 if first[0] == 2 else done2
+    # the 2-process run really split parameters across processes (what jax.device_get cannot read)
+    assert all(r["params_split_across_processes"] > 0 for r in two[case]), two[case]
     for r in done2[case]:
         assert r["start_step"] == K and r["final_step"] == N
         assert_same_curve(losses(r), ref_losses, range(K + 1, N + 1))

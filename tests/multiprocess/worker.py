@@ -12,8 +12,9 @@ devices of all processes.  The data stream is deterministic: the global batch of
 ``{"event": "ready", ...}`` after initialisation, ``{"event": "paused", "position": p}`` when
 ``--pause-at`` holds the stream, ``{"event": "dying", ...}`` just before ``--die-at`` kills the
 process, and per case ``{"event": "done", "case": ...}`` with the per-step losses of this call, the
-start and final steps, whether the run was preempted and a digest of the final variables.  Process
-0 writes the gathered final variables to ``OUT/<case>.npz`` (``--out OUT``).
+start and final steps, whether the run was preempted and a digest of the final variables.  With
+``--out OUT`` the final variables are exported to ``OUT/<case>`` by
+:func:`gensim_jax.training.export_variables` (called on every process; process 0 writes).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=16, help="global batch size")
     p.add_argument("--checkpoint-every", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="process 0 writes the final variables to OUT/<case>.npz")
+    p.add_argument("--out", default=None,
+                   help="export the final variables to OUT/<case> (training.export_variables; process 0 writes)")
+    p.add_argument("--fsdp", type=int, default=1,
+                   help="size of the mesh's fsdp axis; > 1 splits every parameter leaf of >= 16 elements over it")
     p.add_argument("--coordinator", default=None)
     p.add_argument("--num-processes", type=int, default=1)
     p.add_argument("--process-id", type=int, default=0)
@@ -75,14 +79,18 @@ def main(argv=None) -> int:
     import optax
 
     from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, train
-    from gensim_jax.training.export import gather_to_host
-    from tests.training._tiny import tiny_batch, tiny_model
+    from gensim_jax.models import get_model
+    from gensim_jax.training.export import export_variables, gather_to_host
+    from tests.training._tiny import CLASSES, IN, tiny_batch
 
+    tiny = dict(in_features=IN, hidden=16, embed_dim=4, num_classes=CLASSES)  # as tests.training._tiny.tiny_model
     pid, pcount = jax.process_index(), jax.process_count()
     emit(event="ready", process_index=pid, process_count=pcount, devices=jax.device_count(),
          local_devices=jax.local_device_count(), pid=os.getpid())
     rows = parallel.process_batch_slice(args.batch)
-    mesh = parallel.make_mesh()
+    if args.fsdp > 1:
+        parallel.FSDP_MIN_SIZE = 16  # let FSDP split the tiny model's matrices
+    mesh = parallel.make_mesh(fsdp=args.fsdp)
 
     def batches(position: int):
         p = position
@@ -102,25 +110,28 @@ def main(argv=None) -> int:
             raise SystemExit(f"worker: unknown case {case!r}; known: {', '.join(CASES)}")
         if case == "gensim":  # GenSim regression (paper Eq. 2), Beta-Bernoulli kernel target, cosine
             objective = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
-            model = tiny_model()
+            model_kwargs = dict(tiny)
         else:  # SimCLR: NT-Xent over two views, through a BatchNorm projection head (global-batch BN)
             objective = NTXent(temperature=0.5)
-            model = tiny_model(batchnorm=True)
-        state = create_train_state(model, optax.sgd(0.05, momentum=0.9), args.seed)
+            model_kwargs = dict(tiny, projection_dims=[8, 3], projection_batchnorm=True)
+        state = create_train_state(get_model("mlp", **model_kwargs), optax.sgd(0.05, momentum=0.9), args.seed)
         res = train(state, objective, batches, num_steps=args.num_steps, workdir=Path(args.workdir) / case,
-                    mesh=mesh, checkpoint_every=args.checkpoint_every, log_every=1, progress=False,
-                    exit_on_preemption=False, config={"case": case, "batch": args.batch}, seed=args.seed)
-        variables = gather_to_host(res.state.variables)  # every process takes part in the gather
+                    mesh=mesh, fsdp=args.fsdp > 1, checkpoint_every=args.checkpoint_every, log_every=1,
+                    progress=False, exit_on_preemption=False, config={"case": case, "batch": args.batch},
+                    seed=args.seed)
+        params = jax.tree.leaves(res.state.params)
+        # leaves that jax.device_get cannot read here: this process holds only part of them (FSDP over processes)
+        not_local = sum(1 for x in params if sum({str(s.index): s.data.size for s in x.addressable_shards}.values())
+                        < x.size)
         flat = {"/".join(str(getattr(k, "key", k)) for k in path): np.asarray(v)
-                for path, v in jax.tree_util.tree_leaves_with_path(variables)}
+                for path, v in jax.tree_util.tree_leaves_with_path(gather_to_host(res.state.variables))}
         digest = hashlib.sha256(b"".join(flat[k].tobytes() for k in sorted(flat))).hexdigest()[:16]
-        if pid == 0 and args.out:
-            Path(args.out).mkdir(parents=True, exist_ok=True)
-            np.savez(Path(args.out) / f"{case}.npz", **flat)
+        if args.out:  # a collective: every process calls it, process 0 writes
+            export_variables(Path(args.out) / case, res.state.variables, model="mlp", model_kwargs=model_kwargs)
         losses = {int(r["step"]): r["loss"] for r in res.history if "loss" in r}
         emit(event="done", case=case, process_index=pid, start_step=res.start_step,
              final_step=int(jax.device_get(res.state.step)), preempted=res.preempted, stop_signal=res.stop_signal,
-             losses=losses, digest=digest)
+             losses=losses, digest=digest, param_leaves=len(params), params_split_across_processes=not_local)
     return 0
 
 
