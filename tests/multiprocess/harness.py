@@ -166,6 +166,31 @@ class Cluster:
                 raise TimeoutError(f"processes {pending} did not print '{name}' within {timeout} s")
             time.sleep(0.05)
 
+    def wait_for_stderr(self, text: str, *, timeout: float, process_ids: Optional[Sequence[int]] = None) -> None:
+        """Block until the stderr of every process in ``process_ids`` (default all) contains ``text``.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds, or ``RuntimeError`` if such a process exits first.
+        """
+        ids = set(range(self.processes) if process_ids is None else process_ids)
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = []
+            for p in self.procs:
+                if p.process_id not in ids:
+                    continue
+                with p.lock:
+                    seen = text in "".join(p.err)
+                if not seen:
+                    if p.popen.poll() is not None:
+                        raise RuntimeError(f"process {p.process_id} exited ({p.popen.returncode}) before writing "
+                                           f"{text!r} to stderr:\n" + "".join(p.err)[-3000:])
+                    pending.append(p.process_id)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"processes {pending} did not write {text!r} to stderr within {timeout} s")
+            time.sleep(0.05)
+
     def wait(self, timeout: float, process_ids: Optional[Sequence[int]] = None) -> list[Result]:
         """Wait (at most ``timeout`` s in all) for the processes to exit; kill any left, then return all results.
 
@@ -208,12 +233,23 @@ class Cluster:
         self.close()
 
 
+_PORT_TAKEN = ("Address already in use", "Failed to bind")
+
+
 def run(args: Sequence[str], *, processes: int = 1, devices: int = 1, timeout: float = 120,
         env: Optional[dict] = None, check: bool = True) -> list[Result]:
     """Start a :class:`Cluster`, wait for it (bounded) and return the results; with ``check``, every
-    process must exit 0 (else ``AssertionError`` with the stderr tails)."""
-    with Cluster(args, processes=processes, devices=devices, env=env) as cluster:
-        results = cluster.wait(timeout)
+    process must exit 0 (else ``AssertionError`` with the stderr tails).
+
+    The coordinator port is free when chosen but another program may take it before the coordinator
+    binds it; a run that fails that way is started once more on a new port.
+    """
+    for attempt in range(2):
+        with Cluster(args, processes=processes, devices=devices, env=env) as cluster:
+            results = cluster.wait(timeout)
+        taken = processes > 1 and any(r.returncode != 0 and any(m in r.stderr for m in _PORT_TAKEN) for r in results)
+        if not taken:
+            break
     if check:
         bad = [r for r in results if r.returncode != 0]
         if bad:

@@ -54,11 +54,13 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--coordinator", default=None)
     p.add_argument("--num-processes", type=int, default=1)
     p.add_argument("--process-id", type=int, default=0)
-    p.add_argument("--heartbeat-timeout", type=int, default=10)
+    p.add_argument("--heartbeat-timeout", type=int, default=30,
+                   help="seconds after which JAX declares a silent process dead (and stops the others)")
     p.add_argument("--init-timeout", type=int, default=60)
     p.add_argument("--pause-at", type=int, default=None,
-                   help="when the stream reaches this position, print 'paused' and sleep --pause seconds")
-    p.add_argument("--pause", type=float, default=3.0)
+                   help="when the stream reaches this position, print 'paused' and wait (see --pause-until)")
+    p.add_argument("--pause-until", default=None, help="end the pause when this file exists")
+    p.add_argument("--pause", type=float, default=3.0, help="the longest pause (seconds)")
     p.add_argument("--die-at", type=int, default=None, help="SIGKILL this process at this stream position")
     p.add_argument("--die-process", type=int, default=None, help="the process that --die-at kills (default: all)")
     return p.parse_args(argv)
@@ -100,7 +102,9 @@ def main(argv=None) -> int:
                 os.kill(os.getpid(), signal.SIGKILL)
             if args.pause_at is not None and p == args.pause_at:
                 emit(event="paused", position=p)
-                time.sleep(args.pause)
+                until = time.monotonic() + args.pause
+                while time.monotonic() < until and not (args.pause_until and os.path.exists(args.pause_until)):
+                    time.sleep(0.02)
             full = tiny_batch(np.random.default_rng((args.seed, p)), args.batch)
             yield {k: v[rows] for k, v in full.items()}
             p += 1
