@@ -106,24 +106,25 @@ def reference(tmp_path_factory, jax_env):
 
 
 @pytest.mark.slow
-def test_two_processes_equal_one_process(tmp_path, reference, jax_env):
-    runs = {"2x2": (2, 2), "1x4": (1, 4)}
-    for name, (procs, devs) in runs.items():
-        done, params, ready = train_run(tmp_path / name, "gensim,ntxent", procs, devs, env=jax_env)
-        # the run really had this layout (the 2-process run: 4 devices, 2 local to each process)
-        assert [(r["process_count"], r["devices"], r["local_devices"]) for r in ready] == [(procs, 4, devs)] * procs
-        for case in ("gensim", "ntxent"):
-            ref_losses, ref_params = reference[case]
-            records = done[case]
-            assert [r["process_index"] for r in records] == list(range(procs))
-            # every process logged the same (global) losses and ends with the same variables
-            assert all(r["losses"] == records[0]["losses"] for r in records), (name, case)
-            assert len({r["digest"] for r in records}) == 1, (name, case, records)
-            assert_same_curve(losses(records[0]), ref_losses, range(1, N + 1))
-            assert_same_curve(metrics_losses(tmp_path / name / case), ref_losses, range(1, N + 1))
-            assert max_diff(params[case], ref_params) <= TOL, (name, case)
-            if case == "ntxent":  # the BatchNorm head's running statistics are global-batch statistics
-                assert any(k.startswith("batch_stats/") for k in params[case])
+@pytest.mark.parametrize("procs,devs", [(2, 2), (1, 4)], ids=["2procs-x-2devices", "1proc-x-4devices"])
+def test_two_processes_equal_one_process(tmp_path, reference, jax_env, procs, devs):
+    name = f"{procs}x{devs}"
+    # one layout per test: a run of both cases against the 1 x 1 reference
+    done, params, ready = train_run(tmp_path / name, "gensim,ntxent", procs, devs, env=jax_env)
+    # the run really had this layout (the 2-process run: 4 devices, 2 local to each process)
+    assert [(r["process_count"], r["devices"], r["local_devices"]) for r in ready] == [(procs, 4, devs)] * procs
+    for case in ("gensim", "ntxent"):
+        ref_losses, ref_params = reference[case]
+        records = done[case]
+        assert [r["process_index"] for r in records] == list(range(procs))
+        # every process logged the same (global) losses and ends with the same variables
+        assert all(r["losses"] == records[0]["losses"] for r in records), (name, case)
+        assert len({r["digest"] for r in records}) == 1, (name, case, records)
+        assert_same_curve(losses(records[0]), ref_losses, range(1, N + 1))
+        assert_same_curve(metrics_losses(tmp_path / name / case), ref_losses, range(1, N + 1))
+        assert max_diff(params[case], ref_params) <= TOL, (name, case)
+        if case == "ntxent":  # the BatchNorm head's running statistics are global-batch statistics
+            assert any(k.startswith("batch_stats/") for k in params[case])
 
 
 # --------------------------------------------------------------------------------------------
