@@ -33,9 +33,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
-    """A TCP port that was free a moment ago (bind port 0 and read what the kernel chose)."""
+    """A TCP port that was free a moment ago (bind port 0 and read what the kernel chose).
+
+    Probed on all interfaces: JAX's coordinator binds ``[::]:PORT``, not only the loopback address.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("", 0))
         return s.getsockname()[1]
 
 
@@ -233,7 +236,7 @@ class Cluster:
         self.close()
 
 
-_PORT_TAKEN = ("Address already in use", "Failed to bind")
+_PORT_TAKEN = ("Failed to start RPC server", "Failed to add port to server")  # the coordinator's bind failed
 
 
 def run(args: Sequence[str], *, processes: int = 1, devices: int = 1, timeout: float = 120,
