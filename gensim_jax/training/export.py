@@ -63,9 +63,6 @@ def gather_to_host(tree):
     return jax.tree_util.tree_map(_leaf_to_host, tree)
 
 
-_to_host = gather_to_host
-
-
 def export_variables(directory, variables: Mapping[str, Any], *, model: str,
                      model_kwargs: Optional[Mapping[str, Any]] = None, **metadata: Any) -> Path:
     """Write ``variables`` and the model description to ``directory``; returns the directory.
@@ -89,8 +86,8 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
     if "params" not in variables:
         raise ValueError(f"variables must contain 'params', got collections {sorted(variables)}")
     directory = Path(directory)
-    payload = {"params": _to_host(variables["params"]),
-               "batch_stats": _to_host(variables.get("batch_stats", {}))}
+    payload = {"params": gather_to_host(variables["params"]),
+               "batch_stats": gather_to_host(variables.get("batch_stats", {}))}
     description = {"model": model, "model_kwargs": dict(model_kwargs or {}), **metadata}
     text = json.dumps(description, indent=2)  # fails here, before writing, if not serialisable
     if jax.process_index() != 0:
