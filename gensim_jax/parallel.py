@@ -205,16 +205,19 @@ _CLUSTER_ENV = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS
 
 def initialize_distributed(coordinator_address: Optional[str] = None, num_processes: Optional[int] = None,
                            process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False,
-                           initialization_timeout: int = 300) -> dict:
+                           initialization_timeout: Optional[int] = None,
+                           heartbeat_timeout_seconds: Optional[int] = None) -> dict:
     """Join a multi-process JAX run (``jax.distributed.initialize``) when there is one.
 
     Must run before anything touches a device.  With explicit arguments, or when the environment
     describes a cluster (SLURM with more than one task, Open MPI, ``JAX_COORDINATOR_ADDRESS``, a TPU
     pod slice), it calls ``jax.distributed.initialize`` (which auto-detects SLURM and TPU when
     arguments are omitted); on a single machine it does nothing.  Calling it twice is harmless.
-    CPU collectives across processes use gloo (set here, before the backend starts), so several
-    processes on one machine, or CPU-only hosts, run the same code as a GPU or TPU cluster.
-    ``initialization_timeout`` bounds the wait for the other processes (seconds).
+    ``initialization_timeout`` (seconds every process waits for all the others to join; JAX's
+    default 300) and ``heartbeat_timeout_seconds`` (after which a silent process is declared dead
+    and the others are stopped with an error; JAX's default 100) bound the waits on a dead peer.
+    On CPU, cross-process collectives use gloo (``jax_cpu_collectives_implementation``, the default
+    of jax 0.10).
 
     Returns:
       ``{"process_index", "process_count", "local_devices", "devices"}``.
@@ -224,11 +227,12 @@ def initialize_distributed(coordinator_address: Optional[str] = None, num_proces
     if os.environ.get("SLURM_NTASKS") == "1" and not explicit:
         multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "SLURM_NTASKS")
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
         kwargs = {k: v for k, v in dict(coordinator_address=coordinator_address, num_processes=num_processes,
-                                        process_id=process_id, local_device_ids=local_device_ids).items()
+                                        process_id=process_id, local_device_ids=local_device_ids,
+                                        initialization_timeout=initialization_timeout,
+                                        heartbeat_timeout_seconds=heartbeat_timeout_seconds).items()
                   if v is not None}
-        jax.distributed.initialize(initialization_timeout=initialization_timeout, **kwargs)
+        jax.distributed.initialize(**kwargs)
     return {"process_index": jax.process_index(), "process_count": jax.process_count(),
             "local_devices": jax.local_device_count(), "devices": jax.device_count()}
 

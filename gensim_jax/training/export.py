@@ -38,11 +38,9 @@ import numpy as np
 VARIABLES_FILE = "variables.msgpack"
 MODEL_FILE = "model.json"
 
-__all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "load_exported"]
+__all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "gather_to_host", "load_exported"]
 
-
-def _to_host(tree):
-    return jax.tree_util.tree_map(lambda x: np.asarray(jax.device_get(x)), tree)
+from gensim_jax.parallel import gather_to_host  # noqa: E402  (re-exported: exports gather with it)
 
 
 def export_variables(directory, variables: Mapping[str, Any], *, model: str,
@@ -58,6 +56,9 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
       **metadata: further JSON-serialisable fields (``image_size``, ``preprocess``, ``seed``, ...);
         ``input_shape`` (one example's shape, e.g. ``[2]`` or ``[64, 64, 3]``), or else ``image_size``,
         lets :func:`load_exported` check the stored shapes against the rebuilt model.
+
+    In a multi-process run call it on every process: variables sharded across processes are
+    gathered (:func:`gather_to_host`, a collective) and only process 0 writes the files.
     """
     from gensim_jax.models import list_models
 
@@ -67,11 +68,13 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
     if "params" not in variables:
         raise ValueError(f"variables must contain 'params', got collections {sorted(variables)}")
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    payload = {"params": _to_host(variables["params"]),
-               "batch_stats": _to_host(variables.get("batch_stats", {}))}
+    payload = {"params": gather_to_host(variables["params"]),
+               "batch_stats": gather_to_host(variables.get("batch_stats", {}))}
     description = {"model": model, "model_kwargs": dict(model_kwargs or {}), **metadata}
     text = json.dumps(description, indent=2)  # fails here, before writing, if not serialisable
+    if jax.process_index() != 0:
+        return directory
+    directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / (VARIABLES_FILE + ".tmp")
     tmp.write_bytes(flax.serialization.msgpack_serialize(payload))
     tmp.replace(directory / VARIABLES_FILE)

@@ -46,3 +46,18 @@ def test_mismatched_description_and_missing_files(tmp_path):
     (tmp_path / MODEL_FILE).unlink()
     with pytest.raises(FileNotFoundError, match=MODEL_FILE):
         load_exported(tmp_path)
+
+
+def test_gather_to_host_copies_every_layout_to_numpy():
+    """Single process: device arrays (sharded on a one-device mesh, or not) come back as equal numpy arrays.
+    The multi-process case (leaves split across processes) is tests/multiprocess (FSDP over 2 processes)."""
+    from gensim_jax import parallel
+    from gensim_jax.training.export import gather_to_host
+
+    mesh = parallel.make_mesh()
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    tree = {"a": jax.device_put(x, parallel.batch_sharding(mesh)), "b": {"c": jax.numpy.ones(2)}, "d": x}
+    out = gather_to_host(tree)
+    assert all(isinstance(v, np.ndarray) for v in jax.tree_util.tree_leaves(out))
+    np.testing.assert_array_equal(out["a"], x)
+    np.testing.assert_array_equal(out["b"]["c"], np.ones(2))
