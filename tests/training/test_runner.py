@@ -56,7 +56,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     """Run 0 of ``gensim``: the runner's per-step losses are those of a hand-written loop over the same batches."""
     workdir, config, _ = ran
     model, _, _ = tiny.model("gensim", config)
-    state = create_train_state(model, optax.adam(config.learning_rate), jax.random.key(0),
+    state = create_train_state(model, optax.sgd(config.learning_rate, momentum=config.momentum), jax.random.key(0),
                                variables=tiny.init_variables("gensim", config, model, 0))
     objective = tiny.objective("gensim", config)
     step = jax.jit(lambda s, b: train_step(s, b, objective))
