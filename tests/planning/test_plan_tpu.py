@@ -1,0 +1,106 @@
+"""Ahead-of-time plans of the train step for a 4-chip TPU v5e slice (libtpu, no TPU needed).
+
+Each compile here is of a small two-layer perceptron under the all-pairs GenSim regression and
+takes seconds; the module shares them through module-scoped fixtures.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _steps import all_pairs_build  # noqa: E402
+
+from gensim_jax import planning  # noqa: E402
+
+IN, HIDDEN, EMBED = 32, 256, 256
+B = 1024
+
+
+@pytest.fixture(scope="module")
+def build():
+    return all_pairs_build(IN, HIDDEN, EMBED)
+
+
+@pytest.fixture(scope="module")
+def plan_4(build):
+    sb = build(B)
+    return planning.plan_step(sb.fn, sb.args, topology="v5e:2x2", experiment="mlp", config="test", keep_hlo=True)
+
+
+def analytic_flops_per_device(b, n):
+    """Matmul FLOPs of one step, per device (data parallel over n devices).
+
+    Encoder: forward ``2 b (in h + h d)``; backward: layer 2 needs ``dW`` and ``dh`` (2 x its forward),
+    layer 1 only ``dW`` (the input is not differentiated: 1 x).  Loss: each device forms its
+    ``(b/n) x b`` block of ``Z Z^T`` (``2 (b/n) b d``), and the backward pass two more such products.
+    """
+    enc = 2 * b * IN * HIDDEN * 2 + 2 * b * HIDDEN * EMBED * 3
+    loss = 3 * 2 * (b // n) * b * EMBED
+    return enc / n + loss
+
+
+def test_flops_match_analytic_count(plan_4):
+    expected = analytic_flops_per_device(B, 4)
+    got = plan_4["flops_per_device"]
+    assert plan_4["flops_source"] == "compiler cost analysis"
+    assert abs(got - expected) / expected < 0.05, (got, expected)
+    # the HLO matmul counter (used where the compiler gives no FLOPs: GPU) finds the same matmuls
+    assert abs(plan_4["matmul_flops_per_device_hlo"] - expected) / expected < 0.02
+    assert plan_4["flops_per_example"] == pytest.approx(got * 4 / B)
+
+
+def test_report_memory_and_json(plan_4):
+    d = json.loads(plan_4.to_json())
+    assert d["fits"] is True and d["num_devices"] == 4 and d["per_device_batch"] == B // 4
+    br = d["memory_breakdown_bytes"]
+    n_params = IN * HIDDEN + HIDDEN + HIDDEN * EMBED + EMBED
+    assert br["params"] == 4 * n_params                 # replicated float32 parameters
+    assert br["opt_state"] == pytest.approx(2 * 4 * n_params, abs=64)   # Adam's two moments (+ count)
+    assert br["batch"] == (B // 4) * (IN * 4 + 4)      # this device's rows of x and label
+    ma = d["compiler_memory_analysis"]
+    assert ma["argument_size_in_bytes"] >= br["params"] + br["opt_state"] + br["batch"]
+    assert d["memory_per_device_bytes"] < d["memory_capacity_bytes"]
+    ops = {c["op"] for c in d["collectives"]}
+    assert "all-reduce" in ops          # the gradients of replicated parameters
+    assert "all-gather" in ops          # the embeddings of the global batch for the B x B loss
+    r = d["roofline"]
+    assert r["step_seconds"] >= max(r["compute_seconds"], r["memory_seconds"])
+    assert r["examples_per_second"] == pytest.approx(B / r["step_seconds"])
+    text = plan_4.to_text()
+    assert "fits:" in text and "from the compiler:" in text and "estimates:" in text
+
+
+def _has_block(rep, rows, cols):
+    return re.search(rf"f32\[{rows},{cols}\]", rep.hlo_text) is not None
+
+
+def test_all_pairs_block_per_device_scales_as_b2_over_n(build, plan_4):
+    """Each device forms its (B/n) x B block of the B x B similarity: (B/4) x B on 4 chips, (B/8) x B on 8.
+
+    Its FLOPs follow B^2/n: the loss's share of the per-device FLOPs halves when n doubles.
+    """
+    sb = build(B)
+    plan_8 = planning.plan_step(sb.fn, sb.args, topology="v5e:2x4", keep_hlo=True)
+    assert _has_block(plan_4, B // 4, B) and not _has_block(plan_4, B // 8, B)
+    assert _has_block(plan_8, B // 8, B)
+    enc = lambda b, n: analytic_flops_per_device(b, n) - 6 * (b // n) * b * EMBED  # noqa: E731
+    loss4 = plan_4["flops_per_device"] - enc(B, 4)
+    loss8 = plan_8["flops_per_device"] - enc(B, 8)
+    assert loss4 / loss8 == pytest.approx(2.0, rel=0.05)
+
+
+def test_does_not_fit_names_the_buffer(build):
+    sb = build(131072)
+    rep = planning.plan_step(sb.fn, sb.args, topology="v5e:2x2")
+    assert rep.fits is False
+    d = rep.as_dict()
+    assert d["margin_bytes"] < 0
+    assert d["dominant_buffer"]["buffer"] == "temporaries"
+    assert "131072, 131072" in d["dominant_buffer"]["largest_array"]["shape"]
+    line = rep.fit_line()
+    assert line.startswith("does not fit") and "temporaries" in line
+    json.loads(rep.to_json())
