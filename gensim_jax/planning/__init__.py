@@ -10,6 +10,7 @@ imported only when a topology needs them.
 """
 
 from gensim_jax.planning.chips import CHIPS, Chip, chip_table_markdown, get_chip
+from gensim_jax.planning.command import add_plan_arguments, run_plan_command
 from gensim_jax.planning.compile import CompiledStep, compile_step
 from gensim_jax.planning.max_batch import max_global_batch
 from gensim_jax.planning.plan import StepBuild, default_shardings, largest_intermediates, plan_step
@@ -19,4 +20,4 @@ from gensim_jax.planning.topology import PlannerSetupError, Topology, build_devi
 
 __all__ = ["CHIPS", "Chip", "chip_table_markdown", "get_chip", "CompiledStep", "compile_step", "max_global_batch",
            "StepBuild", "default_shardings", "largest_intermediates", "plan_step", "PlanReport", "fmt_bytes",
-           "roofline", "PlannerSetupError", "Topology", "build_devices", "parse_topology"]
+           "roofline", "add_plan_arguments", "run_plan_command", "PlannerSetupError", "Topology", "build_devices", "parse_topology"]

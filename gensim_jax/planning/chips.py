@@ -10,6 +10,9 @@ documentation (bidirectional, all ports).  For GPUs, NVLink bandwidth inside one
 (``interconnect_bytes_per_s``) and the per-GPU network bandwidth between hosts
 (``network_bytes_per_s``: one InfiniBand NIC per GPU, as in the DGX reference systems); a topology
 with more than one GPU host uses the network figure for its collectives.
+
+Memory: the GPU datasheets' "80GB" / "141GB" are binary gigabytes (the driver reports 79.1 GiB of
+85.1e9-byte devices on the A100, 84.9e9 bytes on the H100); the table stores 80 GiB and 141 GiB.
 """
 
 from __future__ import annotations
@@ -93,15 +96,15 @@ CHIPS: dict[str, Chip] = {c.name: c for c in [
          notes="ICI 4800 Gbps per chip = 600 GB/s."),
     _tpu("v6e", "Cloud TPU v6e (Trillium)", 918 * T, 32 * GB, 1638 * GB, 800 * GB, 8, _TPU_V6E,
          notes="ICI 800 GB/s bidirectional per chip."),
-    Chip("a100", "NVIDIA A100 80GB SXM", "gpu", 312 * T, 80 * GB, 2039 * GB, 600 * GB, 25 * GB, 8,
+    Chip("a100", "NVIDIA A100 80GB SXM", "gpu", 312 * T, 80 * GiB, 2039 * GB, 600 * GB, 25 * GB, 8,
          {"peak_bf16_flops": _A100, "hbm_bytes": _A100, "hbm_bytes_per_s": _A100,
           "interconnect_bytes_per_s": _A100 + ": NVLink 600 GB/s", "network_bytes_per_s": _DGX_A100,
           "chips_per_host": _DGX_A100}),
-    Chip("h100", "NVIDIA H100 80GB SXM", "gpu", 989 * T, 80 * GB, 3350 * GB, 900 * GB, 50 * GB, 8,
+    Chip("h100", "NVIDIA H100 80GB SXM", "gpu", 989 * T, 80 * GiB, 3350 * GB, 900 * GB, 50 * GB, 8,
          {"peak_bf16_flops": _H100 + ": 1979 TFLOPS with sparsity", "hbm_bytes": _H100,
           "hbm_bytes_per_s": _H100 + ": 3.35 TB/s", "interconnect_bytes_per_s": _H100 + ": NVLink 900 GB/s",
           "network_bytes_per_s": _DGX_H100, "chips_per_host": _DGX_H100}),
-    Chip("h200", "NVIDIA H200 141GB SXM", "gpu", 989 * T, 141 * GB, 4800 * GB, 900 * GB, 50 * GB, 8,
+    Chip("h200", "NVIDIA H200 141GB SXM", "gpu", 989 * T, 141 * GiB, 4800 * GB, 900 * GB, 50 * GB, 8,
          {"peak_bf16_flops": _H200 + ": 1979 TFLOPS with sparsity", "hbm_bytes": _H200,
           "hbm_bytes_per_s": _H200 + ": 4.8 TB/s", "interconnect_bytes_per_s": _H200 + ": NVLink 900 GB/s",
           "network_bytes_per_s": _DGX_H100, "chips_per_host": _DGX_H100}),

@@ -253,8 +253,8 @@ def collectives(mod: HloModule, num_devices: int) -> list[Collective]:
                 continue
             seen.add(key)
             t = ins.type_str
-            if op.endswith("-start") and base in ("all-gather", "collective-permute"):
-                els = _tuple_elements(t)
+            if op.endswith("-start") and base != "all-reduce":
+                els = _tuple_elements(t)     # async start: (operands, outputs, context...)
                 t = els[1] if len(els) > 1 else t
             size = array_bytes(t)
             g = _group_size(ins.attrs, num_devices)

@@ -139,7 +139,9 @@ def plan_step(step_fn: Callable, abstract_args: Sequence[Any], *, topology: str 
     from gensim_jax import parallel
 
     topo = parse_topology(topology) if isinstance(topology, str) else topology
-    args = tuple(abstract_args)
+    # concrete arrays (e.g. an objective's tables) live on this host's devices: keep only shape and dtype
+    args = tuple(jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype) if hasattr(x, "dtype") else x, a)
+                 for a in abstract_args)
     if len(args) < 2:
         raise ValueError("abstract_args must be (state, batch, ...)")
     gb = global_batch_of(args[1])

@@ -31,6 +31,10 @@ def _fmt_num(x: Optional[float]) -> str:
     return f"{x:.3g}"
 
 
+def _ms(t: float) -> str:
+    return f"{t * 1e3:.3g} ms"
+
+
 _LABELS = {
     "params": "parameters",
     "opt_state": "optimizer state",
@@ -215,8 +219,8 @@ class PlanReport:
         if r:
             L.append("")
             L.append("roofline [estimate from the chip table]")
-            L.append(f"  compute {r['compute_seconds'] * 1e3:.3f} ms, HBM {r['memory_seconds'] * 1e3:.3f} ms, "
-                     f"collectives {r['collective_seconds'] * 1e3:.3f} ms -> step >= {r['step_seconds'] * 1e3:.3f} ms "
+            L.append(f"  compute {_ms(r['compute_seconds'])}, HBM {_ms(r['memory_seconds'])}, "
+                     f"collectives {_ms(r['collective_seconds'])} -> step >= {_ms(r['step_seconds'])} "
                      f"({r['bound']}-bound), <= {r['examples_per_second']:,.0f} examples/s")
         L.append("")
         L.append("from the compiler: " + "; ".join(PROVENANCE["compiler"]) + ".")

@@ -26,6 +26,11 @@ from gensim_jax.planning.chips import Chip, get_chip
 
 __all__ = ["Topology", "PlannerSetupError", "parse_topology", "build_devices", "gpu_target_config"]
 
+# The CUDA plugin checks the CUDA driver when JAX first initialises its backends; on a machine without
+# a GPU that check fails and the plugin is dropped.  Planning only compiles, so skip the check (this
+# must happen before the first JAX computation of the process: import this module early).
+os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+
 
 class PlannerSetupError(RuntimeError):
     """The compiler for a target is not installed (one line naming the fix)."""
@@ -175,9 +180,9 @@ def _gpu_devices(topo: Topology) -> list:
                                             topology=f"1x{hosts}x{per_host}")
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PlannerSetupError(f"the CUDA plugin could not describe {topo.name!r} ({msg}); "
-                                "install jax[cuda12] at the version of jax and set CUDA_VISIBLE_DEVICES=-1 "
-                                "on a machine without a GPU") from None
+        raise PlannerSetupError(f"the CUDA plugin could not describe {topo.name!r} ({msg}); on a machine without a GPU "
+                                "start the process with JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (and CUDA_VISIBLE_DEVICES=-1), "
+                                "and install jax[cuda12] at the version of jax") from None
     return list(desc.devices)
 
 

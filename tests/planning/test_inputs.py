@@ -122,3 +122,20 @@ def test_max_batch_bisection(monkeypatch):
     assert all(t["global_batch"] % 4 == 0 for t in res["trials"])
     none = max_batch_mod.max_global_batch(lambda b, f: planning.StepBuild(None, (b * 10 ** 6,)), "v5e:2x2")
     assert none["max_global_batch"] == 0
+
+
+def test_plan_command_bad_input_is_one_line(capsys):
+    from gensim_jax.planning import run_plan_command
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from _steps import all_pairs_build
+
+    build = all_pairs_build(8, 16, 8)
+    assert run_plan_command(build, 1001, topology="v5e:2x2") == 2
+    e = capsys.readouterr().err
+    assert e.count("\n") == 1 and "not divisible" in e
+    assert run_plan_command(build, 1024, topology="tpu9:2x2") == 2
+    e = capsys.readouterr().err
+    assert e.count("\n") == 1 and "unknown chip" in e
+    assert run_plan_command(build, 1024, topology="v5e:2x2", chips=True) == 0
+    assert "| h100 |" in capsys.readouterr().out
