@@ -32,6 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("--topologies", nargs="+", default=["v5e:4x4", "v5e:8x8", "v5e:16x16"])
     ap.add_argument("--fsdp", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="also print one JSON object per row")
+    ap.add_argument("--max-batch", action="store_true",
+                    help="instead of the table: bisect for the largest global batch that fits on each topology, "
+                         "without and with FSDP (gensim_jax.planning.run_plan_command, as `gensim-jax plan --max-batch`)")
     args = ap.parse_args(argv)
 
     from gensim_jax import planning
@@ -43,6 +46,17 @@ def main(argv=None) -> int:
     model = TwoLayerPerceptron(in_features=64, hidden=256, embed_dim=128)
     state = jax.eval_shape(lambda: create_train_state(model, optax.adam(1e-3), 0, example_input=jnp.zeros((1, 64))))
     objective = ob.GenSimRegression(target=ob.TableTarget.create(np.eye(1000, dtype=np.float32) - 1.0), input_key="x")
+
+    if args.max_batch:
+        def build(b, fsdp):
+            batch = {"x": jax.ShapeDtypeStruct((b, 64), jnp.float32), "label": jax.ShapeDtypeStruct((b,), jnp.int32)}
+            return planning.StepBuild(train_step, (state, batch, objective))
+
+        status = 0
+        for topo_name in args.topologies:
+            status |= planning.run_plan_command(build, args.batches[0], topology=topo_name, max_batch=True,
+                                                as_json=args.json, experiment="all-pairs GenSim MLP", config="-")
+        return status
 
     print(f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()} {platform.node()} -->")
     print("| topology | chips | global batch B | B^2/n (M) | f32 (B/n) x B block | temporaries / device "
