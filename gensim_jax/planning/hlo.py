@@ -60,7 +60,7 @@ class Instruction:
 class HloModule:
     computations: dict          # name -> list[Instruction]
     entry: str
-    fusion_bodies: set          # computations called by fusions (their instructions live in registers / VMEM)
+    fusion_bodies: set          # computations that are not kernels of their own: fusion bodies, async wrappers, reducers
     multiplier: dict            # computation -> how many times it runs per step (while trip counts)
 
 
@@ -168,7 +168,8 @@ def parse_hlo(text: str) -> HloModule:
                 t = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)', ins.attrs)
                 trip = int(t.group(1)) if t else 1
             for kind, child in _CALLS.findall(ins.attrs):
-                if ins.opcode == "fusion" and kind == "calls":
+                # fusion bodies, async wrappers and reducers do not run as kernels of their own
+                if (ins.opcode in ("fusion", "async-start") and kind == "calls") or kind == "to_apply":
                     fusion_bodies.add(child)
                 children[cname].append((child, trip if kind in ("body", "condition") else 1))
             for b in _BRANCHES.findall(ins.attrs):
@@ -287,7 +288,6 @@ def hbm_bytes(mod: HloModule) -> float:
     for cname, instrs in mod.computations.items():
         if cname in mod.fusion_bodies or cname not in mod.multiplier:
             continue
-        # reducers (to_apply) and async wrapper bodies are not separate kernels either
         shapes = {ins.name: ins.type_str for ins in instrs}
         for ins in instrs:
             if ins.opcode in _NO_TRAFFIC or ins.opcode.endswith("-done"):

@@ -156,9 +156,8 @@ def plan_step(step_fn: Callable, abstract_args: Sequence[Any], *, topology: str 
     mesh = parallel.make_mesh(data=n // fsdp, fsdp=fsdp, devices=devs)
     make = shardings or default_shardings(args, fsdp > 1)
     in_sh, out_sh = make(mesh)
-    with mesh:
-        comp: CompiledStep = compile_step(step_fn, args, in_sh, out_sh, num_devices=n, donate_argnums=donate_argnums,
-                                          keep_hlo=keep_hlo)
+    comp: CompiledStep = compile_step(step_fn, args, in_sh, out_sh, num_devices=n, donate_argnums=donate_argnums,
+                                      keep_hlo=keep_hlo)
     comp.platform = topo.platform
 
     # the inputs, per device, by what they are

@@ -25,8 +25,7 @@ def test_bad_topology_is_one_clear_error(name, words):
 
 
 def test_batch_not_divisible_by_devices():
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from _steps import all_pairs_build
+    from tests.planning._steps import all_pairs_build
 
     sb = all_pairs_build(8, 16, 8)(1001)
     with pytest.raises(ValueError, match=r"global batch 1001 is not divisible by the 4 devices of v5e:2x2; use a multiple of 4"):
@@ -127,8 +126,7 @@ def test_max_batch_bisection(monkeypatch):
 def test_plan_command_bad_input_is_one_line(capsys):
     from gensim_jax.planning import run_plan_command
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from _steps import all_pairs_build
+    from tests.planning._steps import all_pairs_build
 
     build = all_pairs_build(8, 16, 8)
     assert run_plan_command(build, 1001, topology="v5e:2x2") == 2
@@ -139,3 +137,16 @@ def test_plan_command_bad_input_is_one_line(capsys):
     assert e.count("\n") == 1 and "unknown chip" in e
     assert run_plan_command(build, 1024, topology="v5e:2x2", chips=True) == 0
     assert "| h100 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, n, kind", [("v4:2x2x1", 4, "TPU v4"), ("v5p:2x2x1", 4, "TPU v5"),
+                                           ("v6e:2x2", 4, "TPU v6 lite"), ("v5e:4x4", 16, "TPU v5 lite")])
+def test_tpu_topologies_build_compile_only_devices(name, n, kind):
+    devs = planning.build_devices(name)
+    assert len(devs) == n and devs[0].device_kind == kind     # v4: one device per chip (megacore)
+
+
+def test_libtpu_rejects_a_shape_in_one_line():
+    with pytest.raises(ValueError, match="libtpu does not accept topology 'v5e:3x3'") as e:
+        planning.build_devices("v5e:3x3")
+    assert "\n" not in str(e.value)

@@ -6,15 +6,11 @@ takes seconds; the module shares them through module-scoped fixtures.
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _steps import all_pairs_build  # noqa: E402
-
-from gensim_jax import planning  # noqa: E402
+from gensim_jax import planning
+from tests.planning._steps import all_pairs_build
 
 IN, HIDDEN, EMBED = 32, 256, 256
 B = 1024
