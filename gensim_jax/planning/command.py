@@ -22,7 +22,7 @@ __all__ = ["run_plan_command", "add_plan_arguments"]
 
 def add_plan_arguments(parser) -> None:
     """Add the ``plan`` options to an ``argparse`` (sub)parser."""
-    parser.add_argument("--topology", required=True, help="target, e.g. v5e:16x16, v4:2x2x2, h100:8x8 (hosts x GPUs)")
+    parser.add_argument("--topology", default=None, help="target, e.g. v5e:16x16, v4:2x2x2, h100:8x8 (hosts x GPUs)")
     parser.add_argument("--batch-size", type=int, default=None, help="global batch (default: the config's)")
     parser.add_argument("--fsdp", type=int, default=1, help="size of the FSDP mesh axis (1: parameters replicated)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -31,7 +31,7 @@ def add_plan_arguments(parser) -> None:
     parser.add_argument("--chips", action="store_true", help="print the chip table with the source of every figure")
 
 
-def run_plan_command(build: Callable, global_batch: int, *, topology: str, fsdp: int = 1, as_json: bool = False,
+def run_plan_command(build: Callable, global_batch: int, *, topology: Optional[str], fsdp: int = 1, as_json: bool = False,
                      max_batch: bool = False, chips: bool = False, experiment: str = "", config: str = "",
                      out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
     """Plan ``build(global_batch, fsdp)`` on ``topology`` and print the report; returns the exit status.
@@ -46,6 +46,8 @@ def run_plan_command(build: Callable, global_batch: int, *, topology: str, fsdp:
         if chips:
             print(chip_table_markdown(), file=out)
             return 0
+        if not topology:
+            raise ValueError("--topology is required, e.g. --topology v5e:4x4 or --topology h100:8x8 (hosts x GPUs)")
         topo = parse_topology(topology)
         if max_batch:
             res = {}

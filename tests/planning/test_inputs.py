@@ -150,3 +150,15 @@ def test_libtpu_rejects_a_shape_in_one_line():
     with pytest.raises(ValueError, match="libtpu does not accept topology 'v5e:3x3'") as e:
         planning.build_devices("v5e:3x3")
     assert "\n" not in str(e.value)
+
+
+def test_plan_arguments_parse():
+    import argparse
+
+    from gensim_jax.planning import add_plan_arguments, run_plan_command
+
+    p = argparse.ArgumentParser()
+    add_plan_arguments(p)
+    a = p.parse_args(["--topology", "v5e:16x16", "--json", "--max-batch", "--fsdp", "4"])
+    assert (a.topology, a.json, a.max_batch, a.fsdp, a.batch_size, a.chips) == ("v5e:16x16", True, True, 4, None, False)
+    assert run_plan_command(lambda b, f: None, 8, topology=None) == 2
