@@ -167,10 +167,10 @@ class PlanReport:
 
     def fit_line(self) -> str:
         d = self.data
+        dom = d["dominant_buffer"]
         if d["fits"]:
             return (f"fits: {fmt_bytes(d['memory_per_device_bytes'])} of {fmt_bytes(d['memory_capacity_bytes'])} per device "
-                    f"({fmt_bytes(d['margin_bytes'])} to spare)")
-        dom = d["dominant_buffer"]
+                    f"({fmt_bytes(d['margin_bytes'])} to spare); largest part: {dom['label']} ({fmt_bytes(dom['bytes'])})")
         extra = ""
         la = dom.get("largest_array")
         if la:
