@@ -339,10 +339,9 @@ def matmul_flops(mod: HloModule) -> float:
                     kern = _dims(shapes.get(ins.operands[1], ""))
                     klab = m.group(2)
                     o = kern[klab.index("o")] if "o" in klab and len(kern) == len(klab) else 1
-                    groups = re.search(r"feature_group_count=(\d+)", ins.attrs)
-                    # each output element contracts over kernel elements / output features
+                    # each output element contracts over the kernel's elements per output feature
+                    # (the kernel's input-feature dimension is already divided by feature_group_count)
                     f = 2.0 * _prod(_dims(out_t)) * (_prod(kern) / max(o, 1))
-                    del groups
             total += f * mod.multiplier[cname]
     return total
 

@@ -162,3 +162,17 @@ def test_plan_arguments_parse():
     a = p.parse_args(["--topology", "v5e:16x16", "--json", "--max-batch", "--fsdp", "4"])
     assert (a.topology, a.json, a.max_batch, a.fsdp, a.batch_size, a.chips) == ("v5e:16x16", True, True, 4, None, False)
     assert run_plan_command(lambda b, f: None, 8, topology=None) == 2
+
+
+def test_hlo_convolution_flops():
+    text = """HloModule m
+
+ENTRY %main (x: f32[8,32,32,4], k: f32[3,3,4,16]) -> f32[8,30,30,16] {
+  %x = f32[8,32,32,4]{3,2,1,0} parameter(0)
+  %k = f32[3,3,4,16]{3,2,1,0} parameter(1)
+  ROOT %conv = f32[8,30,30,16]{3,2,1,0} convolution(%x, %k), window={size=3x3}, dim_labels=b01f_01io->b01f
+}
+"""
+    mod = hlo.parse_hlo(text)
+    assert hlo.matmul_flops(mod) == 2 * (8 * 30 * 30 * 16) * (3 * 3 * 4)
+    assert hlo.hbm_bytes(mod) == 4 * (8 * 30 * 30 * 16 + 8 * 32 * 32 * 4 + 3 * 3 * 4 * 16)
