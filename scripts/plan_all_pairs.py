@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         status = 0
         for topo_name in args.topologies:
             status |= planning.run_plan_command(build, args.batches[0], topology=topo_name, max_batch=True,
-                                                as_json=args.json, experiment="all-pairs GenSim MLP", config="-")
+                                                as_json=args.json, experiment="all-pairs GenSim MLP")
         return status
 
     print(f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()} {platform.node()} -->")

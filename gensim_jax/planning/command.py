@@ -59,7 +59,8 @@ def run_plan_command(build: Callable, global_batch: int, *, topology: Optional[s
                                  default=float), file=out)
             else:
                 for k, r in res.items():
-                    print(f"{topo.name} {experiment} --config {config}, {k.replace('_', ' ')} (fsdp axis {r['fsdp']}): "
+                    what = " ".join(x for x in (experiment, config and f"--config {config}") if x)
+                    print(f"{topo.name} {what}, {k.replace('_', ' ')} (fsdp axis {r['fsdp']}): "
                           f"largest global batch that fits {r['max_global_batch']:,} ({r['per_device']:,} per device); "
                           f"{len(r['trials'])} compiles in {r['seconds']:.0f} s"
                           + ("; still fits at the search limit" if r["fits_at_limit"] else ""), file=out)
