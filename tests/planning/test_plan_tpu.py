@@ -27,7 +27,7 @@ def plan_4(build):
     return planning.plan_step(sb.fn, sb.args, topology="v5e:2x2", experiment="mlp", config="test", keep_hlo=True)
 
 
-def analytic_flops_per_device(b, n, loss_products=3):
+def analytic_flops_per_device(b, n, loss_products=3, dims=(IN, HIDDEN, EMBED)):
     """Matmul FLOPs of one step, per device (data parallel over n devices).
 
     Encoder: forward ``2 b (in h + h d)``; backward: layer 2 needs ``dW`` and ``dh`` (2 x its forward),
@@ -36,8 +36,9 @@ def analytic_flops_per_device(b, n, loss_products=3):
     two more such products, or one when XLA rewrites it as ``(dS + dS^T) Z`` (an all-to-all brings
     the transposed blocks; seen at small shapes), hence ``loss_products`` = 3 or 2.
     """
-    enc = 2 * b * IN * HIDDEN * 2 + 2 * b * HIDDEN * EMBED * 3
-    loss = loss_products * 2 * (b // n) * b * EMBED
+    i, h, d = dims
+    enc = 2 * b * i * h * 2 + 2 * b * h * d * 3
+    loss = loss_products * 2 * (b // n) * b * d
     return enc / n + loss
 
 
@@ -45,7 +46,8 @@ def _closest_count(got, b, n):
     return min((analytic_flops_per_device(b, n, k) for k in (3, 2)), key=lambda e: abs(got - e))
 
 
-def test_flops_match_analytic_count(plan_4):
+def test_plan_on_four_chips(plan_4):
+    """FLOPs against the analytic count; memory parts, collectives and roofline of the report (one compile)."""
     got = plan_4["flops_per_device"]
     expected = _closest_count(got, B, 4)
     assert plan_4["flops_source"] == "compiler cost analysis"
@@ -54,8 +56,6 @@ def test_flops_match_analytic_count(plan_4):
     assert abs(plan_4["matmul_flops_per_device_hlo"] - expected) / expected < 0.02
     assert plan_4["flops_per_example"] == pytest.approx(got * 4 / B)
 
-
-def test_report_memory_and_json(plan_4):
     d = json.loads(plan_4.to_json())
     assert d["fits"] is True and d["num_devices"] == 4 and d["per_device_batch"] == B // 4
     br = d["memory_breakdown_bytes"]
@@ -80,22 +80,21 @@ def _has_block(rep, rows, cols):
     return re.search(rf"f32\[{rows},{cols}\]", rep.hlo_text) is not None
 
 
-def test_all_pairs_block_per_device_scales_as_b2_over_n(build, plan_4):
+def test_all_pairs_block_per_device_scales_as_b2_over_n():
     """Each device forms its (B/n) x B block of the B x B similarity: (B/4) x B on 4 chips, (B/8) x B on 8.
 
     Its matmul FLOPs follow B^2/n: 2 or 3 products of 2 (B/n) B d FLOPs each (see
-    :func:`analytic_flops_per_device`).
+    :func:`analytic_flops_per_device`).  A smaller encoder than the other tests: two quick compiles.
     """
-    sb = build(B)
-    plan_8 = planning.plan_step(sb.fn, sb.args, topology="v5e:2x4", keep_hlo=True)
-    assert _has_block(plan_4, B // 4, B) and not _has_block(plan_4, B // 8, B)
-    assert _has_block(plan_8, B // 8, B)
-    loss4 = plan_4["matmul_flops_per_device_hlo"] - analytic_flops_per_device(B, 4, 0)
-    loss8 = plan_8["matmul_flops_per_device_hlo"] - analytic_flops_per_device(B, 8, 0)
-    per_product = lambda n: 2 * (B // n) * B * EMBED  # noqa: E731
-    assert round(loss4 / per_product(4)) in (2, 3) and round(loss8 / per_product(8)) in (2, 3)
-    assert loss4 / per_product(4) == pytest.approx(round(loss4 / per_product(4)), rel=0.02)
-    assert loss8 / per_product(8) == pytest.approx(round(loss8 / per_product(8)), rel=0.02)
+    dims, b = (16, 128, 128), 512
+    sb = all_pairs_build(*dims)(b)
+    plans = {n: planning.plan_step(sb.fn, sb.args, topology=t, keep_hlo=True) for n, t in ((4, "v5e:2x2"), (8, "v5e:2x4"))}
+    assert _has_block(plans[4], b // 4, b) and not _has_block(plans[4], b // 8, b)
+    assert _has_block(plans[8], b // 8, b)
+    for n, rep in plans.items():
+        loss = rep["matmul_flops_per_device_hlo"] - analytic_flops_per_device(b, n, 0, dims)
+        products = loss / (2 * (b // n) * b * dims[2])
+        assert round(products) in (2, 3) and products == pytest.approx(round(products), rel=0.02), (n, products)
 
 
 def test_does_not_fit_names_the_buffer(build):
