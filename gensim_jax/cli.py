@@ -4,6 +4,7 @@
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
 ``gensim-jax train EXPERIMENT ...``   train an experiment (:mod:`gensim_jax.experiments.cli`; in a checkout
                                       ``python -m train`` is the same); ``gensim-jax train --help`` lists them
+``gensim-jax plan EXPERIMENT ...``    compile its step for a TPU / GPU topology: memory, FLOPs, step time
 ``gensim-jax eval PROTOCOL ...``      evaluate exports (:mod:`gensim_jax.evaluation.cli`; = ``python -m eval``)
 ``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
 
@@ -56,13 +57,16 @@ def _runs_compare(args) -> int:
     return 0
 
 
-FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. oddball"}
+FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. oddball",
+             "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)"}
 
 
 def _forward(command: str, rest: Sequence[str]) -> int:
     """Run the ``train`` or ``eval`` command of the package with ``rest`` as its arguments."""
     if command == "train":
         from gensim_jax.experiments.cli import main as run
+    elif command == "plan":
+        from gensim_jax.experiments.cli import plan_main as run
     else:
         from gensim_jax.evaluation.cli import main as run
     return int(run(list(rest)) or 0)

@@ -226,3 +226,47 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def plan_main(argv=None) -> int:
+    """``gensim-jax plan EXPERIMENT [--config NAME] [--set ...] [--objective ARM] --topology T``.
+
+    Compiles the runner's own training step (:func:`gensim_jax.training.runner.abstract_step_inputs`)
+    for a TPU or GPU topology without its hardware and prints the memory / FLOPs / collectives /
+    roofline report (:mod:`gensim_jax.planning`).  Errors are one line on stderr and exit status 2.
+    """
+    from gensim_jax import planning  # first: it prepares the compile-only CUDA / TPU plug-ins
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="gensim-jax plan", description=plan_main.__doc__.split("\n\n")[0]
+                                     .replace("``", ""), epilog=_experiments_epilog(registry.available()),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
+    parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
+    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                        help="override config fields, as for train")
+    parser.add_argument("--objective", default=None, metavar="ARM", help="the arm to plan (default: the first)")
+    planning.add_plan_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        experiment = registry.load(args.experiment)
+        args.config = args.config or experiment.default_config()
+        args.model, args.benchmark_dir = None, None
+        arm = args.objective
+        args.objective = []
+        config = resolve_config(args, experiment)
+        if arm is not None and arm not in experiment.arms(config):
+            raise ConfigError(f"--objective {arm!r} is not an arm of this config; arms: "
+                              f"{', '.join(map(str, experiment.arms(config)))}")
+    except (ValueError, TypeError) as err:
+        print(f"gensim-jax plan: {err}", file=sys.stderr)
+        return 2
+    from gensim_jax.training import runner
+
+    def build(global_batch: int, fsdp: int):
+        fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
+        return planning.StepBuild(fn=fn, args=inputs)
+
+    return planning.run_plan_command(build, args.batch_size or config.batch_size, topology=args.topology,
+                                     fsdp=args.fsdp, as_json=args.json, max_batch=args.max_batch, chips=args.chips,
+                                     experiment=experiment.name, config=args.config)

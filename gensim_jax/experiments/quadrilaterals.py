@@ -318,6 +318,12 @@ class Quadrilaterals(Experiment):
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
+    def batch_spec(self, arm: str, config: Config) -> dict:
+        spec = super().batch_spec(arm, config)
+        if arm == "gensim":
+            spec["features"] = ((len(quads.FEATURE_NAMES),), np.float32)
+        return spec
+
     def batches(self, arm: str, config: Config, data: Data, seed: int):
         return make_batches(arm, data.source, config, seed)
 

@@ -200,6 +200,24 @@ class Experiment:
         """``position -> iterator`` of global host batches from batch ``position`` on (deterministic)."""
         raise TypeError(f"{type(self).__name__} must define batches(arm, config, data, seed)")
 
+    def batch_spec(self, arm: str, config) -> dict:
+        """``{key: (per-example shape, dtype)}`` of one training batch of ``arm``, known without its data.
+
+        What ``gensim-jax plan`` compiles the step for.  The default: the objective's inputs shaped like
+        :meth:`example_input`, an int32 id for a ``label_key`` and for a table target's ``key``, and the
+        boolean ``mask``; experiments whose batches carry other metadata (feature vectors) extend it.
+        """
+        objective = self.objective(arm, config)
+        x = tuple(np.shape(self.example_input(arm, config))[1:])
+        spec = {k: (x, np.float32) for k in objective.input_keys}
+        if getattr(objective, "label_key", None):
+            spec[objective.label_key] = ((), np.int32)
+        target = getattr(objective, "target", None)
+        if target is not None and hasattr(target, "table"):
+            spec[target.key] = ((), np.int32)
+        spec["mask"] = ((), np.bool_)
+        return spec
+
     def export_info(self, arm: str, config) -> dict:
         """Keyword arguments of :func:`~gensim_jax.training.export.export_variables` besides the model."""
         return {"image_size": int(config.image_size), "preprocess": "imagenet"}

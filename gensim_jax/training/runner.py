@@ -42,7 +42,8 @@ from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.state import create_train_state
 from gensim_jax.training.step import bind_objective, jit_train_step
 
-__all__ = ["run_experiment", "make_run_mesh", "process_local_batches", "compute_dtype_model", "StepCache"]
+__all__ = ["run_experiment", "make_run_mesh", "process_local_batches", "compute_dtype_model", "StepCache",
+           "abstract_step_inputs"]
 
 
 def make_run_mesh(config) -> jax.sharding.Mesh:
@@ -222,3 +223,29 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
         (workdir / "results.json").write_text(json.dumps(results, indent=2))
         experiment.plot(results, workdir / f"{experiment.name}.png")
     return results
+
+
+def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = None, global_batch: Optional[int] = None):
+    """``(step, (state, batch, objective))``: the runner's train step and abstract arguments, built without data.
+
+    ``step(state, batch, objective)`` is the function :func:`run_experiment` jits
+    (:func:`~gensim_jax.training.step.train_step`); the state comes from the arm's model in the
+    compute ``dtype`` and the config's optimizer under ``jax.eval_shape`` (no parameter is
+    allocated), the batch from :meth:`Experiment.batch_spec` with ``global_batch`` rows (default
+    ``config.batch_size``).  ``gensim-jax plan`` compiles exactly this for a TPU or GPU topology.
+    """
+    from gensim_jax.training.step import train_step
+
+    config = experiment.validate(config)
+    arm = experiment.arms(config)[0] if arm is None else arm
+    b = int(config.batch_size if global_batch is None else global_batch)
+    model, _, _ = experiment.model(arm, config)
+    tx = make_optimizer(config, max(int(config.num_steps or 1), 1), experiment.learning_rate(arm, config))
+    example = experiment.example_input(arm, config)
+    variables = jax.eval_shape(lambda: model.init(jax.random.key(0), example))
+    train_model = compute_dtype_model(model, config.dtype)
+    state = jax.eval_shape(lambda v: create_train_state(train_model, tx, jax.random.key(0), variables=v), variables)
+    batch = {k: jax.ShapeDtypeStruct((b, *shape), dtype) for k, (shape, dtype) in experiment.batch_spec(arm, config).items()}
+    objective = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)),
+                             experiment.objective(arm, config))
+    return (lambda st, bt, obj: train_step(st, bt, obj)), (state, batch, objective)
