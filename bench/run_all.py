@@ -7,7 +7,8 @@ Usage::
     python -m bench.run_all --quick    # tiny sizes, a smoke run
     python -m bench.run_all --only losses kernels
 
-Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch), ``inputs``
+Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch), ``runner_overhead``
+(the runner against a bare jit loop, 1 and 2 processes), ``inputs``
 (data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
 CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``).
 
@@ -30,7 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # ``python bench/run_all.py``: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MODULES = ("losses", "kernels", "scaling", "inputs", "training_step")
+MODULES = ("losses", "kernels", "scaling", "inputs", "training_step", "runner_overhead")
 
 
 def main(argv=None) -> int:
