@@ -77,6 +77,8 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
     dist.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's index in [0, P)")
     dist.add_argument("--init-timeout", type=int, default=300, metavar="S",
                       help="seconds to wait for every process to join (default 300)")
+    dist.add_argument("--heartbeat-timeout", type=int, default=None, metavar="S",
+                      help="seconds after which a silent process counts as dead and the others stop (JAX: 100)")
     return parser
 
 
@@ -167,7 +169,8 @@ def _initialize_distributed(args) -> None:
     from gensim_jax import parallel
 
     parallel.initialize_distributed(args.coordinator, args.num_processes, args.process_id,
-                                    initialization_timeout=args.init_timeout)
+                                    initialization_timeout=args.init_timeout,
+                                    heartbeat_timeout_seconds=args.heartbeat_timeout)
 
 
 def main(argv=None) -> int:
