@@ -71,6 +71,11 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
                         help="continue the run whose checkpoints are in the workdir (required when there are any)")
     parser.add_argument("--benchmark-dir", default=None,
                         help="official Geoclidean benchmark directory, also evaluated (geoclidean only)")
+    parser.add_argument("--profile-steps", default=None, metavar="START:END",
+                        help="write a jax.profiler trace of these steps of every run (TensorBoard's profile tab)")
+    parser.add_argument("--peak-tflops", type=float, default=None, metavar="T",
+                        help="one device's peak TFLOP/s for the model FLOP utilisation (default: the chip table's "
+                             "bf16 peak of the device, when it is a listed TPU or GPU)")
     dist = parser.add_argument_group("multi-process runs (default: read the SLURM / TPU / Open MPI environment)")
     dist.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="address of process 0's coordinator")
     dist.add_argument("--num-processes", type=int, default=None, metavar="P", help="number of processes")
@@ -173,6 +178,18 @@ def _initialize_distributed(args) -> None:
                                     heartbeat_timeout_seconds=args.heartbeat_timeout)
 
 
+def _peak_flops(peak_tflops):
+    """FLOP/s of one device for the MFU: the flag, else the chip table's bf16 peak of this device (None on a CPU)."""
+    if peak_tflops is not None:
+        return peak_tflops * 1e12
+    import jax
+
+    from gensim_jax.planning.chips import chip_for_device_kind
+
+    chip = chip_for_device_kind(jax.devices()[0].device_kind)
+    return chip.peak_bf16_flops if chip else None
+
+
 def main(argv=None) -> int:
     """Entry point of ``gensim-jax train`` / ``python -m train``; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -199,6 +216,11 @@ def main(argv=None) -> int:
         from gensim_jax.training import runner
 
         runner.make_run_mesh(config)  # the mesh and the global batch against the devices, before any build
+        from gensim_jax.training.profiling import ProfileWindow
+
+        ProfileWindow.parse(args.profile_steps, workdir)  # checks START:END
+        if args.peak_tflops is not None and not args.peak_tflops > 0:
+            raise ConfigError(f"--peak-tflops must be positive, got {args.peak_tflops}")
     except (ValueError, TypeError) as err:
         parser.error(str(err))
 
@@ -213,7 +235,8 @@ def main(argv=None) -> int:
         else:
             print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
     try:
-        results = runner.run_experiment(experiment, config, workdir)
+        results = runner.run_experiment(experiment, config, workdir, profile_steps=args.profile_steps,
+                                        peak_flops_per_s=_peak_flops(args.peak_tflops))
     except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
         print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional
 
-__all__ = ["Chip", "CHIPS", "get_chip", "chip_table_markdown"]
+__all__ = ["Chip", "CHIPS", "get_chip", "chip_table_markdown", "chip_for_device_kind"]
 
 GB = 1e9
 GiB = 2 ** 30
@@ -134,3 +134,22 @@ def chip_table_markdown() -> str:
         if c.notes:
             rows.append(f"| {c.name} | notes | {c.notes} |")
     return "\n".join(rows)
+
+
+_DEVICE_KINDS = (("v5 lite", "v5e"), ("v5e", "v5e"), ("v6 lite", "v6e"), ("v6e", "v6e"), ("v5p", "v5p"),
+                 ("tpu v5", "v5p"), ("tpu v4", "v4"), ("h200", "h200"), ("h100", "h100"), ("a100", "a100"))
+
+
+def chip_for_device_kind(device_kind: str) -> Optional[Chip]:
+    """The chip of the table whose name JAX's ``device.device_kind`` names (``"TPU v5 lite"`` -> v5e,
+    ``"NVIDIA H100 80GB HBM3"`` -> h100), or None (a CPU, an unlisted chip).
+
+    Example:
+      >>> chip_for_device_kind("TPU v5 lite").name, chip_for_device_kind("cpu")
+      ('v5e', None)
+    """
+    kind = str(device_kind).lower()
+    for needle, name in _DEVICE_KINDS:
+        if needle in kind:
+            return get_chip(name)
+    return None

@@ -195,6 +195,8 @@ def no_training(monkeypatch):
     (["geoclidean", "--set", "batch_size=7", "mesh_data=2"], ["mesh_data"]),
     (["geoclidean", "--set", "optimizer=adagrad"], ["optimizer must be one of", "lars"]),
     (["geoclidean", "--coordinator", "127.0.0.1:1234"], ["go together"]),
+    (["geoclidean", "--profile-steps", "5:2"], ["--profile-steps", "START:END"]),
+    (["geoclidean", "--peak-tflops", "-1"], ["--peak-tflops must be positive"]),
 ])
 def test_config_errors_stop_before_training(argv, words, no_training, capsys, tmp_path):
     with pytest.raises(SystemExit) as info:
@@ -322,3 +324,21 @@ def _flatten(tree, prefix="") -> dict:
             out.update(_flatten(v, f"{prefix}/{i}"))
         return out
     return {prefix: np.asarray(tree)}
+
+
+def test_a_cli_run_leaves_events_a_profile_and_compares(tmp_path, capsys):
+    """gensim-jax train with --profile-steps on a one-file experiment, then gensim-jax runs compare on its runs."""
+    from gensim_jax.cli import main as gensim_jax
+
+    tiny = str(REPO / "tests" / "training" / "tiny_experiment.py")
+    assert main([tiny, "--config", "tiny", "--workdir", str(tmp_path / "w"), "--set", "num_steps=6",
+                 "--profile-steps", "2:4", "--peak-tflops", "0.001"]) == 0
+    run0 = tmp_path / "w" / "gensim" / "run0"
+    assert len(list((run0 / "plugins" / "profile").glob("*/*.xplane.pb"))) == 1
+    assert len(list(run0.glob("events.out.tfevents.*"))) == 1
+    lines = [json.loads(x) for x in (run0 / "metrics.jsonl").read_text().splitlines()]
+    assert all("perf/mfu" in r for r in lines if "loss" in r and "perf/step_time_s" in r)
+    capsys.readouterr()
+    assert gensim_jax(["runs", "compare", str(run0), str(tmp_path / "w" / "simclr" / "run0")]) == 0
+    out = capsys.readouterr().out
+    assert "gensim/run0" in out.replace("\\", "/") and "simclr/run0" in out.replace("\\", "/")
