@@ -33,7 +33,7 @@ embeddings of held-out images are decoded at every level of the class tree
     Appendix M, ``"ntxent"`` SimCLR's.
 
 Data. ``dataset="imagenet2012"`` reads a prepared tfds directory (``data_dir``; ImageNet cannot be
-downloaded automatically: see :mod:`gensim_jax.data.imagenet` and ``docs/api/train_imagenet_hierarchy.md``
+downloaded automatically: see :mod:`gensim_jax.data.imagenet` and ``docs/api/experiment_imagenet_hierarchy.md``
 for the one-off preparation); training images get the Inception crop and flip
 (``imagenet_dataset(train=True)``), evaluation images the central crop. tfds label ``y`` is class
 ``y`` of :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy` (WordNet 3.0, 19 levels).
@@ -398,7 +398,7 @@ def check_imagenet(config: Config) -> None:
             f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
             "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
             "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
-            "--set data_dir=DATA_DIR (see docs/api/train_imagenet_hierarchy.md), or use --config cpu_small.")
+            "--set data_dir=DATA_DIR (see docs/api/experiment_imagenet_hierarchy.md), or use --config cpu_small.")
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Re-evaluates a workdir written by ``python -m train spurious_digits`` (``--runs DIR``, default the
 ``--workdir``): reads its ``config.json``,
 rebuilds the same test splits (same data source, pools and ``data_seed``; tfds data must be
-prepared for the ``paper`` config, see ``docs/api/train_spurious_digits.md``; the data functions are
+prepared for the ``paper`` config, see ``docs/api/experiment_spurious_digits.md``; the data functions are
 :mod:`gensim_jax.data.spurious_digits`'s, the same the training run used), loads every export
 ``RUN_DIR/lambda_<lam>/run<r>/export`` (:func:`gensim_jax.training.load_exported`), and reports
 per run and per lambda the accuracy on digits over their own pool's backgrounds (ID) and over
