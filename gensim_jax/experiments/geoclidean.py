@@ -281,11 +281,7 @@ class Geoclidean(Experiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        if config.batch_size < 2 or config.batch_size > config.num_train_images:
-            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                             f"got {config.batch_size}")
-        if config.image_size < 32:
-            raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+        _common.check_image_config(config, config.num_train_images)
         if config.target_transform not in TARGET_TRANSFORMS:
             raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
         return config

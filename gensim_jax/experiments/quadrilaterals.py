@@ -276,11 +276,7 @@ class Quadrilaterals(Experiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        if config.batch_size < 2 or config.batch_size > config.num_train_images:
-            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                             f"got {config.batch_size}")
-        if config.image_size < 32:
-            raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+        _common.check_image_config(config, config.num_train_images)
         if not config.model.startswith("cornet_"):
             raise ValueError(f"model must be a CORnet (cornet_z, cornet_rt, cornet_s), got {config.model!r}")
         if config.cornet_times is not None and config.model != "cornet_s":
