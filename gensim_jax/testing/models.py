@@ -201,11 +201,44 @@ def sample_pairs(model: GenerativeModel, key: jax.Array, num_pairs: int, same_fr
 # ---------------------------------------------------------------------------------------- Beta-Bernoulli
 
 
+#: Rounds of the vectorised Marsaglia-Tsang sampler; each accepts with probability > 0.95 for every
+#: shape >= 1, so all rounds reject with probability < 0.05 ** 8 < 4e-11 (then the last proposal is kept).
+_GAMMA_ROUNDS = 8
+
+
+def _log_gamma_sample(key, a, shape):
+    """``log G`` with ``G ~ Gamma(a, 1)``: Marsaglia-Tsang (2000) in fixed vectorised rounds.
+
+    ``jax.random.loggamma`` runs a data-dependent while loop that is slow to compile and to run on
+    CPU; this version is straight-line code. Shapes ``a < 1`` use the boost
+    ``G(a) = G(a + 1) U^(1/a)``, kept in log space (exact for tiny ``a``).
+    """
+    a = jnp.broadcast_to(jnp.asarray(a, jnp.float32), shape)
+    boost = a < 1.0
+    a1 = jnp.where(boost, a + 1.0, a)
+    d = a1 - 1.0 / 3.0
+    c = 1.0 / jnp.sqrt(9.0 * d)
+    keys = jax.random.split(key, 2 * _GAMMA_ROUNDS + 1)
+    out = jnp.zeros(shape, jnp.float32)
+    done = jnp.zeros(shape, bool)
+    for r in range(_GAMMA_ROUNDS):
+        x = jax.random.normal(keys[2 * r], shape)
+        v = (1.0 + c * x) ** 3
+        log_u = jnp.log(jax.random.uniform(keys[2 * r + 1], shape, minval=jnp.finfo(jnp.float32).tiny))
+        safe_v = jnp.where(v > 0, v, 1.0)
+        accept = (v > 0) & (log_u < 0.5 * x * x + d - d * safe_v + d * jnp.log(safe_v))
+        take = (accept & ~done) | ((r == _GAMMA_ROUNDS - 1) & ~done & (v > 0))
+        out = jnp.where(take, jnp.log(d * safe_v), out)
+        done = done | take
+    log_u = jnp.log(jax.random.uniform(keys[-1], shape, minval=jnp.finfo(jnp.float32).tiny))
+    return jnp.where(boost, out + log_u / a, out)
+
+
 def _beta_log_sample(key, a, b, shape):
     """``(log theta, log(1 - theta))`` of ``theta ~ Beta(a, b)`` via log-gamma draws (exact for tiny a, b)."""
     ka, kb = jax.random.split(key)
-    ga = jax.random.loggamma(ka, a, shape)
-    gb = jax.random.loggamma(kb, b, shape)
+    ga = _log_gamma_sample(ka, a, shape)
+    gb = _log_gamma_sample(kb, b, shape)
     norm = jnp.logaddexp(ga, gb)
     return ga - norm, gb - norm
 
@@ -279,8 +312,8 @@ def beta_bernoulli_posterior_proposal(num_features: int, alpha=1.0, beta=1.0) ->
         # sample and shared: each pair still gets an exact draw from its own proposal.
         kc, ka, kb = jax.random.split(key, 3)
         comp = jax.random.randint(kc, (), 0, 3)
-        ga = jax.random.loggamma(ka, a + shifts, (3, f))  # Gamma(a + j), j = 0, 1, 2
-        gb = jax.random.loggamma(kb, b + shifts, (3, f))
+        ga = _log_gamma_sample(ka, a + shifts, (3, f))  # Gamma(a + j), j = 0, 1, 2
+        gb = _log_gamma_sample(kb, b + shifts, (3, f))
         n1, n0 = counts(x1, x2)
         cols = jnp.arange(f)
         la, lb = ga[n1[comp], cols], gb[n0[comp], cols]
@@ -426,22 +459,28 @@ def hierarchy_eq4_model(tree: _hier.Tree, separation_depth: int) -> GenerativeMo
 def gaussian_mixture_model(mixture: _gm.GaussianMixture) -> GenerativeModel:
     """The Gaussian-mixture process of paper Appendices F-H (the model of Eq. H2).
 
-    ``theta = k ~ Categorical(w)`` (int32), ``x ~ N(mu_k, Sigma_k)``. The log-likelihood is
-    ``jax.scipy.stats.multivariate_normal.logpdf`` with ``Sigma_k = L_k L_k^T`` rebuilt from the
-    mixture's scale (diagonal or Cholesky), independent of the kernel module's triangular solves.
+    ``theta = k ~ Categorical(w)`` (int32), ``x ~ N(mu_k, Sigma_k)``. The log-likelihood uses
+    ``Sigma_k^{-1/2}`` and ``log det Sigma_k`` computed once in float64 NumPy from
+    ``Sigma_k = L_k L_k^T`` (an explicit inverse, independent of the kernel module's triangular
+    solves), then ``-|Sigma_k^{-1/2} (x - mu_k)|^2 / 2 - log det / 2 - D log(2 pi) / 2`` per point.
     """
     if not isinstance(mixture, _gm.GaussianMixture):
         raise TypeError(f"mixture must be a GaussianMixture; got {type(mixture).__name__}")
     means = jnp.asarray(mixture.means, jnp.float32)
-    scale = jnp.asarray(mixture.scale, jnp.float32)
-    cov = jax.vmap(jnp.diag)(scale * scale) if scale.ndim == 2 else scale @ jnp.swapaxes(scale, -1, -2)
+    scale = np.asarray(mixture.scale, np.float64)
+    cov = np.stack([np.diag(s * s) for s in scale]) if scale.ndim == 2 else scale @ np.swapaxes(scale, -1, -2)
+    w_eig, u_eig = np.linalg.eigh(cov)  # Sigma^{-1/2} = U diag(w^{-1/2}) U^T
+    inv_sqrt = jnp.asarray(u_eig @ (w_eig[..., :, None] ** -0.5 * np.swapaxes(u_eig, -1, -2)), jnp.float32)
+    log_det = jnp.asarray(np.sum(np.log(w_eig), axis=-1), jnp.float32)
+    dim = means.shape[1]
     log_w = jnp.asarray(mixture.log_weights, jnp.float32)
 
     def prior(key):
         return jax.random.categorical(key, log_w).astype(jnp.int32)
 
     def log_likelihood(x, k):
-        return jax.scipy.stats.multivariate_normal.logpdf(x, means[k], cov[k])
+        z = inv_sqrt[k] @ (x - means[k])
+        return -0.5 * jnp.sum(z * z) - 0.5 * log_det[k] - 0.5 * dim * np.log(2.0 * np.pi)
 
     return GenerativeModel(prior, _mc.gaussian_mixture_likelihood(mixture), log_likelihood,
                            lambda k: log_w[k], name=f"gaussian_mixture(K={means.shape[0]}, D={means.shape[1]})")

@@ -125,7 +125,7 @@ def lca_depth_loop(tree, a, b):
     return k
 
 
-TREE = random_tree(5, 13)
+TREE = random_tree(3, 12)
 LEAVES = TREE.leaves.astype(np.int32)
 A, B = (m.ravel() for m in np.meshgrid(LEAVES, LEAVES, indexing="ij"))
 K_PAIRS = np.array([lca_depth_loop(TREE, a, b) for a, b in zip(A, B)])
