@@ -136,22 +136,32 @@ def test_random_tree_is_deep_enough():
 
 
 def test_hierarchy_eq4_as_one_sampled_process_over_all_pairs():
-    """Stop depth uniform on 1..D: s = (1/D) sum_{k<=K} prod 1/p_j = (K / D) * Eq. 4 (0 when K = 0)."""
+    """Stop depth uniform on 1..D, one model for all pairs.
+
+    Stopping at depth k <= K contributes prod_{j<=k} 1/p_j (Appendix K), so the shared-path part is
+    (1/D) sum_{k<=K} = (K / D) * Eq. 4; a walk told to stop below a leaf stops at the leaf, so a
+    pair of the same leaf (K = its depth) also collects (D - K) / D times 1/p(leaf). K = 0: s = 0.
+    """
     d = TREE.max_depth
     q = np.r_[0.0, np.full(d, 1.0 / d)]
     est = estimate_log_similarity(hierarchy_model(TREE, q), A, B, jax.random.key(6), 30_000)
-    with np.errstate(divide="ignore"):
-        log_k_over_d = np.log(K_PAIRS / d)
+    inv_p_leaf = np.array([np.exp(-np.sum(TREE.log_edge_prob[TREE.path(int(v))[1:]])) for v in A])
+    same = A == B
+
+    def as_process(log_s_eq4):
+        with np.errstate(divide="ignore"):
+            s = K_PAIRS * np.exp(np.asarray(log_s_eq4, np.float64)) + np.where(same, (d - K_PAIRS) * inv_p_leaf, 0.0)
+            return np.log(s / d)
 
     def eq4(a, b):
         return H.log_similarity_pairs(TREE, a, b)
 
-    report = check(lambda a, b: eq4(a, b) + log_k_over_d, (A, B), est)
+    report = check(lambda a, b: as_process(eq4(a, b)), (A, B), est)
     assert np.isneginf(report.estimate.log_similarity[K_PAIRS == 0]).all()
-    assert_caught(lambda a, b: -eq4(a, b) + log_k_over_d, (A, B), est)
-    assert_caught(lambda a, b: 2 * eq4(a, b) + log_k_over_d, (A, B), est)
+    assert_caught(lambda a, b: as_process(-eq4(a, b)), (A, B), est)
+    assert_caught(lambda a, b: as_process(2 * eq4(a, b)), (A, B), est)
     # Eq. 4 without its 1/K (the sum instead of the mean over stop depths)
-    assert_caught(lambda a, b: eq4(a, b) + np.log(np.maximum(K_PAIRS, 1)) + log_k_over_d, (A, B), est)
+    assert_caught(lambda a, b: as_process(eq4(a, b) + np.log(np.maximum(K_PAIRS, 1))), (A, B), est)
 
 
 def test_hierarchy_eq4_literal_process_for_one_separation_depth():
