@@ -20,10 +20,10 @@ def code_blocks(text):
 
 def test_doc_code_runs_and_does_what_it_says():
     blocks = code_blocks(DOC.read_text())
-    assert len(blocks) == 3
+    assert len(blocks) == 5
     ns = {"__name__": "add_a_generative_model_doc"}
     exec(compile("\n".join(blocks), str(DOC), "exec"), ns)  # noqa: S102 - our own documentation
-    assert ns["report"].passed and ns["report"].num_pairs == 48
+    assert ns["report"].passed and ns["report"].num_pairs == 48 and ns["report"].min_ess > 1000
     assert ns["wrong_report"].worst_z > 20
     assert ns["corr_trained"] > ns["corr_init"] + 0.2
     assert int(ns["result"].state.step) == 300
