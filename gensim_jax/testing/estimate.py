@@ -213,11 +213,12 @@ def estimate_log_similarity(
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> from gensim_jax.testing import beta_bernoulli_model
-      >>> f = jnp.array([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
-      >>> est = estimate_log_similarity(beta_bernoulli_model(3), f, f, jax.random.key(0), 20000)
-      >>> est.log_similarity.shape, bool(abs(est.log_similarity[0] - 3 * 0.2877) < 5 * est.stderr[0])
-      ((2,), True)
+      >>> from gensim_jax.testing import categorical_model
+      >>> pi = jnp.array([0.5, 0.5])
+      >>> y1, y2 = jnp.array([0, 0, 1]), jnp.array([0, 1, 1])
+      >>> est = estimate_log_similarity(categorical_model(pi, label_noise=0.5), y1, y2, jax.random.key(0), 20000)
+      >>> est.log_similarity.shape, bool(abs(est.log_similarity[0] - jnp.log(1.25)) < 5 * est.stderr[0])
+      ((3,), True)
     """
     if not isinstance(model, GenerativeModel):
         raise TypeError(f"model must be a gensim_jax.testing.GenerativeModel; got {type(model).__name__}")

@@ -218,19 +218,21 @@ def _log_gamma_sample(key, a, shape):
     a1 = jnp.where(boost, a + 1.0, a)
     d = a1 - 1.0 / 3.0
     c = 1.0 / jnp.sqrt(9.0 * d)
-    keys = jax.random.split(key, 2 * _GAMMA_ROUNDS + 1)
+    k_norm, k_unif = jax.random.split(key)
+    normals = jax.random.normal(k_norm, (_GAMMA_ROUNDS,) + tuple(shape))  # two random-bit calls for all rounds
+    log_us = jnp.log(jax.random.uniform(k_unif, (_GAMMA_ROUNDS + 1,) + tuple(shape),
+                                        minval=jnp.finfo(jnp.float32).tiny))
     out = jnp.zeros(shape, jnp.float32)
     done = jnp.zeros(shape, bool)
     for r in range(_GAMMA_ROUNDS):
-        x = jax.random.normal(keys[2 * r], shape)
+        x = normals[r]
         v = (1.0 + c * x) ** 3
-        log_u = jnp.log(jax.random.uniform(keys[2 * r + 1], shape, minval=jnp.finfo(jnp.float32).tiny))
         safe_v = jnp.where(v > 0, v, 1.0)
-        accept = (v > 0) & (log_u < 0.5 * x * x + d - d * safe_v + d * jnp.log(safe_v))
+        accept = (v > 0) & (log_us[r] < 0.5 * x * x + d - d * safe_v + d * jnp.log(safe_v))
         take = (accept & ~done) | ((r == _GAMMA_ROUNDS - 1) & ~done & (v > 0))
         out = jnp.where(take, jnp.log(d * safe_v), out)
         done = done | take
-    log_u = jnp.log(jax.random.uniform(keys[-1], shape, minval=jnp.finfo(jnp.float32).tiny))
+    log_u = log_us[-1]
     return jnp.where(boost, out + log_u / a, out)
 
 
