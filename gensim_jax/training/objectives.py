@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gensim_jax import losses
+from gensim_jax import losses, similarity
 from gensim_jax.kernels import beta_bernoulli, gaussian_mixture, hierarchy, targets
 
 Array = jax.Array
@@ -322,6 +322,12 @@ class GenSimRegression(Objective):
     def input_keys(self) -> tuple[str, ...]:
         return (self.input_key,)
 
+    def regression_pairs(self, outputs, batch) -> tuple[Array, Array]:
+        """``(sim(z_i, z_j) / temperature, T_ij)``: the two ``(B, B)`` matrices the loss compares (Eq. 2)."""
+        z = _output(outputs[self.input_key], self.output, "GenSimRegression")
+        s = similarity.similarity_fn(self.similarity, pairwise=True)(z) / self.temperature
+        return s, self.target(batch)
+
     def loss(self, outputs, batch, rng):
         if not isinstance(self.target, Target):
             raise ValueError(f"GenSimRegression needs a Target (e.g. TableTarget.create(table)), got {self.target!r}")
@@ -349,6 +355,13 @@ class DistanceRegression(Objective):
     @property
     def input_keys(self) -> tuple[str, ...]:
         return (self.input_key,)
+
+    def regression_pairs(self, outputs, batch) -> tuple[Array, Array]:
+        """``(d(z_i, z_j), d_f(f_i, f_j))``: the two ``(B, B)`` matrices the loss compares (App. L)."""
+        z = _output(outputs[self.input_key], self.output, "DistanceRegression")
+        f = jnp.asarray(_require(batch, self.feature_key, "DistanceRegression"), jnp.float32)
+        return (similarity.distance_fn(self.embedding_distance, pairwise=True)(z),
+                similarity.distance_fn(self.feature_distance, pairwise=True)(f))
 
     def loss(self, outputs, batch, rng):
         z = _output(outputs[self.input_key], self.output, "DistanceRegression")

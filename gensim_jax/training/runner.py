@@ -120,6 +120,39 @@ class StepCache:
         return bind_objective(jitted, objective)
 
 
+def _scalars(tree, prefix: str = "eval") -> dict:
+    """The numbers of an evaluation as ``{"eval/a/b": x}``; a numeric vector gives its mean (``.../mean``)."""
+    tree = to_jsonable(tree)
+    out: dict = {}
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            out.update(_scalars(v, f"{prefix}/{k}"))
+    elif isinstance(tree, bool) or tree is None or isinstance(tree, str):
+        pass
+    elif isinstance(tree, (int, float)):
+        out[prefix] = float(tree)
+    elif isinstance(tree, list) and tree and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in tree):
+        out[f"{prefix}/mean"] = float(np.mean(tree))
+    return out
+
+
+def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, variables, batches) -> None:
+    """The run's evaluation as TensorBoard scalars and, for a regression objective, the scatter of the
+    embedding similarity against the target similarity on one training batch (the pairs GenSim regresses)."""
+    from gensim_jax.training.records import RunRecorder, similarity_scatter_image
+
+    with RunRecorder(run_dir, start_step=step) as recorder:
+        values = _scalars(evaluation)
+        if values:
+            recorder.write(step, values)
+        if hasattr(objective, "regression_pairs"):
+            batch = next(iter(batches(0)))
+            outputs = {k: model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
+            pred, target = objective.regression_pairs(outputs, {k: jnp.asarray(v) for k, v in batch.items()})
+            recorder.write_images(step, {"eval/similarity_scatter": similarity_scatter_image(
+                np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target")})
+
+
 def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
     lines = read_metrics(run_dir) if jax.process_index() == 0 else history
     losses = [m["loss"] for m in lines if "loss" in m]
@@ -204,8 +237,11 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
                                  seed=seed, objective=arm, experiment=experiment.name,
                                  input_shape=list(np.shape(example)[1:]), **experiment.export_info(arm, config))
             training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
-            evaluations.setdefault(str(arm), []).append(
-                experiment.evaluate_run(arm, config, data, model, trained, seed))
+            evaluation = experiment.evaluate_run(arm, config, data, model, trained, seed)
+            evaluations.setdefault(str(arm), []).append(evaluation)
+            if is_main:
+                _record_evaluation(run_dir, steps, evaluation, objective, model, trained,
+                                   experiment.batches(arm, config, data, seed))
             del result, state
     train_seconds = time.perf_counter() - start
 

@@ -15,6 +15,7 @@ from gensim_jax.models import get_model
 from gensim_jax.training import NTXent, create_train_state, train_step
 from gensim_jax.training import runner
 from gensim_jax.training.export import load_exported
+from tests.training._events import read_events
 
 TINY = str(Path(__file__).with_name("tiny_experiment.py"))
 
@@ -50,6 +51,11 @@ def test_runner_writes_every_run_and_the_results(ran, tiny):
             z = np.asarray(model.apply(variables, x)["projection"])
             assert saved["evaluations"][arm][r]["embedding_norm"] == pytest.approx(
                 float(np.linalg.norm(z, axis=1).mean()), rel=1e-5)
+            # TensorBoard: the same scalars as metrics.jsonl, the evaluation, the regression scatter (gensim)
+            scalars, images = read_events(run_dir)
+            assert scalars["loss"] == {x["step"]: np.float32(x["loss"]) for x in lines if "loss" in x}
+            assert scalars["eval/embedding_norm"] == {20: np.float32(saved["evaluations"][arm][r]["embedding_norm"])}
+            assert ("eval/similarity_scatter" in images) == (arm == "gensim")
 
 
 def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
