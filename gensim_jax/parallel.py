@@ -223,9 +223,11 @@ def initialize_distributed(coordinator_address: Optional[str] = None, num_proces
       ``{"process_index", "process_count", "local_devices", "devices"}``.
     """
     explicit = coordinator_address is not None or num_processes is not None or process_id is not None
-    multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV)
+    # a TPU VM of one host also names its (one) worker: only several workers make a pod slice
+    multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "TPU_WORKER_HOSTNAMES") or \
+        "," in os.environ.get("TPU_WORKER_HOSTNAMES", "")
     if os.environ.get("SLURM_NTASKS") == "1" and not explicit:
-        multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "SLURM_NTASKS")
+        multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k not in ("SLURM_NTASKS", "TPU_WORKER_HOSTNAMES"))
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
         kwargs = {k: v for k, v in dict(coordinator_address=coordinator_address, num_processes=num_processes,
                                         process_id=process_id, local_device_ids=local_device_ids,

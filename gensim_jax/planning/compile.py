@@ -95,7 +95,7 @@ def per_device_bytes(tree, shardings) -> float:
     for x, sh in zip(leaves, shs):
         shape = tuple(np.shape(x))
         local = sh.shard_shape(shape) if shape else ()
-        total += float(np.prod(local, dtype=np.float64)) * np.dtype(x.dtype).itemsize
+        total += float(np.prod(local, dtype=np.float64)) * np.dtype(jax.numpy.result_type(x)).itemsize
     return total
 
 

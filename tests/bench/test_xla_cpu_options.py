@@ -52,5 +52,10 @@ def test_make_train_step_forwards_compiler_options():
     assert out[0][0] == pytest.approx(out[1][0], rel=1e-5)
     for a, b in zip(jax.tree.leaves(out[0][1]), jax.tree.leaves(out[1][1])):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-5)
-    with pytest.raises(ValueError, match="compiler_options"):
-        make_train_step(CrossEntropy(), mesh=object(), state=object(), compiler_options=CPU_EIGEN_CONV_OPTIONS)
+    from gensim_jax import parallel
+
+    mesh = parallel.make_mesh()  # the runner's path: the options reach the sharded jit too
+    state = parallel.place_state(create_train_state(model, optax.adam(1e-3), 0), mesh)
+    _, metrics = make_train_step(CrossEntropy(), mesh=mesh, state=state, compiler_options=CPU_EIGEN_CONV_OPTIONS)(
+        state, parallel.shard_batch(batch, mesh))
+    assert float(metrics["loss"]) == pytest.approx(out[0][0], rel=1e-5)

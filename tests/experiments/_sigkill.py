@@ -28,6 +28,7 @@ def main() -> None:
                     os.kill(os.getpid(), signal.SIGKILL)
                 yield batch
 
+        kwargs["prefetch"] = 0  # no look-ahead: position K is requested right after step K
         return original(state, objective, killing, **kwargs)
 
     # experiments import `train` from gensim_jax.training when the CLI imports them, i.e. after this

@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         res = train(state, objective, batches, num_steps=args.num_steps, workdir=Path(args.workdir) / case,
                     mesh=mesh, fsdp=args.fsdp > 1, checkpoint_every=args.checkpoint_every, log_every=1,
                     progress=False, exit_on_preemption=False, config={"case": case, "batch": args.batch},
-                    seed=args.seed)
+                    seed=args.seed, prefetch=0)  # no look-ahead: --pause-at/--die-at name the step being fed
         params = jax.tree.leaves(res.state.params)
         # leaves that jax.device_get cannot read here: this process holds only part of them (FSDP over processes)
         not_local = sum(1 for x in params if sum({str(s.index): s.data.size for s in x.addressable_shards}.values())
