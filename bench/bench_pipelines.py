@@ -104,7 +104,7 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
     if names is not None:
         cases = [c for c in cases if c[0] in names]
     rates = []
-    for name, ds, members in cases:
+    for _name, ds, members in cases:
         elapsed = _time(as_numpy(ds), args.steps, warmup)
         rates.append(args.steps * args.batch * members / elapsed)
     # the reference is timed before and after ours; the faster of the two counts (load drifts)

@@ -6,6 +6,10 @@ penultimate features. PyTorch checkpoints load with :func:`load_pretrained` (tor
 when a ``.pth`` file is read). Importing this package never imports torch.
 """
 
+from gensim_jax._extras import require
+
+require("flax", "models")
+
 from gensim_jax.models.cornet import CORnetRT, CORnetS, CORnetZ, cornet_rt, cornet_s, cornet_z
 from gensim_jax.models.heads import (
     Encoder, ProjectionHead, extend_classifier, param_count, replace_classifier)

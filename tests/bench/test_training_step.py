@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the benchmark reference is a PyTorch program")
 
 from bench import training_step  # noqa: E402
-from bench.torch_models import n_params  # noqa: E402
+from tests.reference.torch_models import n_params  # noqa: E402
 
 
 @pytest.mark.parametrize("name", training_step.MODELS)

@@ -10,7 +10,7 @@ import torch
 from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from bench.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
+from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
 
 REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS}
 

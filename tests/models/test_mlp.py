@@ -10,7 +10,7 @@ import torch
 from gensim_jax.models import load_pretrained, param_count, two_layer_perceptron
 
 from ._compare import random_variables
-from bench.torch_models import n_params, ref_mlp
+from tests.reference.torch_models import n_params, ref_mlp
 
 
 def test_mlp_parameter_count():

@@ -10,7 +10,7 @@ import torch
 from gensim_jax.models import get_model, load_pretrained, param_count, resnet, torch_to_flax
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from bench.torch_models import randomize_, tv_resnet
+from tests.reference.torch_models import randomize_, tv_resnet
 
 
 @pytest.fixture(scope="module")
