@@ -59,8 +59,7 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
 
     from gensim_jax.data._tf import tf
     from gensim_jax.data.augment import IMAGENET_MEAN, IMAGENET_STD, simclr_augment
-    from gensim_jax.data.pipelines import (as_numpy, labelled_batches, pair_batches,
-                                           triplet_batches, view_batches)
+    from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
     from gensim_jax.data.sources import ArraySource
 
     rng = np.random.default_rng(0)

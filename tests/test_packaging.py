@@ -13,10 +13,10 @@ import subprocess
 import sys
 import textwrap
 import time
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 

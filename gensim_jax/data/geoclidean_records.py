@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.stimuli.geoclidean import dataset as _ds
 
-from gensim_jax._extras import require
 __all__ = ["write_tfrecords", "read_tfrecords", "record_paths"]
 
 _INT_FIELDS = ("height", "width", "program_id", "tree_id", "variant", "index")

@@ -33,10 +33,9 @@ from typing import Sequence
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.data import augment as aug
 from gensim_jax.data._tf import tf
-
-from gensim_jax._extras import require
 from gensim_jax.data.indexing import derive_key
 
 __all__ = ["NUM_CLASSES", "label_to_leaf", "check_label_order", "prepare_imagenet",

@@ -29,9 +29,9 @@ from typing import Mapping
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
-from gensim_jax._extras import require
 __all__ = ["NUM_CLASSES", "make_pools", "compose", "pad_digits", "SpuriousDigits",
            "load_spurious_digits", "load_tfds_arrays", "tfds_prepared"]
 

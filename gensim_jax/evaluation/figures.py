@@ -28,6 +28,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from gensim_jax._extras import require
+
 __all__ = ["mean_sem", "plot_geoclidean", "plot_hierarchy", "plot_odd_one_out", "plot_oddball", "save_figure"]
 
 _COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")

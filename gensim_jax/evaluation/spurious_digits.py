@@ -29,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from gensim_jax._extras import require
+
 __all__ = ["METRICS", "accuracy", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
            "summarize", "t_interval"]
 

@@ -31,10 +31,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
+import numpy as np
 from flax import traverse_util
 
 from gensim_jax._extras import require

@@ -6,8 +6,14 @@ import tensorflow_datasets as tfds
 
 from gensim_jax.data import augment as A
 from gensim_jax.data._tf import tf
-from gensim_jax.data.imagenet import (check_label_order, decode_eval, decode_train,
-                                      imagenet_dataset, label_to_leaf, _host_split)
+from gensim_jax.data.imagenet import (
+    _host_split,
+    check_label_order,
+    decode_eval,
+    decode_train,
+    imagenet_dataset,
+    label_to_leaf,
+)
 from gensim_jax.data.pipelines import as_numpy
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
 

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.data.augment import simclr_augment
-from gensim_jax.data.pipelines import (as_numpy, labelled_batches, pair_batches, triplet_batches,
-                                       view_batches)
+from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
 from gensim_jax.data.sources import ArraySource, FunctionSource, SyntheticImageSource
 
 

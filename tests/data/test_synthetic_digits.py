@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.data.spurious_digits import load_spurious_digits, make_pools
-from gensim_jax.data.synthetic_digits import (DIGIT_STROKES, colour_backgrounds, render_digits,
-                                              synthetic_arrays)
+from gensim_jax.data.synthetic_digits import DIGIT_STROKES, colour_backgrounds, render_digits, synthetic_arrays
 
 
 def _segment_distance(px, py, a, b):

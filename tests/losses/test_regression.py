@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gensim_jax import losses, similarity
+from gensim_jax import losses
 from tests.losses import reference as ref
 
 

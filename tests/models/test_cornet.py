@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
+from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
 
 REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS}
 

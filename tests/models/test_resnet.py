@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import get_model, load_pretrained, param_count, resnet, torch_to_flax
+from tests.reference.torch_models import randomize_, tv_resnet
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from tests.reference.torch_models import randomize_, tv_resnet
 
 
 @pytest.fixture(scope="module")

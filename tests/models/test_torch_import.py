@@ -10,11 +10,16 @@ import pytest
 import torch
 
 from gensim_jax.models import (
-    CheckpointMismatchError, get_model, load_pretrained, load_state_dict, normalize_imagenet,
-    torch_to_flax)
+    CheckpointMismatchError,
+    get_model,
+    load_pretrained,
+    load_state_dict,
+    normalize_imagenet,
+    torch_to_flax,
+)
+from tests.reference.torch_models import RefCORnetZ, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from tests.reference.torch_models import RefCORnetZ, randomize_
 
 REPO = Path(__file__).resolve().parents[2]
 

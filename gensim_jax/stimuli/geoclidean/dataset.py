@@ -38,9 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gensim_jax.kernels.trees import Tree
-
 from gensim_jax._extras import require
+from gensim_jax.kernels.trees import Tree
 from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_IDS, CONCEPT_NAMES, split_ids
 from gensim_jax.stimuli.geoclidean.grammar import Program, parse_program
 from gensim_jax.stimuli.geoclidean.render import render
