@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gensim_jax import cli
 from gensim_jax.models import list_models
 
@@ -43,6 +45,7 @@ def test_forwarding_outside_the_repository_explains_where_to_run(monkeypatch, tm
     assert "repository root" in capsys.readouterr().err and calls == []
 
 
+@pytest.mark.slow
 def test_training_package_imports_neither_tensorflow_nor_torch():
     code = "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.cli; " \
            "print('tensorflow' in sys.modules, 'torch' in sys.modules)"

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 #: top-level modules of the extras (pyproject.toml [project.optional-dependencies]) and of the tests
 EXTRA_MODULES = ("flax", "optax", "orbax", "chex", "tensorflow", "tensorflow_datasets", "torch", "safetensors",
                  "matplotlib", "sklearn", "PIL", "tqdm", "tensorboardX", "nltk", "hypothesis")
@@ -16,6 +18,7 @@ CORE = (
 )
 
 
+@pytest.mark.slow
 def test_core_modules_import_no_extra():
     # one fresh interpreter per module would cost ~5 s each on a loaded 2-core machine: import them in turn
     # and record which extras' modules each one added

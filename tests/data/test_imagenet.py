@@ -52,6 +52,7 @@ def test_decoders_on_a_constant_jpeg():
     np.testing.assert_allclose(out, np.broadcast_to(img[0, 0] / 255.0, out.shape), atol=3 / 255)
 
 
+@pytest.mark.slow
 def test_train_pipeline_224_deterministic_and_resumable():
     with tfds.testing.mock_data(num_examples=6):
         make = lambda start, steps: list(as_numpy(imagenet_dataset(
@@ -77,6 +78,7 @@ def test_train_pipeline_224_deterministic_and_resumable():
     assert not np.array_equal(labels[:6], labels[6:])
 
 
+@pytest.mark.slow
 def test_eval_pass_and_simclr_views():
     with tfds.testing.mock_data(num_examples=5):
         ev = list(as_numpy(imagenet_dataset("validation", 2, seed=0, train=False, image_size=32)))

@@ -15,6 +15,7 @@ def _segment_distance(px, py, a, b):
     return ((px - a[0] - t * dx) ** 2 + (py - a[1] - t * dy) ** 2) ** 0.5
 
 
+@pytest.mark.slow
 def test_classes_are_distinguishable_by_shape():
     from sklearn.linear_model import LogisticRegression
 

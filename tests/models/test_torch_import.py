@@ -159,6 +159,7 @@ def test_normalize_imagenet():
         normalize_imagenet(np.zeros((1, 3, 4, 4)))
 
 
+@pytest.mark.slow
 def test_importing_models_does_not_import_torch():
     code = ("import sys, gensim_jax.models as m; assert 'torch' not in sys.modules, 'torch imported'; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
