@@ -9,7 +9,8 @@ stimuli and the evaluation protocols. The extras (see pyproject.toml and the REA
 * ``eval``: scikit-learn, matplotlib, pillow (decoding, figures, reading benchmark PNGs);
 * ``torch``: torch, safetensors (reading PyTorch checkpoints);
 * ``wordnet``: nltk (rebuilding the ImageNet-1k hierarchy from WordNet);
-* ``tpu``: the libtpu that matches the installed jax; ``all``: every extra but ``tpu``.
+* ``tpu``: the libtpu that matches the installed jax; ``all``: every extra but ``tpu``;
+* ``test``: ``all`` + ``tpu`` + pytest, hypothesis (:mod:`gensim_jax.testing` strategies), chex, ruff.
 
 A module that needs an extra calls :func:`require` before its first use of it:
 
@@ -28,7 +29,7 @@ import importlib
 from types import ModuleType
 
 #: Extras that a :func:`require` call may name (the keys of [project.optional-dependencies]).
-EXTRAS = ("models", "train", "data", "eval", "torch", "wordnet", "tpu", "all", "core")
+EXTRAS = ("models", "train", "data", "eval", "torch", "wordnet", "tpu", "all", "test", "core")
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -60,7 +60,7 @@ def test_lock_pins_every_requirement_within_its_bounds():
 
 def test_extras_are_the_ones_require_knows():
     optional = set(PYPROJECT["project"]["optional-dependencies"])
-    assert set(EXTRAS) - {"core"} == optional - {"test"}
+    assert set(EXTRAS) - {"core"} == optional
 
 
 def test_require_names_the_extra(monkeypatch):
