@@ -59,8 +59,7 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
 
     from gensim_jax.data._tf import tf
     from gensim_jax.data.augment import IMAGENET_MEAN, IMAGENET_STD, simclr_augment
-    from gensim_jax.data.pipelines import (as_numpy, labelled_batches, pair_batches,
-                                           triplet_batches, view_batches)
+    from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
     from gensim_jax.data.sources import ArraySource
 
     rng = np.random.default_rng(0)
@@ -104,7 +103,7 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
     if names is not None:
         cases = [c for c in cases if c[0] in names]
     rates = []
-    for name, ds, members in cases:
+    for _name, ds, members in cases:
         elapsed = _time(as_numpy(ds), args.steps, warmup)
         rates.append(args.steps * args.batch * members / elapsed)
     # the reference is timed before and after ours; the faster of the two counts (load drifts)

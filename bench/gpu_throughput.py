@@ -14,7 +14,8 @@ alone); ``quadrilaterals`` renders real stimuli on the host while the device tra
 the device), which measures whether the host keeps up.
 
 Reported (one JSON line): compile seconds (excluded), step seconds (the mean over ``--steps``
-asynchronously dispatched steps after ``--warmup``), images/s, the step's FLOPs per image as counted by XLA's cost analysis of the
+asynchronously dispatched steps after ``--warmup``), images/s, the step's FLOPs per image as counted
+by XLA's cost analysis of the
 compiled step (forward + backward + optimizer), achieved TFLOP/s = FLOPs per image x images/s,
 and, with ``--peak-tflops`` (the chip's dense peak for the compute dtype, e.g. 989 for an H100
 SXM in bfloat16), the model FLOP utilisation ``achieved / peak``.

@@ -1,6 +1,7 @@
 """Loss-plus-gradient benchmarks: GenSim distance regression, NT-Xent and SupCon vs PyTorch.
 
-References (PyTorch on CPU, timed under ``torch.set_num_threads`` 2 and 1, the faster counts; float32, loss + ``backward()``):
+References (PyTorch on CPU, timed under ``torch.set_num_threads`` 2 and 1, the faster counts; float32,
+loss + ``backward()``):
 
 * GenSim (quadrilaterals, paper Appendix L): the authors' formulation
   ``F.mse_loss(torch.cdist(z, z), torch.cdist(f, f))``; ours is

@@ -8,14 +8,15 @@ train mode, its statistics updated), float32, NHWC input, compiled on the CPU wi
 rather than YNNPACK; measured 0.85x the step time, docs/PERFORMANCE.md).  Each timed call is one full step on a
 fixed batch, waited for with ``jax.block_until_ready`` on the new state.
 
-Reference: the same architectures in PyTorch (:mod:`bench.torch_models`, the definitions the model
+Reference: the same architectures in PyTorch (:mod:`tests.reference.torch_models`, the definitions the model
 equivalence tests use), ``torch.optim.Adam(lr=1e-3)``, ``model.train()``,
 ``zero_grad(set_to_none=True)``, ``F.cross_entropy(model(x), y)``, ``backward()``, ``step()``,
 float32, NCHW input, timed under ``torch.set_num_threads`` 2 and 1 (the faster counts).
 
 The two alternate in one process (:func:`bench._harness.compare`); the first (compiling) call of ours
 is reported as ``compile_s`` and the first PyTorch step as ``reference_first_s``; both are excluded
-and serve as the warm-up (no further warm-up steps: one step costs seconds).  ``ratio = ours_s / reference_s`` (seconds per step, lower is
+and serve as the warm-up (no further warm-up steps: one step costs seconds).
+``ratio = ours_s / reference_s`` (seconds per step, lower is
 better for ours); ``images_per_s = batch / seconds``.
 
 Sizes: the default suite runs batch 32 at 64 x 64 (2 timed steps of each, alternated, PyTorch
@@ -49,7 +50,7 @@ MODELS = ("resnet50", "cornet_s")
 
 
 def _torch_model(name: str, quick: bool):
-    from bench import torch_models as tm
+    from tests.reference import torch_models as tm
 
     if name == "resnet50":
         if quick:
@@ -138,7 +139,7 @@ def case(name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = 
                                "optimizer": "adam", "dtype": "float32",
                                "xla_options": "eigen_conv" if _compiler_options() else "default",
                                **({"variant": "tiny"} if quick else {})},
-        t, f"torch {ref.torch.__version__}: same architecture (bench/torch_models.py), Adam, "
+        t, f"torch {ref.torch.__version__}: same architecture (tests/reference/torch_models.py), Adam, "
            "cross_entropy + backward + step, NCHW", 1.0,
         images_per_s=round(batch / t["ours_s"], 2),
         reference_images_per_s=round(batch / t["reference_s"], 2),

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gensim_jax import cli
 from gensim_jax.models import list_models
 
@@ -48,6 +50,7 @@ def test_train_works_outside_the_repository(tmp_path):
     assert bad.returncode == 2 and "unknown config 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_training_package_imports_neither_tensorflow_nor_torch():
     code = "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.cli; " \
            "print('tensorflow' in sys.modules, 'torch' in sys.modules)"

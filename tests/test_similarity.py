@@ -59,6 +59,7 @@ def test_pairwise_self_has_exact_diagonal(name):
     np.testing.assert_allclose(m, m.T, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ALL))
 @pytest.mark.parametrize("case", ["zero_x", "zero_both", "equal", "opposite"])
 def test_value_and_gradient_finite_at_degenerate_inputs(name, case):
@@ -128,6 +129,7 @@ def test_cosine_and_arc_length_are_invariant_to_positive_rescaling(x, scale):
     np.testing.assert_allclose(np.asarray(c1)[sel], np.asarray(c2)[sel], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_pairwise_matrix_form_does_not_depend_on_batch_split():
     """The N x M matrix equals its rows computed one at a time (no cross-row leakage)."""
     x = np.random.default_rng(4).normal(size=(9, 6)).astype(np.float32)

@@ -13,8 +13,16 @@ from __future__ import annotations
 import importlib
 
 from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
-from gensim_jax.data.sources import (ArraySource, FunctionSource, GreyImageSource, GroupIndex, IndexedSource,
-                                     SyntheticImageSource, gather, group_index)
+from gensim_jax.data.sources import (
+    ArraySource,
+    FunctionSource,
+    GreyImageSource,
+    GroupIndex,
+    IndexedSource,
+    SyntheticImageSource,
+    gather,
+    group_index,
+)
 
 _LAZY = {
     "augment": "gensim_jax.data.augment",

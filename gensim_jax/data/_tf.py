@@ -10,7 +10,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+from gensim_jax._extras import require  # noqa: E402
+
+tf = require("tensorflow", "data")
 
 try:
     tf.config.set_visible_devices([], "GPU")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.stimuli.geoclidean import dataset as _ds
 
 __all__ = ["write_tfrecords", "read_tfrecords", "record_paths"]
@@ -32,7 +33,7 @@ _INT_FIELDS = ("height", "width", "program_id", "tree_id", "variant", "index")
 
 
 def _tf():
-    import tensorflow as tf
+    tf = require("tensorflow", "data")
 
     try:
         tf.config.set_visible_devices([], "GPU")
@@ -113,7 +114,7 @@ def write_tfrecords(
     todo = [k for k in range(num) if not paths[k].exists()]
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        tqdm = require("tqdm.auto", "train").tqdm
 
         done = int(n) - sum(min(shard_size, n - k * shard_size) for k in todo)
         bar = tqdm(total=int(n), initial=done, desc="geoclidean tfrecords", unit="img")

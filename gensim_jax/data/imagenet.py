@@ -33,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.data import augment as aug
 from gensim_jax.data._tf import tf
 from gensim_jax.data.indexing import derive_key
@@ -80,7 +81,7 @@ def check_label_order(names: Sequence[str]) -> None:
 
 def prepare_imagenet(data_dir: str, manual_dir: str | None = None) -> None:
     """Run tfds ``imagenet2012`` preparation from the manually downloaded archives (see module doc)."""
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", "data")
 
     builder = tfds.builder("imagenet2012", data_dir=data_dir)
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
@@ -115,7 +116,7 @@ def decode_eval(image_bytes, size: int = 224, crop_padding: int = 32):
 
 
 def _host_split(split: str, process_index: int, process_count: int):
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", "data")
 
     if process_count == 1:
         return split
@@ -151,7 +152,7 @@ def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, dat
       ``num_views > 1``), ``label (B,)`` tfds label, ``leaf (B,)`` hierarchy node id,
       ``position (B,)`` host-stream position, ``mask (B,)``.
     """
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", "data")
 
     if int(batch_size) <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")

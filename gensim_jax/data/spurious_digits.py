@@ -31,6 +31,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
 __all__ = ["NUM_CLASSES", "make_pools", "compose", "pad_digits", "SpuriousDigits",
@@ -232,7 +233,7 @@ class SpuriousDigits:
 def tfds_prepared(name: str, data_dir: str | None = None) -> bool:
     """Whether tfds data set ``name`` is downloaded and prepared under ``data_dir`` (no download)."""
     from gensim_jax.data._tf import tf  # noqa: F401  (hides GPUs before tfds touches TF)
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", "data")
 
     return bool(tfds.builder(name, data_dir=data_dir).is_prepared())
 
@@ -241,7 +242,7 @@ def load_tfds_arrays(name: str, split: str, data_dir: str | None = None,
                      download: bool = True) -> dict[str, np.ndarray]:
     """A whole tfds split as numpy arrays (``image``, ``label``), in the stored order."""
     from gensim_jax.data._tf import tf  # noqa: F401  (hides GPUs before tfds touches TF)
-    import tensorflow_datasets as tfds
+    tfds = require("tensorflow_datasets", "data")
 
     builder = tfds.builder(name, data_dir=data_dir)
     if download:

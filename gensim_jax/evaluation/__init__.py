@@ -15,13 +15,16 @@ Nothing here imports TensorFlow; the command-line drivers are ``python -m eval P
 """
 
 from gensim_jax.evaluation.embed import embed_images, load_encoder, prepare_images
-from gensim_jax.evaluation.fewshot import (
-    fewshot_evaluate, load_geoclidean, pixel_embedding, prototype_scores, roc_auc)
-from gensim_jax.evaluation.hierarchy_decoding import (
-    aggregate_score, decode_levels, synthetic_hierarchy_images)
+from gensim_jax.evaluation.fewshot import fewshot_evaluate, load_geoclidean, pixel_embedding, prototype_scores, roc_auc
+from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, decode_levels, synthetic_hierarchy_images
 from gensim_jax.evaluation.odd_one_out import fit_alpha, odd_one_out_likelihood, read_trials
 from gensim_jax.evaluation.oddball import (
-    compare_across_runs, error_rates_by_shape, oddball_choices, oddball_summary, regularity_correlation)
+    compare_across_runs,
+    error_rates_by_shape,
+    oddball_choices,
+    oddball_summary,
+    regularity_correlation,
+)
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 
 __all__ = [

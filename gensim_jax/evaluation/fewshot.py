@@ -31,6 +31,7 @@ from typing import Callable, Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.similarity import normalized_l1_distance
 
 __all__ = [
@@ -121,7 +122,7 @@ class ConceptImages:
 
 
 def _read_png(path: Path, image_size: int | None) -> np.ndarray:
-    from PIL import Image  # pillow, installed with matplotlib
+    Image = require("PIL.Image", "eval")
 
     with Image.open(path) as im:
         im = im.convert("RGB")

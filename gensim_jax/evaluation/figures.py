@@ -27,6 +27,8 @@ from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
+from gensim_jax._extras import require
+
 __all__ = ["mean_sem", "plot_geoclidean", "plot_hierarchy", "plot_odd_one_out", "plot_oddball", "save_figure"]
 
 _COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
@@ -58,6 +60,7 @@ def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _figure(width: float, height: float, ncols: int = 1):
+    require("matplotlib", "eval")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -265,15 +268,6 @@ def plot_odd_one_out(alphas, curves: Mapping[str, Sequence[float]], path: Option
 _MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
     """Write paper Fig. 2B + 2C for ``summary`` (:func:`~gensim_jax.evaluation.oddball.oddball_summary`).
 
@@ -283,11 +277,16 @@ def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
     mean over runs of the correlation with human and with baboon error rates, s.e.m. bars and each
     run's value as a dot (Fig. 2C). Returns the path.
     """
-    plt = _pyplot()
+    require("matplotlib", "eval")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     shapes = list(summary["shapes"])
     models = summary["models"]
     x = np.arange(len(shapes))
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [2.3, 1]})
+    fig = Figure(figsize=(13, 4.6))
+    FigureCanvasAgg(fig)
+    ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.3, 1]})
     for k, (name, m) in enumerate(models.items()):
         reg = m.get("regularity")
         label = f"{name} (rho(9)={reg['rho']:.2f}, p={reg['p']:.3g})" if reg else f"{name} (rho undefined)"
@@ -322,5 +321,4 @@ def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return path

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.kernels.hierarchy import Tree, level_labels
 from gensim_jax.stimuli.hierarchy import balanced_tree, synthetic_hierarchy_images
 
@@ -72,6 +73,7 @@ def aggregate_score(accuracies, chances) -> float:
 
 
 def _svm(seed: int, standardize: bool, n_jobs: int | None):
+    require("sklearn", "eval")
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -108,6 +110,7 @@ def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: i
       :class:`DecodingResult` with one :class:`LevelResult` per level that has at least 2 labels
       among the images, and the aggregate :func:`aggregate_score`.
     """
+    require("sklearn", "eval")
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import KFold, StratifiedKFold
 

@@ -29,7 +29,12 @@ import numpy as np
 from scipy import stats
 
 from gensim_jax.evaluation.sable_meyer import (
-    HUMAN_POPULATIONS, SHAPES, packaged_error_rates, pooled_error_rates, regularity_rank)
+    HUMAN_POPULATIONS,
+    SHAPES,
+    packaged_error_rates,
+    pooled_error_rates,
+    regularity_rank,
+)
 
 __all__ = [
     "oddball_choices",

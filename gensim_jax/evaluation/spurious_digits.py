@@ -29,6 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from gensim_jax._extras import require
+
 __all__ = ["METRICS", "accuracy", "evaluate", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
            "summarize", "t_interval"]
 
@@ -149,16 +151,17 @@ def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", c
     The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
     ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401  (matplotlib.ticker below)
-
     if not rows:
         raise ValueError("rows is empty")
+    require("matplotlib", "eval")
+    import matplotlib.ticker
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     lam = np.array([r["lambda"] for r in rows], float)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig = Figure(figsize=(6.4, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     for m, label, colour in (("id_accuracy", "in distribution (own pool)", "tab:blue"),
                              ("ood_accuracy", "out of distribution (swapped pools)", "tab:red")):
         mean = np.array([r[f"{m}_mean"] for r in rows], float)
@@ -180,7 +183,6 @@ def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", c
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:

@@ -34,7 +34,8 @@ Example:
     >>> import jax.numpy as jnp, numpy as np
     >>> from gensim_jax.kernels import categorical
     >>> pi = jnp.full(4, 0.25)
-    >>> np.asarray(categorical.pairwise_log_similarity(jnp.array([0, 1]), jnp.array([0, 2]), pi, log_floor=-1.0), dtype=float).round(4).tolist()
+    >>> s = categorical.pairwise_log_similarity(jnp.array([0, 1]), jnp.array([0, 2]), pi, log_floor=-1.0)
+    >>> np.asarray(s, dtype=float).round(4).tolist()
     [[1.3863, -1.0], [-1.0, -1.0]]
 """
 
@@ -245,7 +246,8 @@ def log_similarity(y1, y2, class_probs, log_floor=None) -> jax.Array:
 
     Example:
       >>> import jax.numpy as jnp, numpy as np
-      >>> np.asarray(log_similarity(jnp.array([0, 1]), jnp.array([0, 0]), jnp.array([0.25, 0.75]), log_floor=-2.0), dtype=float).round(4).tolist()
+      >>> s = log_similarity(jnp.array([0, 1]), jnp.array([0, 0]), jnp.array([0.25, 0.75]), log_floor=-2.0)
+      >>> np.asarray(s, dtype=float).round(4).tolist()
       [1.3863, -2.0]
     """
     _check_class_probs(class_probs)

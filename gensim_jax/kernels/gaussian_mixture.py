@@ -174,7 +174,9 @@ def make_mixture(weights, means, covariances=1.0, *, normalize: bool = False, at
 
 
 def appendix_h_mixture(dtype=jnp.float32) -> GaussianMixture:
-    """The two-component mixture of paper Appendix H: means ``(5, 5)`` and ``(1, 1)``, ``Sigma = I``, ``w = (1/2, 1/2)``.
+    """The two-component mixture of paper Appendix H.
+
+    Means ``(5, 5)`` and ``(1, 1)``, ``Sigma = I``, ``w = (1/2, 1/2)``.
 
     Example:
       >>> appendix_h_mixture().means.tolist()

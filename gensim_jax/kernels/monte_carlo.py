@@ -234,7 +234,9 @@ _sample_class_triplets_jit = jax.jit(_sample_class_triplets, static_argnums=(2, 
 
 
 def gaussian_mixture_likelihood(mixture: _gm.GaussianMixture) -> LikelihoodSampler:
-    """Likelihood sampler ``(key, k) -> x ~ N(mu_k, Sigma_k)`` for a :class:`~gensim_jax.kernels.gaussian_mixture.GaussianMixture`.
+    """Likelihood sampler ``(key, k) -> x ~ N(mu_k, Sigma_k)`` for a Gaussian mixture.
+
+    ``mixture`` is a :class:`~gensim_jax.kernels.gaussian_mixture.GaussianMixture`.
 
     Uses the stored scale: ``x = mu_k + s_k * z`` (diagonal) or ``x = mu_k + L_k z`` (full), ``z ~ N(0, I)``.
     """

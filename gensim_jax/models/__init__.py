@@ -6,18 +6,24 @@ penultimate features. PyTorch checkpoints load with :func:`load_pretrained` (tor
 when a ``.pth`` file is read). Importing this package never imports torch.
 """
 
+from gensim_jax._extras import require
+
+require("flax", "models")
+
 from gensim_jax.models.cornet import CORnetRT, CORnetS, CORnetZ, cornet_rt, cornet_s, cornet_z
-from gensim_jax.models.heads import (
-    Encoder, ProjectionHead, extend_classifier, param_count, replace_classifier)
+from gensim_jax.models.heads import Encoder, ProjectionHead, extend_classifier, param_count, replace_classifier
 from gensim_jax.models.layers import Conv2d, max_pool
 from gensim_jax.models.lenet import LeNet5, lenet5
 from gensim_jax.models.mlp import TwoLayerPerceptron, two_layer_perceptron
 from gensim_jax.models.registry import get_model, list_models, register_model
-from gensim_jax.models.resnet import (
-    ResNet, resnet, resnet18, resnet34, resnet50, resnet101, resnet152)
+from gensim_jax.models.resnet import ResNet, resnet, resnet18, resnet34, resnet50, resnet101, resnet152
 from gensim_jax.models.torch_import import (
-    CheckpointMismatchError, load_pretrained, load_state_dict, normalize_imagenet, torch_to_flax)
-
+    CheckpointMismatchError,
+    load_pretrained,
+    load_state_dict,
+    normalize_imagenet,
+    torch_to_flax,
+)
 
 __all__ = [
     "CORnetRT", "CORnetS", "CORnetZ", "CheckpointMismatchError", "Conv2d", "Encoder", "LeNet5",

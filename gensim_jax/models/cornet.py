@@ -30,13 +30,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 from gensim_jax.models.heads import Encoder
-from gensim_jax.models.layers import (
-    BN_EPSILON, Conv2d, batch_norm, conv_output_size, global_avg_pool, max_pool)
+from gensim_jax.models.layers import BN_EPSILON, Conv2d, batch_norm, conv_output_size, global_avg_pool, max_pool
 
 Array = jax.Array
 Dtype = Any

@@ -22,9 +22,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
 
 from gensim_jax.models.heads import Encoder
 from gensim_jax.models.layers import Conv2d, batch_norm, global_avg_pool, max_pool

@@ -31,12 +31,13 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import flax.linen as nn
+import numpy as np
 from flax import traverse_util
 
+from gensim_jax._extras import require
 from gensim_jax.models.heads import ProjectionHead
 from gensim_jax.models.registry import get_model
 
@@ -79,13 +80,13 @@ def load_state_dict(source: str | os.PathLike | Mapping[str, Any]) -> dict[str, 
         if not os.path.isfile(path):
             raise FileNotFoundError(f"checkpoint file not found: {path}")
         if path.endswith(".safetensors"):
-            from safetensors.numpy import load_file
+            load_file = require("safetensors.numpy", "torch").load_file
             raw = load_file(path)
         else:
             try:
                 import torch
             except ImportError as err:
-                raise ImportError(f"reading {path!r} needs PyTorch (pip install torch), or convert the "
+                raise ImportError(f"reading {path!r} needs PyTorch (pip install 'gensim-jax[torch]'), or convert the "
                                   "checkpoint to .safetensors, which loads without it") from err
             raw = torch.load(path, map_location="cpu", weights_only=True)
     if isinstance(raw, Mapping) and "state_dict" in raw and isinstance(raw["state_dict"], Mapping):

@@ -486,7 +486,8 @@ def rasterize_polygons(polygons, height: int, width: int | None = None, chunk: i
     split at the integer grid lines so that every piece lies in one pixel; a piece adds its signed
     area (horizontal extent x fraction of the pixel below it) to an accumulation buffer, and a
     cumulative sum down each column turns the buffer into coverage (the signed-area method of
-    font rasterisers; by Green's theorem it is the integral of the winding number over the pixel). The absolute winding is clipped to 1: exact for simple polygons of either
+    font rasterisers; by Green's theorem it is the integral of the winding number over the pixel).
+    The absolute winding is clipped to 1: exact for simple polygons of either
     orientation; for self-intersecting ones it is the non-zero rule, approximate on boundary
     pixels. Parts outside the canvas are clipped. Cost is O(perimeter) per polygon plus one pass
     over the image.

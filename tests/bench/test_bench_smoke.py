@@ -29,6 +29,7 @@ def _check_line(line):
     assert isinstance(line["met"], bool)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["losses", "kernels", "inputs"])
 def test_module_quick(name):
     lines = importlib.import_module(f"bench.{name}").run(quick=True)

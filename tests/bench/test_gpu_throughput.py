@@ -47,6 +47,7 @@ def test_input_streams_shapes_and_device_conversion():
     np.testing.assert_allclose(np.asarray(model_in["image"][..., 2]), quad["image"] / 255.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_consistent_numbers():
     input_kind = "quadrilaterals"
     out = gt.measure(batch=4, size=32, steps=2, warmup=1, dtype="bfloat16", input_kind=input_kind,

@@ -16,9 +16,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the benchmark reference is a PyTorch program")
 
 from bench import training_step  # noqa: E402
-from bench.torch_models import n_params  # noqa: E402
+from tests.reference.torch_models import n_params  # noqa: E402
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", training_step.MODELS)
 @pytest.mark.parametrize("quick", [False, True])
 def test_reference_and_ours_have_the_same_parameter_count(name, quick):
@@ -28,6 +29,7 @@ def test_reference_and_ours_have_the_same_parameter_count(name, quick):
     assert ours == n_params(training_step._torch_model(name, quick))
 
 
+@pytest.mark.slow
 def test_quick_case_line():
     line = training_step.case("resnet50", 32, batch=2, repeats=1, quick=True, torch_threads=(1,))
     for key in ("bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met",

@@ -36,6 +36,7 @@ def test_options_move_convolutions_to_eigen_with_the_same_gradients():
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-4 * float(jnp.max(jnp.abs(a))))
 
 
+@pytest.mark.slow
 def test_make_train_step_forwards_compiler_options():
     from gensim_jax.models import get_model
     from gensim_jax.training import create_train_state, make_train_step

@@ -6,8 +6,14 @@ import tensorflow_datasets as tfds
 
 from gensim_jax.data import augment as A
 from gensim_jax.data._tf import tf
-from gensim_jax.data.imagenet import (check_label_order, decode_eval, decode_train,
-                                      imagenet_dataset, label_to_leaf, _host_split)
+from gensim_jax.data.imagenet import (
+    _host_split,
+    check_label_order,
+    decode_eval,
+    decode_train,
+    imagenet_dataset,
+    label_to_leaf,
+)
 from gensim_jax.data.pipelines import as_numpy
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
 
@@ -46,6 +52,7 @@ def test_decoders_on_a_constant_jpeg():
     np.testing.assert_allclose(out, np.broadcast_to(img[0, 0] / 255.0, out.shape), atol=3 / 255)
 
 
+@pytest.mark.slow
 def test_train_pipeline_224_deterministic_and_resumable():
     with tfds.testing.mock_data(num_examples=6):
         make = lambda start, steps: list(as_numpy(imagenet_dataset(
@@ -71,6 +78,7 @@ def test_train_pipeline_224_deterministic_and_resumable():
     assert not np.array_equal(labels[:6], labels[6:])
 
 
+@pytest.mark.slow
 def test_eval_pass_and_simclr_views():
     with tfds.testing.mock_data(num_examples=5):
         ev = list(as_numpy(imagenet_dataset("validation", 2, seed=0, train=False, image_size=32)))

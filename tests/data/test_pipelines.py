@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.data.augment import simclr_augment
-from gensim_jax.data.pipelines import (as_numpy, labelled_batches, pair_batches, triplet_batches,
-                                       view_batches)
+from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
 from gensim_jax.data.sources import ArraySource, FunctionSource, SyntheticImageSource
 
 
@@ -48,6 +47,7 @@ def test_labelled_batches_shapes_and_content():
     np.testing.assert_array_equal(idx[:13], np.random.default_rng([1, 0]).permutation(13))
 
 
+@pytest.mark.slow
 def test_same_seed_same_stream_other_seed_other_stream():
     src = SyntheticImageSource(20, (8, 8, 3), seed=3)
     aug = simclr_augment((6, 6), grayscale_p=0.2)
@@ -59,6 +59,7 @@ def test_same_seed_same_stream_other_seed_other_stream():
     assert a[0]["image"].shape == (4, 6, 6, 3) and a[0]["image"].dtype == np.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builder", ["labelled", "pairs", "triplets", "views"])
 def test_resume_at_step_reproduces_the_tail(builder):
     src = SyntheticImageSource(11, (8, 8, 3), num_classes=3, seed=0)

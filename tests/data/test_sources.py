@@ -4,11 +4,19 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
-from gensim_jax.data.sources import (ArraySource, FunctionSource, GroupIndex, IndexedSource,
-                                     SyntheticImageSource, gather, group_index)
+from gensim_jax.data.sources import (
+    ArraySource,
+    FunctionSource,
+    GroupIndex,
+    IndexedSource,
+    SyntheticImageSource,
+    gather,
+    group_index,
+)
 
 
 def test_import_does_not_load_tensorflow():

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from gensim_jax.data.spurious_digits import (SpuriousDigits, compose, load_spurious_digits,
-                                             make_pools, pad_digits)
+from gensim_jax.data.spurious_digits import SpuriousDigits, compose, load_spurious_digits, make_pools, pad_digits
 
 RNG = np.random.default_rng(1)
 
@@ -117,6 +116,7 @@ def test_validation():
 
 def test_loads_through_tfds_under_mock_data():
     import tensorflow_datasets as tfds
+
     from gensim_jax.data.pipelines import as_numpy, labelled_batches
 
     with tfds.testing.mock_data(num_examples=30):

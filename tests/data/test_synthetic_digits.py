@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from gensim_jax.data.spurious_digits import load_spurious_digits, make_pools
-from gensim_jax.data.synthetic_digits import (DIGIT_STROKES, colour_backgrounds, render_digits,
-                                              synthetic_arrays)
+from gensim_jax.data.synthetic_digits import DIGIT_STROKES, colour_backgrounds, render_digits, synthetic_arrays
 
 
 def _segment_distance(px, py, a, b):
@@ -16,6 +15,7 @@ def _segment_distance(px, py, a, b):
     return ((px - a[0] - t * dx) ** 2 + (py - a[1] - t * dy) ** 2) ** 0.5
 
 
+@pytest.mark.slow
 def test_classes_are_distinguishable_by_shape():
     from sklearn.linear_model import LogisticRegression
 

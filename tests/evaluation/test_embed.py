@@ -8,6 +8,7 @@ from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.models import get_model
 
 
+@pytest.mark.slow
 def test_batched_equals_direct():
     model = get_model("mlp", in_features=3, hidden=8, embed_dim=4)
     v = model.init(jax.random.key(0), model.example_input())

@@ -23,7 +23,8 @@ def test_t_interval_hand_computed():
     mean, lo, hi = sd.t_interval([0.8, 0.9, 1.0])
     half = 4.302652729749464 * 0.1 / math.sqrt(3)
     assert mean == pytest.approx(0.9)
-    assert (lo, hi) == pytest.approx((0.9 - half, 0.9 + half), abs=1e-12)
+    # scipy 1.14 and 1.17 differ from this 16-digit quantile by ~3e-12
+    assert (lo, hi) == pytest.approx((0.9 - half, 0.9 + half), abs=1e-10)
     # no spread -> zero width
     assert sd.t_interval([0.5, 0.5, 0.5]) == pytest.approx((0.5, 0.5, 0.5))
 
@@ -86,6 +87,7 @@ def test_plot_writes_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_predictor_equals_direct_argmax():
     import jax
 

@@ -143,6 +143,7 @@ def test_limit_is_approached_as_alpha_equal_beta_to_zero():
     assert np.all(np.diff(exact[order]) >= -1e-4)
 
 
+@pytest.mark.slow
 def test_finite_values_and_gradients_for_22_features_tiny_alpha():
     rng = np.random.default_rng(4)
     f = jnp.asarray(rng.integers(0, 2, size=(16, 22)), jnp.float32)

@@ -76,6 +76,7 @@ def test_noisy_label_table_matches_explicit_sum_and_limits():
     assert np.all(small[~np.eye(c, dtype=bool)] < -10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transform", [lambda fn: fn, jax.jit], ids=["eager", "jit"])
 def test_elementwise_broadcasting_jit_and_grad(transform):
     pi = jnp.array([0.2, 0.3, 0.5])

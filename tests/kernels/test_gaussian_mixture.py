@@ -56,6 +56,7 @@ def test_equals_eq_h2_written_out(dim):
     np.testing.assert_allclose(np.asarray(gm.pairwise_log_similarity(x, x, h)), ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cov_kind", ["full", "diag", "scalar"])
 def test_equals_scipy_multivariate_normal(cov_kind):
     rng = np.random.default_rng(1)
@@ -108,6 +109,7 @@ def test_log_s_is_calibrated_posterior_log_odds_of_same():
     assert prob.min() < 0.35 and prob.max() > 0.6  # the test exercises a wide range of odds
 
 
+@pytest.mark.slow
 def test_finite_for_distant_points_and_gradients():
     rng = np.random.default_rng(3)
     k, d = 3, 2
@@ -131,6 +133,7 @@ def test_finite_for_distant_points_and_gradients():
         assert np.all(np.isfinite(np.asarray(leaf)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transform", [lambda fn: fn, jax.jit], ids=["eager", "jit"])
 def test_pairwise_equals_double_loop_and_diag_equals_full(transform):
     rng = np.random.default_rng(4)

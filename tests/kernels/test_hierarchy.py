@@ -12,7 +12,6 @@ import importlib.util
 import itertools
 import json
 import math
-from fractions import Fraction
 from pathlib import Path
 
 import chex

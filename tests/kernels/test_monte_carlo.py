@@ -19,6 +19,7 @@ from gensim_jax.kernels import gaussian_mixture as gm
 from gensim_jax.kernels import monte_carlo as mc
 
 
+@pytest.mark.slow
 def test_shapes_pytrees_determinism_jit_and_vmap():
     def prior(k):
         k1, k2 = jax.random.split(k)
@@ -65,6 +66,7 @@ def test_beta_bernoulli_triplet_frequencies_match_kernel():
     assert np.mean(tp == tn) < 1e-3  # a continuous prior: coincidences only from float32 rounding
 
 
+@pytest.mark.slow
 def test_class_triplets_coincidence_rate_and_distinct_option():
     pi = np.array([0.5, 0.3, 0.2])
     n = 60_000
@@ -113,6 +115,7 @@ def test_gaussian_mixture_triplets_moments():
     np.testing.assert_allclose(np.cov(np.asarray(s.negative).T), cov[0], atol=0.06)
 
 
+@pytest.mark.slow
 def test_appendix_g_linear_dot_product_objective_minimised_by_mu_direction():
     """Eq. F1 with phi(x) = phi . x: E[l] = -(phi . mu)^2 (Eq. G2), minimised at phi = +-mu_hat."""
     mu = np.array([1.2, -0.7])
@@ -158,6 +161,7 @@ def test_invalid_arguments_raise():
         mc.sample_class_triplets(jax.random.key(0), jnp.array([0.7, 0.7]), lik, 2)
 
 
+@pytest.mark.slow
 def test_unhashable_sampler_runs_unjitted_and_matches():
     class Lik:
         __hash__ = None  # e.g. a dataclass with eq=True: not usable as a static jit argument

@@ -447,6 +447,7 @@ def test_argument_validation():
     np.testing.assert_allclose(gram_matrix([Tree("a"), Tree("a")], "ptk"), 1.0)
 
 
+@pytest.mark.slow
 def test_kernels_do_not_import_stimuli_or_tensorflow():
     code = (
         "import sys, gensim_jax.kernels.trees; "

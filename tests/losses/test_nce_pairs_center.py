@@ -42,6 +42,7 @@ def test_nce_extreme_logits_are_finite():
         losses.infonce_cross_entropy(np.zeros((2, 3)), 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("squared", [False, True])
 def test_margin_contrastive_equals_loop(layout, squared):
     _, z, y, valid = layout
@@ -55,6 +56,7 @@ def test_margin_contrastive_equals_loop(layout, squared):
         np.testing.assert_allclose(per[k], e, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_class_center_loss_equals_loop(layout):
     _, z, y, valid = layout
     expected = ref.center(z, y, valid)
@@ -63,6 +65,7 @@ def test_class_center_loss_equals_loop(layout):
     np.testing.assert_allclose(jax.jit(lambda z: losses.class_center_loss(z, y, mask=valid))(z), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_thesis_identity_eq_10_pair_loss_is_2_T_times_center_loss():
     rng = np.random.default_rng(2)
     z = rng.normal(size=(12, 6)).astype(np.float32)

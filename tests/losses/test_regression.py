@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gensim_jax import losses, similarity
+from gensim_jax import losses
 from tests.losses import reference as ref
 
 
@@ -36,6 +36,7 @@ def test_gensim_loss_from_embeddings_uses_the_cosine_matrix(layout):
     np.testing.assert_allclose(losses.gensim_loss(z * 7.5, T), losses.gensim_loss(z, T), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_distance_regression_matches_authors_cdist_form():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
@@ -50,6 +51,7 @@ def test_distance_regression_matches_authors_cdist_form():
     np.testing.assert_allclose(losses.distance_regression_loss(z, f), loop, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_gradients_finite_with_identical_embeddings_and_no_valid_pairs():
     z = jnp.ones((4, 3))
     T = jnp.zeros((4, 4))

@@ -36,6 +36,7 @@ class TestInfoNCE(chex.TestCase):
         np.testing.assert_allclose(f(v1, v2), ref.cross_view(v1, v2, 0.5), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_ntxent_padding_drops_both_views():
     rng = np.random.default_rng(3)
     v1, v2 = rng.normal(size=(2, 6, 4)).astype(np.float32)
@@ -56,6 +57,7 @@ def test_sincere_equals_loop(layout, average):
     np.testing.assert_allclose(got, ref.sincere(z, y, valid, 0.2, average), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_sincere_pair_average_is_optax_ntxent_with_labels():
     z = np.random.default_rng(4).normal(size=(9, 4)).astype(np.float32)
     y = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
@@ -63,6 +65,7 @@ def test_sincere_pair_average_is_optax_ntxent_with_labels():
                                optax.losses.ntxent(jnp.asarray(z), jnp.asarray(y), 0.3), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_supcon_against_khosla_style_torch_definition():
     """SupCon L_out written as Khosla et al.'s reference does it (mask algebra in PyTorch)."""
     torch = pytest.importorskip("torch")
@@ -83,6 +86,7 @@ def test_supcon_against_khosla_style_torch_definition():
     np.testing.assert_allclose(losses.supcon_loss(z, y, temperature=0.1), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_degenerate_batches_are_finite_and_skip_anchors_without_positives():
     z = jnp.asarray(np.random.default_rng(6).normal(size=(5, 3)), jnp.float32)
     distinct = jnp.arange(5)

@@ -44,6 +44,7 @@ def test_hinge_agrees_with_optax_triplet_margin_loss():
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("soft", [False, True])
 def test_batch_hard_equals_loop(layout, soft):
     _, z, y, valid = layout

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
+from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from bench.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
 
 REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS}
 
@@ -28,6 +28,7 @@ def cornet_s_pair(tmp_path_factory):
     return ref, model, variables
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,batch", [("cornet_z", 2), ("cornet_rt", 2), ("cornet_s", 1)])
 def test_cornet_matches_reference(name, batch, cornet_s_pair):
     """Logits and embeddings equal the reference model's at 224x224 (random weights and norm stats)."""
@@ -68,6 +69,7 @@ def test_cornet_s_state_layout():
         assert set(v["batch_stats"][area]) == {k for k in p if k.startswith("norm")}
 
 
+@pytest.mark.slow
 def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     """Jitted train mode = the reference in train mode: batch statistics at every time step, and the
     running means of every BatchNorm updated as PyTorch does (eval mode is the 224x224 test)."""

@@ -54,6 +54,7 @@ def test_projection_head_matches_explicit_mlp():
     np.testing.assert_allclose(jax.jit(head.apply)(v, h), ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_projection_head_batchnorm_train_eval():
     head = ProjectionHead((16, 4), use_batchnorm=True)
     h = np.random.default_rng(0).standard_normal((6, 8)).astype(np.float32)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import lenet5, load_pretrained, param_count
+from tests.reference.torch_models import RefLeNet5, n_params, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, random_variables
-from bench.torch_models import RefLeNet5, n_params, randomize_
 
 
 def test_lenet_parameter_count_is_thesis_value():

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import load_pretrained, param_count, two_layer_perceptron
+from tests.reference.torch_models import n_params, ref_mlp
 
 from ._compare import random_variables
-from bench.torch_models import n_params, ref_mlp
 
 
 def test_mlp_parameter_count():

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gensim_jax.models import get_model, load_pretrained, param_count, resnet, torch_to_flax
+from tests.reference.torch_models import randomize_, tv_resnet
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from bench.torch_models import randomize_, tv_resnet
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +22,7 @@ def resnet18_pair():
     return ref, model, torch_to_flax(model, ref.state_dict())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth,batch", [(18, 2), (50, 1)])
 def test_resnet_matches_torchvision_layout(depth, batch, tmp_path):
     """Logits and embeddings equal the PyTorch model's at 224x224 (random weights and BN stats).
@@ -45,6 +46,7 @@ def test_resnet_matches_torchvision_layout(depth, batch, tmp_path):
     assert_close_relative(out["embedding"], t_emb, what="embedding")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [18, 34, 50, 101, 152])
 def test_resnet_parameter_count_equals_torch(depth):
     with torch.device("meta"):
@@ -54,6 +56,7 @@ def test_resnet_parameter_count_equals_torch(depth):
     assert param_count(v) == n_torch
 
 
+@pytest.mark.slow
 def test_resnet_train_mode_matches_torch_and_updates_batchnorm(resnet18_pair):
     """Jitted train mode = PyTorch train mode (batch statistics); running means update as PyTorch's;
     jitted eval mode leaves the statistics untouched."""
@@ -84,6 +87,7 @@ def test_resnet_train_mode_matches_torch_and_updates_batchnorm(resnet18_pair):
         assert not np.allclose(stats["mean"], ref.state_dict()[tname + ".running_mean"].numpy())
 
 
+@pytest.mark.slow
 def test_resnet_bfloat16_compute_float32_params(resnet18_pair):
     """bfloat16 compute: jitted train mode keeps float32 statistics; eval outputs are float32 and
     close to the float32 PyTorch reference."""

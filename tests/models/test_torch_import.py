@@ -10,11 +10,16 @@ import pytest
 import torch
 
 from gensim_jax.models import (
-    CheckpointMismatchError, get_model, load_pretrained, load_state_dict, normalize_imagenet,
-    torch_to_flax)
+    CheckpointMismatchError,
+    get_model,
+    load_pretrained,
+    load_state_dict,
+    normalize_imagenet,
+    torch_to_flax,
+)
+from tests.reference.torch_models import RefCORnetZ, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
-from bench.torch_models import RefCORnetZ, randomize_
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,7 +94,7 @@ def test_strict_lists_missing_and_unexpected_keys(cornet_z_ref):
 
 
 def test_non_strict_initialises_missing_weights():
-    from bench.torch_models import ref_mlp
+    from tests.reference.torch_models import ref_mlp
 
     torch.manual_seed(0)
     sd = dict(ref_mlp().state_dict())
@@ -122,7 +127,7 @@ def test_shape_mismatch_and_heads(cornet_z_ref):
 
 def test_batchnorm_statistics_imported():
     """running_mean/var -> batch_stats mean/var; num_batches_tracked is ignored."""
-    from bench.torch_models import tv_resnet
+    from tests.reference.torch_models import tv_resnet
 
     torch.manual_seed(0)
     ref = randomize_(tv_resnet(18), seed=4)
@@ -154,6 +159,7 @@ def test_normalize_imagenet():
         normalize_imagenet(np.zeros((1, 3, 4, 4)))
 
 
+@pytest.mark.slow
 def test_importing_models_does_not_import_torch():
     code = ("import sys, gensim_jax.models as m; assert 'torch' not in sys.modules, 'torch imported'; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "

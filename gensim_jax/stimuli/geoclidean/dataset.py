@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gensim_jax._extras import require
 from gensim_jax.kernels.trees import Tree
 from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_IDS, CONCEPT_NAMES, split_ids
 from gensim_jax.stimuli.geoclidean.grammar import Program, parse_program
@@ -305,7 +306,7 @@ def generate(
     _variant_index(variant)
     it = range(start, start + n)
     if progress:
-        from tqdm.auto import tqdm
+        tqdm = require("tqdm.auto", "train").tqdm
 
         it = tqdm(it, desc="geoclidean", unit="img")
     for i in it:
@@ -414,7 +415,7 @@ def write_shards(
     todo = [k for k in range(num) if not paths[k].exists()]
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        tqdm = require("tqdm.auto", "train").tqdm
 
         done = int(n) - sum(min(shard_size, n - k * shard_size) for k in todo)
         bar = tqdm(total=int(n), initial=done, desc="geoclidean shards", unit="img")

@@ -142,6 +142,7 @@ def test_bad_arguments():
         example(0, size=8)
 
 
+@pytest.mark.slow
 def test_stimuli_do_not_import_tensorflow_or_need_shared():
     code = (
         "import sys; import gensim_jax.stimuli.geoclidean.dataset as d; "

@@ -1,0 +1,1 @@
+"""Independent reference implementations (PyTorch models) that tests and benchmarks compare against."""
