@@ -82,12 +82,11 @@ def main(argv=None) -> dict:
         idx = range(r * blk, (r + 1) * blk)
         idx_ref = range(r * blk_ref, (r + 1) * blk_ref)
         best["ours"] = max(best["ours"], rate(lambda i: render(scene(i), args.size), idx))
-        best["ref"] = max(best["ref"],
-                          rate(lambda i: matplotlib_image(scene(i), args.size), idx_ref))
-        best["ours_r"] = max(best["ours_r"],
-                             rate(lambda s: render(s, args.size), scenes[idx.start:idx.stop]))
-        best["ref_r"] = max(best["ref_r"], rate(lambda s: matplotlib_image(s, args.size),
-                                                scenes[idx_ref.start:idx_ref.stop]))
+        best["ref"] = max(best["ref"], rate(lambda i: matplotlib_image(scene(i), args.size), idx_ref))
+        best["ours_r"] = max(best["ours_r"], rate(lambda s: render(s, args.size), scenes[idx.start : idx.stop]))
+        best["ref_r"] = max(
+            best["ref_r"], rate(lambda s: matplotlib_image(s, args.size), scenes[idx_ref.start : idx_ref.stop])
+        )
     ours, ref = best["ours"], best["ref"]
     ours_render_only, ref_render_only = best["ours_r"], best["ref_r"]
 
@@ -101,7 +100,9 @@ def main(argv=None) -> dict:
         "render_only_ratio": round(ours_render_only / ref_render_only, 1),
         "size": args.size,
         "reference": "matplotlib Agg, one figure per image, same sampled scenes",
-        "n": args.n, "n_ref": args.n_ref, "repeats": args.repeats,
+        "n": args.n,
+        "n_ref": args.n_ref,
+        "repeats": args.repeats,
     }
     print(json.dumps(result))
     return result

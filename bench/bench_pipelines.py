@@ -52,8 +52,7 @@ def main(argv=None) -> list[dict]:
     return lines
 
 
-def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
-            warmup: int = 2, names=None) -> list[dict]:
+def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224, warmup: int = 2, names=None) -> list[dict]:
     """Images/s of every pipeline (or of those in ``names``) and of the tf.data reference."""
     args = argparse.Namespace(n=n, batch=batch, steps=steps, size=size)
 
@@ -68,24 +67,33 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
     src = ArraySource({"image": images, "label": labels})
     size = (args.size, args.size)
     crop_flip = simclr_augment(size, blur_p=0.0, mean=IMAGENET_MEAN, std=IMAGENET_STD)
-    imagenet_views = simclr_augment(size, grayscale_p=0.2, blur_p=0.5, mean=IMAGENET_MEAN,
-                                    std=IMAGENET_STD)
+    imagenet_views = simclr_augment(size, grayscale_p=0.2, blur_p=0.5, mean=IMAGENET_MEAN, std=IMAGENET_STD)
     quad_views = simclr_augment(size, rotation_deg=45.0, vertical_flip=True, fill_value=1.0)
 
     # Reference: conventional stateful tf.data pipeline with the same crop + flip work.
     def ref_map(img, label):
         img = tf.cast(img, tf.float32) / 255.0
         begin, extent, _ = tf.image.sample_distorted_bounding_box(
-            tf.shape(img), tf.zeros([0, 0, 4]), area_range=(0.08, 1.0),
-            aspect_ratio_range=(3 / 4, 4 / 3), max_attempts=10, use_image_if_no_bounding_boxes=True)
+            tf.shape(img),
+            tf.zeros([0, 0, 4]),
+            area_range=(0.08, 1.0),
+            aspect_ratio_range=(3 / 4, 4 / 3),
+            max_attempts=10,
+            use_image_if_no_bounding_boxes=True,
+        )
         img = tf.image.resize(tf.slice(img, begin, extent), size)
         img = tf.image.random_flip_left_right(img)
         img = (img - IMAGENET_MEAN) / IMAGENET_STD
         return {"image": img, "label": label}
 
-    ref_ds = (tf.data.Dataset.from_tensor_slices((images, labels)).shuffle(args.n).repeat()
-              .map(ref_map, num_parallel_calls=tf.data.AUTOTUNE).batch(args.batch)
-              .prefetch(tf.data.AUTOTUNE))
+    ref_ds = (
+        tf.data.Dataset.from_tensor_slices((images, labels))
+        .shuffle(args.n)
+        .repeat()
+        .map(ref_map, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(args.batch)
+        .prefetch(tf.data.AUTOTUNE)
+    )
     # a fresh iterator each time, dropped right after: a live tf.data iterator keeps filling its
     # prefetch buffer in background threads (stealing cores from ours, inflating its next reading)
     ref_rate = args.steps * args.batch / _time(iter(ref_ds), args.steps, warmup)
@@ -93,10 +101,12 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
     cases = [
         ("labelled_uint8", labelled_batches(src, args.batch, seed=0), 1),
         ("labelled_crop_flip", labelled_batches(src, args.batch, seed=0, augment=crop_flip), 1),
-        ("pairs_crop_flip", pair_batches(src, args.batch, seed=0, group_key="label",
-                                         same_fraction=0.5, augment=crop_flip), 2),
-        ("triplets_crop_flip", triplet_batches(src, args.batch, seed=0, group_key="label",
-                                               augment=crop_flip), 3),
+        (
+            "pairs_crop_flip",
+            pair_batches(src, args.batch, seed=0, group_key="label", same_fraction=0.5, augment=crop_flip),
+            2,
+        ),
+        ("triplets_crop_flip", triplet_batches(src, args.batch, seed=0, group_key="label", augment=crop_flip), 3),
         ("simclr_views_imagenet", view_batches(src, args.batch, imagenet_views, seed=0), 2),
         ("simclr_views_quadrilaterals", view_batches(src, args.batch, quad_views, seed=0), 2),
     ]
@@ -110,13 +120,19 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224,
     ref_rate = max(ref_rate, args.steps * args.batch / _time(iter(ref_ds), args.steps, warmup))
     lines = []
     for (name, _, _), rate in zip(cases, rates):
-        lines.append({
-            "name": name, "images_per_s": round(rate, 1), "batch_size": args.batch,
-            "image_size": args.size, "steps": args.steps,
-            "reference": "tf.data from_tensor_slices+shuffle+sample_distorted_bounding_box+flip",
-            "reference_images_per_s": round(ref_rate, 1), "ratio": round(rate / ref_rate, 3),
-            "cpu_count": os.cpu_count(),
-        })
+        lines.append(
+            {
+                "name": name,
+                "images_per_s": round(rate, 1),
+                "batch_size": args.batch,
+                "image_size": args.size,
+                "steps": args.steps,
+                "reference": "tf.data from_tensor_slices+shuffle+sample_distorted_bounding_box+flip",
+                "reference_images_per_s": round(ref_rate, 1),
+                "ratio": round(rate / ref_rate, 3),
+                "cpu_count": os.cpu_count(),
+            }
+        )
     return lines
 
 

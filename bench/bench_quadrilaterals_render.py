@@ -50,8 +50,10 @@ def main(argv=None) -> dict:
     stream = q.training_batches(0, args.batch, size=args.size)
     next(stream)  # warm-up
     stim = q.sample_training_stimuli(np.random.default_rng(1), args.n_ref)
-    verts = [q.transform_vertices(q.variant_vertices(int(s), int(v)), r, c)
-             for s, v, r, c in zip(stim.shape, stim.variant, stim.rotation_deg, stim.scale)]
+    verts = [
+        q.transform_vertices(q.variant_vertices(int(s), int(v)), r, c)
+        for s, v, r, c in zip(stim.shape, stim.variant, stim.rotation_deg, stim.scale)
+    ]
     matplotlib_image(verts[0], args.size)  # warm-up
     ours, ref = [], []
     for _ in range(args.repeats):

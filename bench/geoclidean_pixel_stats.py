@@ -80,21 +80,26 @@ def main() -> None:
         files = sorted(d.glob("train/*.png")) + sorted(d.glob("test/in_*.png"))
         off = [load_official(p) for p in files]
         prog = concept_program(name)
-        mine = [render_ink(sample_scene(prog, np.random.default_rng([args.seed, cid, i])), 360)
-                for i in range(args.per_concept)]
-        per[name] = (float(np.mean([m.mean() for m in mine])),
-                     float(np.mean([o.mean() for o in off])))
+        mine = [
+            render_ink(sample_scene(prog, np.random.default_rng([args.seed, cid, i])), 360)
+            for i in range(args.per_concept)
+        ]
+        per[name] = (float(np.mean([m.mean() for m in mine])), float(np.mean([o.mean() for o in off])))
         ours += mine
         theirs += off
     so, st = stats(ours), stats(theirs)
     ratio = np.array([a / b for a, b in per.values()])
-    print(json.dumps({
-        "name": "geoclidean_pixel_stats",
-        "ours": so,
-        "official": st,
-        "per_concept_ink_ratio_median": float(np.median(ratio)),
-        "per_concept_ink_ratio_range": [float(ratio.min()), float(ratio.max())],
-    }))
+    print(
+        json.dumps(
+            {
+                "name": "geoclidean_pixel_stats",
+                "ours": so,
+                "official": st,
+                "per_concept_ink_ratio_median": float(np.median(ratio)),
+                "per_concept_ink_ratio_range": [float(ratio.min()), float(ratio.max())],
+            }
+        )
+    )
     if args.figure:
         make_figure(root, Path(args.figure), args.seed)
 
@@ -113,8 +118,7 @@ def make_figure(root: Path, out: Path, seed: int) -> None:
         off = [load_official(p) for p in sorted(d.glob("train/*.png"))[:k]]
         prog = concept_program(name)
         cid = CONCEPT_NAMES.index(name)
-        mine = [render_ink(sample_scene(prog, np.random.default_rng([seed, cid, 100 + i])), 360)
-                for i in range(k)]
+        mine = [render_ink(sample_scene(prog, np.random.default_rng([seed, cid, 100 + i])), 360) for i in range(k)]
         for c, im in enumerate(mine + off):
             ax = axes[r, c]
             ax.imshow(1.0 - im, cmap="gray", vmin=0, vmax=1, interpolation="antialiased")

@@ -84,9 +84,13 @@ def synthetic_batches(batch: int, size: int, seed: int = 0, distinct: int = 4) -
     """Endless cycle over ``distinct`` random host batches ``{"image": (B, size, size, 3) float32,
     "features": (B, 22) uint8}`` (fresh host arrays are not generated per step: this measures the step)."""
     rng = np.random.default_rng(seed)
-    pool = [{"image": rng.standard_normal((batch, size, size, 3)).astype(np.float32),
-             "features": (rng.random((batch, N_FEATURES)) < 0.5).astype(np.uint8)}
-            for _ in range(distinct)]
+    pool = [
+        {
+            "image": rng.standard_normal((batch, size, size, 3)).astype(np.float32),
+            "features": (rng.random((batch, N_FEATURES)) < 0.5).astype(np.uint8),
+        }
+        for _ in range(distinct)
+    ]
     return itertools.cycle(pool)
 
 
@@ -95,8 +99,10 @@ def quadrilateral_batches(batch: int, size: int, seed: int = 0) -> Iterator[dict
     from gensim_jax.stimuli import quadrilaterals
 
     for b in quadrilaterals.training_batches(seed, batch, size=size):
-        yield {"image": np.round(np.asarray(b["image"]) * 255.0).astype(np.uint8),
-               "features": np.asarray(b["features"], np.uint8)}
+        yield {
+            "image": np.round(np.asarray(b["image"]) * 255.0).astype(np.uint8),
+            "features": np.asarray(b["features"], np.uint8),
+        }
 
 
 @jax.jit
@@ -112,8 +118,9 @@ def _to_model_input(batch: dict) -> dict:
 
 def objective() -> GenSimRegression:
     """GenSim with the quadrilateral kernel (Beta-Bernoulli limit, paper Eq. I10) as the target."""
-    return GenSimRegression(target=BetaBernoulliTarget(limit=True, key="features"),
-                            output="embedding", similarity="cosine")
+    return GenSimRegression(
+        target=BetaBernoulliTarget(limit=True, key="features"), output="embedding", similarity="cosine"
+    )
 
 
 def step_flops(state, batch: dict, obj) -> Optional[float]:
@@ -130,9 +137,20 @@ def step_flops(state, batch: dict, obj) -> Optional[float]:
     return float(cost["flops"])
 
 
-def measure(batch: int = 256, size: int = 224, steps: int = 20, warmup: int = 3, dtype: str = "bfloat16",
-            input_kind: str = "synthetic", prefetch: int = 2, peak_tflops: Optional[float] = None,
-            tiny: bool = False, lr: float = 1e-3, seed: int = 0, model_name: str = "resnet50") -> dict:
+def measure(
+    batch: int = 256,
+    size: int = 224,
+    steps: int = 20,
+    warmup: int = 3,
+    dtype: str = "bfloat16",
+    input_kind: str = "synthetic",
+    prefetch: int = 2,
+    peak_tflops: Optional[float] = None,
+    tiny: bool = False,
+    lr: float = 1e-3,
+    seed: int = 0,
+    model_name: str = "resnet50",
+) -> dict:
     """Run the benchmark and return its JSON-able result (see the module docstring)."""
     if batch < 2:
         raise ValueError(f"batch must be >= 2 (GenSim needs pairs), got {batch}")
@@ -147,13 +165,13 @@ def measure(batch: int = 256, size: int = 224, steps: int = 20, warmup: int = 3,
             raise ValueError(f"--tiny applies to ResNets only, got model {model_name!r}")
         kw["stage_sizes"] = (1, 1, 1, 1)
     model = get_model(model_name, **kw)
-    state = create_train_state(model, optax.adam(lr), seed,
-                               example_input=jnp.zeros((1, size, size, 3), jnp.float32))
+    state = create_train_state(model, optax.adam(lr), seed, example_input=jnp.zeros((1, size, size, 3), jnp.float32))
     obj = objective()
     step = make_train_step(obj)  # jitted, state donated
 
-    host = (synthetic_batches(batch, size, seed) if input_kind == "synthetic"
-            else quadrilateral_batches(batch, size, seed))
+    host = (
+        synthetic_batches(batch, size, seed) if input_kind == "synthetic" else quadrilateral_batches(batch, size, seed)
+    )
     stream = (_to_model_input(b) for b in prefetch_to_device(host, prefetch))
 
     first = next(stream)
@@ -175,12 +193,23 @@ def measure(batch: int = 256, size: int = 224, steps: int = 20, warmup: int = 3,
     step_s = total_s / steps
     ips = batch / step_s
     out = {
-        "bench": f"gpu_throughput_{model_name}_gensim", "model": model_name, "device": str(jax.devices()[0].device_kind),
-        "backend": jax.default_backend(), "batch": batch, "size": size, "dtype": dtype,
-        "input": input_kind, "prefetch": prefetch, "tiny": tiny, "steps": steps, "warmup": warmup,
-        "compile_s": round(compile_s, 3), "step_s": float(f"{step_s:.4g}"),
+        "bench": f"gpu_throughput_{model_name}_gensim",
+        "model": model_name,
+        "device": str(jax.devices()[0].device_kind),
+        "backend": jax.default_backend(),
+        "batch": batch,
+        "size": size,
+        "dtype": dtype,
+        "input": input_kind,
+        "prefetch": prefetch,
+        "tiny": tiny,
+        "steps": steps,
+        "warmup": warmup,
+        "compile_s": round(compile_s, 3),
+        "step_s": float(f"{step_s:.4g}"),
         "images_per_s": round(ips, 2),
-        "loss": float(metrics["loss"]), "loss_finite": bool(np.isfinite(float(metrics["loss"]))),
+        "loss": float(metrics["loss"]),
+        "loss_finite": bool(np.isfinite(float(metrics["loss"]))),
     }
     if flops is not None:
         per_image = flops / batch
@@ -202,16 +231,28 @@ def main(argv=None) -> dict:
     ap.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16")
     ap.add_argument("--input", choices=("synthetic", "quadrilaterals"), default="synthetic")
     ap.add_argument("--prefetch", type=int, default=2)
-    ap.add_argument("--peak-tflops", type=float, default=None,
-                    help="the chip's dense peak TFLOP/s for --dtype (reports MFU)")
+    ap.add_argument(
+        "--peak-tflops", type=float, default=None, help="the chip's dense peak TFLOP/s for --dtype (reports MFU)"
+    )
     ap.add_argument("--tiny", action="store_true", help="one block per stage (CPU smoke runs)")
-    ap.add_argument("--model", default="resnet50",
-                    help="registered encoder (resnet50; a small one such as lenet5 for smoke tests)")
+    ap.add_argument(
+        "--model", default="resnet50", help="registered encoder (resnet50; a small one such as lenet5 for smoke tests)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    out = measure(batch=a.batch, size=a.size, steps=a.steps, warmup=a.warmup, dtype=a.dtype,
-                  input_kind=a.input, prefetch=a.prefetch, peak_tflops=a.peak_tflops, tiny=a.tiny,
-                  seed=a.seed, model_name=a.model)
+    out = measure(
+        batch=a.batch,
+        size=a.size,
+        steps=a.steps,
+        warmup=a.warmup,
+        dtype=a.dtype,
+        input_kind=a.input,
+        prefetch=a.prefetch,
+        peak_tflops=a.peak_tflops,
+        tiny=a.tiny,
+        seed=a.seed,
+        model_name=a.model,
+    )
     print(json.dumps(out), flush=True)
     return out
 

@@ -45,8 +45,12 @@ def torch_beta_bernoulli_eq_i3(torch, f1, f2, alpha, beta):
     x, y = f1[:, None, :], f2[None, :, :]
     a = torch.tensor(alpha, dtype=f1.dtype)
     b = torch.tensor(beta, dtype=f1.dtype)
-    terms = (_torch_betaln(torch, x + y + a, (1 - x) + (1 - y) + b) + _torch_betaln(torch, a, b)
-             - _torch_betaln(torch, x + a, (1 - x) + b) - _torch_betaln(torch, y + a, (1 - y) + b))
+    terms = (
+        _torch_betaln(torch, x + y + a, (1 - x) + (1 - y) + b)
+        + _torch_betaln(torch, a, b)
+        - _torch_betaln(torch, x + a, (1 - x) + b)
+        - _torch_betaln(torch, y + a, (1 - y) + b)
+    )
     return terms.sum(-1)
 
 
@@ -61,8 +65,9 @@ def torch_beta_bernoulli_table(torch, f1, f2, alpha, beta):
     return (d * f1) @ f2.T + (e * f1.sum(1))[:, None] + (e * f2.sum(1))[None, :] + n_f * t00
 
 
-def beta_bernoulli_case(b: int, repeats: int = 7, alpha: float = 0.5, beta: float = 2.0,
-                        references=("eq_i3", "table")) -> list[dict]:
+def beta_bernoulli_case(
+    b: int, repeats: int = 7, alpha: float = 0.5, beta: float = 2.0, references=("eq_i3", "table")
+) -> list[dict]:
     torch = setup_torch()
     rng = np.random.default_rng(3)
     f = (rng.random((b, N_FEATURES)) < 0.3).astype(np.float32)
@@ -78,14 +83,36 @@ def beta_bernoulli_case(b: int, repeats: int = 7, alpha: float = 0.5, beta: floa
         fn = torch_beta_bernoulli_eq_i3 if name == "eq_i3" else torch_beta_bernoulli_table
         ref_val = fn(torch, ft, ft, alpha, beta).numpy()
         err = float(np.max(np.abs(np.asarray(out_ours) - ref_val)))
-        t = compare(ours, lambda: fn(torch, ft, ft, alpha, beta), repeats=repeats,
-                    compile_s=compile_s, torch_threads=TORCH_THREADS)
-        desc = ("torch: Eq. I3 with torch.lgamma over the broadcast (B, B, F) array"
-                if name == "eq_i3" else "torch: the same 2x2-table matmul form (Eqs. I5-I7)")
-        lines.append(record(
-            "beta_bernoulli_table",
-            {"N": b, "M": b, "F": N_FEATURES, "alpha": alpha, "beta": beta, "dtype": "float32",
-             "reference_kind": name}, t, desc, 1.0, max_abs_diff=float(f"{err:.2e}")))
+        t = compare(
+            ours,
+            lambda: fn(torch, ft, ft, alpha, beta),
+            repeats=repeats,
+            compile_s=compile_s,
+            torch_threads=TORCH_THREADS,
+        )
+        desc = (
+            "torch: Eq. I3 with torch.lgamma over the broadcast (B, B, F) array"
+            if name == "eq_i3"
+            else "torch: the same 2x2-table matmul form (Eqs. I5-I7)"
+        )
+        lines.append(
+            record(
+                "beta_bernoulli_table",
+                {
+                    "N": b,
+                    "M": b,
+                    "F": N_FEATURES,
+                    "alpha": alpha,
+                    "beta": beta,
+                    "dtype": "float32",
+                    "reference_kind": name,
+                },
+                t,
+                desc,
+                1.0,
+                max_abs_diff=float(f"{err:.2e}"),
+            )
+        )
     return lines
 
 
@@ -109,8 +136,7 @@ def torch_hierarchy_table(torch, parents, depth, log_edge_prob, nodes):
     a = anc[:, 1:]
     k = ((a[:, None, :] == a[None, :, :]) & (a[:, None, :] >= 0)).sum(-1)
     neg_log_p = torch.where(a >= 0, -log_edge_prob[a.clamp(min=0)], torch.zeros((), dtype=torch.float64))
-    prefix = torch.cat([torch.zeros(c, 1, dtype=torch.float64),
-                        torch.logcumsumexp(torch.cumsum(neg_log_p, 1), 1)], 1)
+    prefix = torch.cat([torch.zeros(c, 1, dtype=torch.float64), torch.logcumsumexp(torch.cumsum(neg_log_p, 1), 1)], 1)
     return torch.gather(prefix, 1, k) - torch.log(k.clamp(min=1).to(torch.float64))
 
 
@@ -134,10 +160,14 @@ def hierarchy_case(repeats: int = 7, n_classes: int | None = None) -> dict:
     err = float(np.max(np.abs(val - reference().numpy())))
     t = compare(ours, reference, repeats=repeats, compile_s=compile_s, torch_threads=TORCH_THREADS)
     return record(
-        "hierarchy_table", {"C": int(nodes.size), "tree": "imagenet1k WordNet", "dtype": "float64"},
-        t, "torch: ancestor matrix, broadcast (C, C, depth) LCA comparison, logcumsumexp gather",
-        1.0, note="ours is host numpy (built once per run); compile_s is its first call",
-        max_abs_diff=float(f"{err:.2e}"))
+        "hierarchy_table",
+        {"C": int(nodes.size), "tree": "imagenet1k WordNet", "dtype": "float64"},
+        t,
+        "torch: ancestor matrix, broadcast (C, C, depth) LCA comparison, logcumsumexp gather",
+        1.0,
+        note="ours is host numpy (built once per run); compile_s is its first call",
+        max_abs_diff=float(f"{err:.2e}"),
+    )
 
 
 # ------------------------------------------------------------------ tree-kernel Gram
@@ -148,8 +178,9 @@ def _parse_trees(n_trees: int, seed: int) -> tuple:
     return tuple(parse_tree(p) for p in random_programs(n_trees, seed=seed))
 
 
-def tree_gram_case(n_trees: int = 1000, kind: str = "st", lam: float = 1.0, n_pairs: int = 12,
-                   repeats: int = 3, seed: int = 0) -> dict:
+def tree_gram_case(
+    n_trees: int = 1000, kind: str = "st", lam: float = 1.0, n_pairs: int = 12, repeats: int = 3, seed: int = 0
+) -> dict:
     t0 = time.perf_counter()
     ts = list(_parse_trees(n_trees, seed))
     gen_s = time.perf_counter() - t0  # program generation + parsing (0 when cached)
@@ -177,26 +208,44 @@ def tree_gram_case(n_trees: int = 1000, kind: str = "st", lam: float = 1.0, n_pa
     per_pair = statistics.median(t_pair)
     n_evals = n_trees * (n_trees + 1) // 2
     timing = {
-        "ours_s": statistics.median(t_ours), "ours_min_s": min(t_ours),
-        "reference_s": per_pair * n_evals, "reference_min_s": min(t_pair) * n_evals,
-        "compile_s": 0.0, "repeats": repeats,
+        "ours_s": statistics.median(t_ours),
+        "ours_min_s": min(t_ours),
+        "reference_s": per_pair * n_evals,
+        "reference_min_s": min(t_pair) * n_evals,
+        "compile_s": 0.0,
+        "repeats": repeats,
     }
     return record(
         "tree_kernel_gram",
-        {"N": n_trees, "kind": kind, "lam": lam, "normalize": True,
-         "mean_nodes": round(float(np.mean([t.n_nodes for t in ts])), 1)},
-        timing, "naive recursive Python kernel (bench/naive_tree_kernel.py), per pair x N(N+1)/2",
-        20.0, higher_is_better=True,
-        note=(f"reference extrapolated: median of {n_pairs} sampled pairs "
-              f"({per_pair:.4f} s/pair) x {n_evals} kernel evaluations"),
-        naive_sample_pairs=n_pairs, naive_s_per_pair=round(per_pair, 6),
-        naive_vs_fast_max_log_diff=float(f"{max(errs):.2e}"), trees_ready_s=round(gen_s, 3))
+        {
+            "N": n_trees,
+            "kind": kind,
+            "lam": lam,
+            "normalize": True,
+            "mean_nodes": round(float(np.mean([t.n_nodes for t in ts])), 1),
+        },
+        timing,
+        "naive recursive Python kernel (bench/naive_tree_kernel.py), per pair x N(N+1)/2",
+        20.0,
+        higher_is_better=True,
+        note=(
+            f"reference extrapolated: median of {n_pairs} sampled pairs "
+            f"({per_pair:.4f} s/pair) x {n_evals} kernel evaluations"
+        ),
+        naive_sample_pairs=n_pairs,
+        naive_s_per_pair=round(per_pair, 6),
+        naive_vs_fast_max_log_diff=float(f"{max(errs):.2e}"),
+        trees_ready_s=round(gen_s, 3),
+    )
 
 
 def run(quick: bool = False) -> list[dict]:
     if quick:
-        return [*beta_bernoulli_case(16, repeats=1), hierarchy_case(repeats=1, n_classes=50),
-                tree_gram_case(n_trees=12, n_pairs=2, repeats=1)]
+        return [
+            *beta_bernoulli_case(16, repeats=1),
+            hierarchy_case(repeats=1, n_classes=50),
+            tree_gram_case(n_trees=12, n_pairs=2, repeats=1),
+        ]
     return [
         *beta_bernoulli_case(1024),
         hierarchy_case(),

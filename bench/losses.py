@@ -42,8 +42,7 @@ def gensim_case(b: int, repeats: int = 7) -> dict:
     z, f = _data(b)
     zj, fj = jnp.asarray(z), jnp.asarray(f)
 
-    ours_fn = jax.jit(jax.value_and_grad(
-        lambda z, f: distance_regression_loss(z, f, exclude_diagonal=False)))
+    ours_fn = jax.jit(jax.value_and_grad(lambda z, f: distance_regression_loss(z, f, exclude_diagonal=False)))
 
     zt = torch.from_numpy(z).requires_grad_(True)
     ft = torch.from_numpy(f)
@@ -59,12 +58,18 @@ def gensim_case(b: int, repeats: int = 7) -> dict:
     ref = reference().item()
     rel = abs(float(val) - ref) / abs(ref)
     gerr = float(np.max(np.abs(np.asarray(grad) - zt.grad.numpy())))
-    t = compare(lambda: block(ours_fn(zj, fj)), reference, repeats=repeats, compile_s=compile_s,
-                torch_threads=TORCH_THREADS)
+    t = compare(
+        lambda: block(ours_fn(zj, fj)), reference, repeats=repeats, compile_s=compile_s, torch_threads=TORCH_THREADS
+    )
     return record(
-        "gensim_loss_grad", {"B": b, "D": D, "F": N_FEATURES, "dtype": "float32"}, t,
-        "torch: F.mse_loss(torch.cdist(z, z), torch.cdist(f, f)) + backward", 1.0,
-        value_rel_diff=float(f"{rel:.2e}"), grad_max_abs_diff=float(f"{gerr:.2e}"))
+        "gensim_loss_grad",
+        {"B": b, "D": D, "F": N_FEATURES, "dtype": "float32"},
+        t,
+        "torch: F.mse_loss(torch.cdist(z, z), torch.cdist(f, f)) + backward",
+        1.0,
+        value_rel_diff=float(f"{rel:.2e}"),
+        grad_max_abs_diff=float(f"{gerr:.2e}"),
+    )
 
 
 # ------------------------------------------------------------------ NT-Xent
@@ -85,8 +90,7 @@ def ntxent_case(b: int, repeats: int = 7, tau: float = 0.5) -> dict:
     z, _ = _data(b, seed=1)
     n = b // 2
     v1, v2 = jnp.asarray(z[:n]), jnp.asarray(z[n:])
-    ours_fn = jax.jit(jax.value_and_grad(
-        lambda a, c: ntxent_loss(a, c, temperature=tau), argnums=(0, 1)))
+    ours_fn = jax.jit(jax.value_and_grad(lambda a, c: ntxent_loss(a, c, temperature=tau), argnums=(0, 1)))
     t1 = torch.from_numpy(z[:n].copy()).requires_grad_(True)
     t2 = torch.from_numpy(z[n:].copy()).requires_grad_(True)
 
@@ -99,12 +103,17 @@ def ntxent_case(b: int, repeats: int = 7, tau: float = 0.5) -> dict:
     (val, _), compile_s = first_call(lambda: block(ours_fn(v1, v2)))
     ref = reference().item()
     rel = abs(float(val) - ref) / abs(ref)
-    t = compare(lambda: block(ours_fn(v1, v2)), reference, repeats=repeats, compile_s=compile_s,
-                torch_threads=TORCH_THREADS)
+    t = compare(
+        lambda: block(ours_fn(v1, v2)), reference, repeats=repeats, compile_s=compile_s, torch_threads=TORCH_THREADS
+    )
     return record(
-        "ntxent_loss_grad", {"2N": b, "D": D, "tau": tau, "dtype": "float32"}, t,
-        "torch: normalize, z@z.T/tau, diagonal -inf, cross_entropy + backward", 1.0,
-        value_rel_diff=float(f"{rel:.2e}"))
+        "ntxent_loss_grad",
+        {"2N": b, "D": D, "tau": tau, "dtype": "float32"},
+        t,
+        "torch: normalize, z@z.T/tau, diagonal -inf, cross_entropy + backward",
+        1.0,
+        value_rel_diff=float(f"{rel:.2e}"),
+    )
 
 
 # ------------------------------------------------------------------ SupCon
@@ -142,13 +151,17 @@ def supcon_case(b: int, repeats: int = 7, tau: float = 0.1, per_class: int = 8) 
     (val, _), compile_s = first_call(lambda: block(ours_fn(zj, yj)))
     ref = reference().item()
     rel = abs(float(val) - ref) / abs(ref)
-    t = compare(lambda: block(ours_fn(zj, yj)), reference, repeats=repeats, compile_s=compile_s,
-                torch_threads=TORCH_THREADS)
+    t = compare(
+        lambda: block(ours_fn(zj, yj)), reference, repeats=repeats, compile_s=compile_s, torch_threads=TORCH_THREADS
+    )
     return record(
         "supcon_loss_grad",
-        {"B": b, "D": D, "per_class": per_class, "tau": tau, "dtype": "float32"}, t,
-        "torch: Khosla et al. SupConLoss (max-shifted logits, mean log-prob over positives) "
-        "+ backward", 1.0, value_rel_diff=float(f"{rel:.2e}"))
+        {"B": b, "D": D, "per_class": per_class, "tau": tau, "dtype": "float32"},
+        t,
+        "torch: Khosla et al. SupConLoss (max-shifted logits, mean log-prob over positives) + backward",
+        1.0,
+        value_rel_diff=float(f"{rel:.2e}"),
+    )
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -38,8 +38,11 @@ from gensim_jax.testing import estimate_log_similarity, gaussian_mixture_model, 
 
 PER = 1e8  # timings are reported as seconds per 10^8 samples x pairs
 
-MIXTURE = dict(weights=[0.5, 0.3, 0.2], means=[[0.0, 0.0], [2.0, 1.0], [-1.0, 2.5]],
-               covariances=[[[1.0, 0.3], [0.3, 0.5]], [[0.6, -0.2], [-0.2, 0.8]], [[0.4, 0.0], [0.0, 1.5]]])
+MIXTURE = dict(
+    weights=[0.5, 0.3, 0.2],
+    means=[[0.0, 0.0], [2.0, 1.0], [-1.0, 2.5]],
+    covariances=[[[1.0, 0.3], [0.3, 0.5]], [[0.6, -0.2], [-0.2, 0.8]], [[0.4, 0.0], [0.0, 1.5]]],
+)
 
 
 def numpy_loop(x1, x2, weights, means, covs, num_samples, seed=0):
@@ -48,7 +51,7 @@ def numpy_loop(x1, x2, weights, means, covs, num_samples, seed=0):
     inv_sqrt, log_det = [], []
     for c in covs:
         w, u = np.linalg.eigh(c)
-        inv_sqrt.append(u @ np.diag(w ** -0.5) @ u.T)
+        inv_sqrt.append(u @ np.diag(w**-0.5) @ u.T)
         log_det.append(np.log(w).sum())
     dim = x1.shape[1]
     acc = np.zeros((9, x1.shape[0]))
@@ -71,16 +74,23 @@ def numpy_loop(x1, x2, weights, means, covs, num_samples, seed=0):
         acc[8] += b * c
     n = num_samples
     ma, mb, mc = acc[0] / n, acc[1] / n, acc[2] / n
-    eu2 = (acc[3] / ma**2 + acc[4] / mb**2 + acc[5] / mc**2 - 2 * acc[6] / (ma * mb) - 2 * acc[7] / (ma * mc)
-           + 2 * acc[8] / (mb * mc)) / n
+    eu2 = (
+        acc[3] / ma**2
+        + acc[4] / mb**2
+        + acc[5] / mc**2
+        - 2 * acc[6] / (ma * mb)
+        - 2 * acc[7] / (ma * mc)
+        + 2 * acc[8] / (mb * mc)
+    ) / n
     se = np.sqrt(np.maximum(eu2 - 1.0, 0.0) / (n - 1))
     return np.log(ma) - np.log(mb) - np.log(mc), se
 
 
 def _temp_bytes(model, x1, x2, num_samples, num_pairs):
     chunk = max(1, min(num_samples, est_mod.DEFAULT_MAX_CHUNK_ELEMENTS // num_pairs))
-    compiled = est_mod._log_sums.lower(model, x1, x2, jax.random.key(0), jnp.asarray(num_samples, jnp.int32),
-                                       chunk, None).compile()
+    compiled = est_mod._log_sums.lower(
+        model, x1, x2, jax.random.key(0), jnp.asarray(num_samples, jnp.int32), chunk, None
+    ).compile()
     return int(compiled.memory_analysis().temp_size_in_bytes)
 
 
@@ -117,7 +127,7 @@ def _case(num_pairs: int, s_ours: int, s_ref: int, repeats: int, big_memory: boo
     tracemalloc.stop()
     t_ours, t_ref = [], []
     for r in range(repeats):  # alternated (ours first on even rounds), medians reported
-        for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
             t0 = time.perf_counter()
             ours() if which == 0 else reference(seed=r + 1)
             (t_ours if which == 0 else t_ref).append(time.perf_counter() - t0)
@@ -128,9 +138,14 @@ def _case(num_pairs: int, s_ours: int, s_ref: int, repeats: int, big_memory: boo
     z = np.abs(est.log_similarity - ref_log_s) / np.sqrt(est.stderr**2 + ref_se**2)
     ours_rate = s_ours * num_pairs / t_ours["median_s"]
     ref_rate = s_ref * num_pairs / t_ref_med
-    timing = {"ours_s": PER / ours_rate, "reference_s": PER / ref_rate, "compile_s": compile_s,
-              "repeats": repeats, "ours_min_s": PER * t_ours["min_s"] / (s_ours * num_pairs),
-              "reference_min_s": PER * t_ref_min / (s_ref * num_pairs)}
+    timing = {
+        "ours_s": PER / ours_rate,
+        "reference_s": PER / ref_rate,
+        "compile_s": compile_s,
+        "repeats": repeats,
+        "ours_min_s": PER * t_ours["min_s"] / (s_ours * num_pairs),
+        "reference_min_s": PER * t_ref_min / (s_ref * num_pairs),
+    }
     temp = _temp_bytes(model, x1, x2, s_ours, num_pairs)
     extra = {}
     if big_memory:
@@ -138,8 +153,14 @@ def _case(num_pairs: int, s_ours: int, s_ref: int, repeats: int, big_memory: boo
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return record(
         "mc_estimator_gaussian_mixture",
-        {"pairs": num_pairs, "samples_ours": s_ours, "samples_reference": s_ref, "components": 3, "dim": 2,
-         "timings_per": "1e8 samples x pairs"},
+        {
+            "pairs": num_pairs,
+            "samples_ours": s_ours,
+            "samples_reference": s_ref,
+            "components": 3,
+            "dim": 2,
+            "timings_per": "1e8 samples x pairs",
+        },
         timing,
         reference="NumPy loop over samples, vectorised over pairs, float64",
         target=20.0,

@@ -24,9 +24,14 @@ def _params(p: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in p.items() if k not in ("dtype",))
 
 
-_MODULE = {"gensim_loss_grad": "losses", "ntxent_loss_grad": "losses", "supcon_loss_grad": "losses",
-           "beta_bernoulli_table": "kernels", "hierarchy_table": "kernels",
-           "tree_kernel_gram": "kernels"}
+_MODULE = {
+    "gensim_loss_grad": "losses",
+    "ntxent_loss_grad": "losses",
+    "supcon_loss_grad": "losses",
+    "beta_bernoulli_table": "kernels",
+    "hierarchy_table": "kernels",
+    "tree_kernel_gram": "kernels",
+}
 
 
 def _module(bench: str) -> str:
@@ -43,30 +48,38 @@ def _module(bench: str) -> str:
 def tables(lines: list[dict], machine: str = "", date: str = "") -> str:
     head = next((ln for ln in lines if ln["bench"] == "machine"), {})
     date = date or head.get("date_utc", "")[:10]
-    main = [ln for ln in lines if ln["bench"] not in ("machine", "summary")
-            and not ln["bench"].startswith("scaling_")]
+    main = [ln for ln in lines if ln["bench"] not in ("machine", "summary") and not ln["bench"].startswith("scaling_")]
     scaling = [ln for ln in lines if ln["bench"].startswith("scaling_")]
-    out = ["| benchmark | params | command | machine | date | ours | reference | reference time "
-           "| ratio (ours/ref) | target | met |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| benchmark | params | command | machine | date | ours | reference | reference time "
+        "| ratio (ours/ref) | target | met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for ln in main:
         ratio = f"{ln['ratio']:.3g}"
         if "speedup" in ln:
             ratio += f" (speedup {ln['speedup']:,.0f}x)"
         full = " --full" if ln["params"].get("size") == 224 and ln["bench"].startswith("train_step_") else ""
         cmd = f"`python -m bench.run_all --only {_module(ln['bench'])}{full}`"
-        out.append(f"| `{ln['bench']}` | {_params(ln['params'])} | {cmd} | {machine} | {date} | "
-                   f"{_fmt_s(ln['ours_s'])} | "
-                   f"{ln['reference']} | {_fmt_s(ln['reference_s'])} | {ratio} | {ln['target']} | "
-                   f"{'yes' if ln['met'] else 'no'} |")
+        out.append(
+            f"| `{ln['bench']}` | {_params(ln['params'])} | {cmd} | {machine} | {date} | "
+            f"{_fmt_s(ln['ours_s'])} | "
+            f"{ln['reference']} | {_fmt_s(ln['reference_s'])} | {ratio} | {ln['target']} | "
+            f"{'yes' if ln['met'] else 'no'} |"
+        )
     if scaling:
-        out += ["", "| benchmark | B | ours | reference | ratio | torch threads (faster) |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "| benchmark | B | ours | reference | ratio | torch threads (faster) |",
+            "|---|---|---|---|---|---|",
+        ]
         for ln in scaling:
             b = ln["params"].get("B", ln["params"].get("N"))
-            out.append(f"| `{ln['bench']}` | {b} | {_fmt_s(ln['ours_s'])} | "
-                       f"{_fmt_s(ln['reference_s'])} | {ln['ratio']:.3g} | "
-                       f"{ln.get('reference_threads', '')} |")
+            out.append(
+                f"| `{ln['bench']}` | {b} | {_fmt_s(ln['ours_s'])} | "
+                f"{_fmt_s(ln['reference_s'])} | {ln['ratio']:.3g} | "
+                f"{ln.get('reference_threads', '')} |"
+            )
     return "\n".join(out)
 
 

@@ -46,9 +46,16 @@ def main(argv=None) -> int:
     from bench._harness import emit, machine
 
     start = time.perf_counter()
-    emit({"bench": "machine", **machine(), "load_avg": [round(x, 2) for x in os.getloadavg()],
-          "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-          "quick": args.quick, "full": args.full})
+    emit(
+        {
+            "bench": "machine",
+            **machine(),
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "quick": args.quick,
+            "full": args.full,
+        }
+    )
     missed = 0
     for name in args.only:
         module = importlib.import_module(f"bench.{name}")
@@ -56,8 +63,14 @@ def main(argv=None) -> int:
         for line in module.run(quick=args.quick, **kwargs):
             emit(line)
             missed += not line["met"]
-    emit({"bench": "summary", "total_s": round(time.perf_counter() - start, 1), "missed": missed,
-          "load_avg": [round(x, 2) for x in os.getloadavg()]})
+    emit(
+        {
+            "bench": "summary",
+            "total_s": round(time.perf_counter() - start, 1),
+            "missed": missed,
+            "load_avg": [round(x, 2) for x in os.getloadavg()],
+        }
+    )
     return 1 if (args.strict and missed) else 0
 
 

@@ -4,7 +4,8 @@ Both drive the SAME jitted step (the runner's :class:`~gensim_jax.training.runne
 the run's mesh: an MLP 64 -> 512 -> 128 with GenSim regression onto the Beta-Bernoulli target over
 all pairs of a batch of 512) over the same host batches.  The bare loop is
 ``for b in batches: state, m = step(state, shard_batch(b))`` over the same live host stream, with one
-``block_until_ready`` at the end; the runner adds prefetching, metric windows, records and timing.  The runner's per-step cost is measured as the difference of an ``N``- and a ``2N``-step
+``block_until_ready`` at the end; the runner adds prefetching, metric windows, records and timing.
+The runner's per-step cost is measured as the difference of an ``N``- and a ``2N``-step
 ``train()`` call divided by ``N``, so the fixed costs of a call (config record, restore attempt,
 final checkpoint) cancel; they are reported separately as ``fixed_s``.  Target: runner steps/s
 >= 0.9 x the bare loop's (``ratio = ours_s / reference_s <= 1 / 0.9``).
@@ -56,8 +57,8 @@ def _setup(batch: int):
 
     from gensim_jax.models import get_model
     from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, create_train_state
-    from gensim_jax.training.runner import StepCache, make_run_mesh
     from gensim_jax.training.experiment import TrainConfig
+    from gensim_jax.training.runner import StepCache, make_run_mesh
 
     mesh = make_run_mesh(TrainConfig(batch_size=batch))
     model = get_model("mlp", in_features=64, hidden=512, embed_dim=128)
@@ -93,8 +94,18 @@ def measure(batch: int = 512, steps: int = 200, repeats: int = 3) -> dict:
     def runner(n: int) -> float:
         with tempfile.TemporaryDirectory() as d:
             t0 = time.perf_counter()
-            train(make_state(), objective, factory, num_steps=n, workdir=d, mesh=mesh, log_every=50,
-                  checkpoint_every=10**9, progress=False, step_fn=step)
+            train(
+                make_state(),
+                objective,
+                factory,
+                num_steps=n,
+                workdir=d,
+                mesh=mesh,
+                log_every=50,
+                checkpoint_every=10**9,
+                progress=False,
+                step_fn=step,
+            )
             return time.perf_counter() - t0
 
     bare(10), runner(10)  # compile and warm up
@@ -105,19 +116,38 @@ def measure(batch: int = 512, steps: int = 200, repeats: int = 3) -> dict:
         bare_s.append((b2 - b1) / steps)
         runner_s.append((r2 - r1) / steps)
         fixed_s.append(r1 - steps * runner_s[-1])
-    return {"bare_s": statistics.median(bare_s), "runner_s": statistics.median(runner_s),
-            "fixed_s": statistics.median(fixed_s), "batch": batch, "steps": steps,
-            "processes": jax.process_count(), "devices": jax.device_count()}
+    return {
+        "bare_s": statistics.median(bare_s),
+        "runner_s": statistics.median(runner_s),
+        "fixed_s": statistics.median(fixed_s),
+        "batch": batch,
+        "steps": steps,
+        "processes": jax.process_count(),
+        "devices": jax.device_count(),
+    }
 
 
 def _line(m: dict, label: str) -> dict:
     ratio = m["runner_s"] / m["bare_s"]
-    return {"bench": "runner_overhead", "params": {"case": label, "batch": m["batch"], "steps": m["steps"],
-                                                  "processes": m["processes"], "devices": m["devices"]},
-            "ours_s": round(m["runner_s"], 6), "reference": "bare jax.jit loop over the same step",
-            "reference_s": round(m["bare_s"], 6), "ratio": round(ratio, 3), "target": round(TARGET, 3),
-            "met": ratio <= TARGET, "runner_steps_per_s": round(1 / m["runner_s"], 1),
-            "bare_steps_per_s": round(1 / m["bare_s"], 1), "fixed_s": round(m["fixed_s"], 3)}
+    return {
+        "bench": "runner_overhead",
+        "params": {
+            "case": label,
+            "batch": m["batch"],
+            "steps": m["steps"],
+            "processes": m["processes"],
+            "devices": m["devices"],
+        },
+        "ours_s": round(m["runner_s"], 6),
+        "reference": "bare jax.jit loop over the same step",
+        "reference_s": round(m["bare_s"], 6),
+        "ratio": round(ratio, 3),
+        "target": round(TARGET, 3),
+        "met": ratio <= TARGET,
+        "runner_steps_per_s": round(1 / m["runner_s"], 1),
+        "bare_steps_per_s": round(1 / m["bare_s"], 1),
+        "fixed_s": round(m["fixed_s"], 3),
+    }
 
 
 def _free_port() -> int:
@@ -131,10 +161,31 @@ def measure_processes(processes: int, batch: int, steps: int, timeout: float = 6
     port = _free_port()
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1")
     root = Path(__file__).resolve().parents[1]
-    procs = [subprocess.Popen([sys.executable, "-m", "bench.runner_overhead", "--worker", str(i), "--processes",
-                               str(processes), "--port", str(port), "--batch", str(batch), "--steps", str(steps)],
-                              cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bench.runner_overhead",
+                "--worker",
+                str(i),
+                "--processes",
+                str(processes),
+                "--port",
+                str(port),
+                "--batch",
+                str(batch),
+                "--steps",
+                str(steps),
+            ],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(processes)
+    ]
     try:
         outs = [p.communicate(timeout=timeout) for p in procs]
     finally:
@@ -165,8 +216,9 @@ def main(argv=None) -> int:
     if args.worker is not None:
         from gensim_jax import parallel
 
-        parallel.initialize_distributed(f"127.0.0.1:{args.port}", args.processes, args.worker,
-                                        initialization_timeout=120)
+        parallel.initialize_distributed(
+            f"127.0.0.1:{args.port}", args.processes, args.worker, initialization_timeout=120
+        )
         print(json.dumps(measure(args.batch, args.steps, repeats=3)), flush=True)
         return 0
     from bench._harness import emit

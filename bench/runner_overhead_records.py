@@ -43,8 +43,10 @@ from bench._harness import emit, record, sig
 def mlp_step(width: int = 256, batch: int = 64, classes: int = 10):
     """A jitted ``step(state, batch) -> (state, {"loss", "accuracy", "grad_norm"})`` of a 2-layer MLP with Adam."""
     k1, k2 = jax.random.split(jax.random.key(0))
-    params = {"w1": jax.random.normal(k1, (width, width)) / width ** 0.5,
-              "w2": jax.random.normal(k2, (width, classes)) / width ** 0.5}
+    params = {
+        "w1": jax.random.normal(k1, (width, width)) / width**0.5,
+        "w2": jax.random.normal(k2, (width, classes)) / width**0.5,
+    }
     tx = optax.adam(1e-3)
 
     def loss_fn(p, x, y):
@@ -56,12 +58,17 @@ def mlp_step(width: int = 256, batch: int = 64, classes: int = 10):
         p, o = state
         (loss, logits), g = jax.value_and_grad(loss_fn, has_aux=True)(p, b["x"], b["y"])
         u, o = tx.update(g, o, p)
-        return (optax.apply_updates(p, u), o), {"loss": loss, "accuracy": jnp.mean(jnp.argmax(logits, -1) == b["y"]),
-                                                "grad_norm": optax.global_norm(g)}
+        return (optax.apply_updates(p, u), o), {
+            "loss": loss,
+            "accuracy": jnp.mean(jnp.argmax(logits, -1) == b["y"]),
+            "grad_norm": optax.global_norm(g),
+        }
 
     rng = np.random.default_rng(0)
-    batches = [{"x": rng.normal(size=(batch, width)).astype(np.float32),
-                "y": rng.integers(0, classes, batch).astype(np.int32)} for _ in range(8)]
+    batches = [
+        {"x": rng.normal(size=(batch, width)).astype(np.float32), "y": rng.integers(0, classes, batch).astype(np.int32)}
+        for _ in range(8)
+    ]
     return step, (params, tx.init(params)), batches, batch
 
 
@@ -94,7 +101,7 @@ def recorded_loop(step, state, batches, steps: int, log_every: int, rec, global_
     it = _cycle(batches)
     timer = StepTimer(global_batch_size=global_batch, flops_per_step=1e6, peak_flops_per_s=1e12)
     detector = InputBoundDetector(min_interval_s=1e9, stream=io.StringIO())
-    prof = ProfileWindow(10 ** 9, 10 ** 9 + 1, rec.workdir, enabled=True)  # never reached: checks only
+    prof = ProfileWindow(10**9, 10**9 + 1, rec.workdir, enabled=True)  # never reached: checks only
     timer.start()
     for i in range(1, steps + 1):
         batch = timer.next_batch(it)
@@ -132,9 +139,16 @@ def measure(make, steps: int, log_every: int, repeats: int) -> dict:
                     c_rec.append(time.thread_time() - c0)
     # thread_time: CPU seconds of this (the dispatching) thread, which a loaded machine inflates
     # far less than wall time; their difference is the bookkeeping's host cost
-    return {"ours_s": statistics.median(t_rec), "reference_s": statistics.median(t_bare),
-            "ours_min_s": min(t_rec), "reference_min_s": min(t_bare), "repeats": repeats, "compile_s": 0.0,
-            "ours_thread_cpu_s": statistics.median(c_rec), "reference_thread_cpu_s": statistics.median(c_bare)}
+    return {
+        "ours_s": statistics.median(t_rec),
+        "reference_s": statistics.median(t_bare),
+        "ours_min_s": min(t_rec),
+        "reference_min_s": min(t_bare),
+        "repeats": repeats,
+        "compile_s": 0.0,
+        "ours_thread_cpu_s": statistics.median(c_rec),
+        "reference_thread_cpu_s": statistics.median(c_bare),
+    }
 
 
 def image_costs(repeats: int = 3) -> dict:
@@ -165,20 +179,29 @@ def run(quick: bool = False, steps: int = 1000, log_every: int = 50, repeats: in
         steps, repeats = 200, 3
     for name, make in (("mlp_256_batch64", mlp_step), ("noop", noop_step)):
         timing = measure(make, steps, log_every, repeats)
-        line = record("runner_overhead_records", {"step": name, "steps": steps, "log_every": log_every},
-                      timing, reference="the same loop recording nothing", target=round(1 / 0.98, 4),
-                      note="ours: StepTimer + inactive ProfileWindow + InputBoundDetector + RunRecorder "
-                           "(jsonl + TensorBoard) at every log boundary")
+        line = record(
+            "runner_overhead_records",
+            {"step": name, "steps": steps, "log_every": log_every},
+            timing,
+            reference="the same loop recording nothing",
+            target=round(1 / 0.98, 4),
+            note="ours: StepTimer + inactive ProfileWindow + InputBoundDetector + RunRecorder "
+            "(jsonl + TensorBoard) at every log boundary",
+        )
         line["steps_per_s_kept"] = sig(timing["reference_s"] / timing["ours_s"])
         line["overhead_us_per_step"] = sig(1e6 * (timing["ours_s"] - timing["reference_s"]) / steps)
         line["step_us_bare"] = sig(1e6 * timing["reference_s"] / steps)
         line["overhead_thread_cpu_us_per_step"] = sig(
-            1e6 * (timing["ours_thread_cpu_s"] - timing["reference_thread_cpu_s"]) / steps)
+            1e6 * (timing["ours_thread_cpu_s"] - timing["reference_thread_cpu_s"]) / steps
+        )
         yield line
-    yield {"bench": "runner_overhead_records_images", "params": {"scatter_pairs": 256 * 255 // 2,
-                                                                 "grid": "16 x 256 px noise, 1024 x 1024"},
-           **image_costs(), "load_avg_1m": round(__import__("os").getloadavg()[0], 2),
-           "note": "once per evaluation (scatter) and at step 0 (grid); no target"}
+    yield {
+        "bench": "runner_overhead_records_images",
+        "params": {"scatter_pairs": 256 * 255 // 2, "grid": "16 x 256 px noise, 1024 x 1024"},
+        **image_costs(),
+        "load_avg_1m": round(__import__("os").getloadavg()[0], 2),
+        "note": "once per evaluation (scatter) and at step 0 (grid); no target",
+    }
 
 
 def main(argv=None) -> int:

@@ -88,8 +88,9 @@ class _OursStep:
 
     def __init__(self, name: str, size: int, x: np.ndarray, y: np.ndarray, quick: bool, dtype=None):
         model = _flax_model(name, quick, dtype)
-        self.state = create_train_state(model, optax.adam(LR), 0,
-                                        example_input=jnp.zeros((1, size, size, 3), jnp.float32))
+        self.state = create_train_state(
+            model, optax.adam(LR), 0, example_input=jnp.zeros((1, size, size, 3), jnp.float32)
+        )
         self.step = make_train_step(CrossEntropy(), compiler_options=_compiler_options())
         self.batch = {"image": jnp.asarray(x), "label": jnp.asarray(y, jnp.int32)}
         self.losses: list[float] = []
@@ -119,8 +120,9 @@ class _TorchStep:
         self.losses.append(float(loss.detach()))
 
 
-def case(name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = False,
-         torch_threads=TORCH_THREADS) -> dict:
+def case(
+    name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = False, torch_threads=TORCH_THREADS
+) -> dict:
     """One training-step comparison; returns the JSON line (see the module docstring)."""
     x, y = _batch(batch, size)
     ours = _OursStep(name, size, x, y, quick)
@@ -135,15 +137,26 @@ def case(name: str, size: int, batch: int = 32, repeats: int = 3, quick: bool = 
     t = compare(ours, ref, repeats=repeats, warmup=0, compile_s=compile_s, torch_threads=torch_threads)
     n_params = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(ours.state.params))
     line = record(
-        f"train_step_{name}", {"model": name, "size": size, "batch": batch, "objective": "CrossEntropy",
-                               "optimizer": "adam", "dtype": "float32",
-                               "xla_options": "eigen_conv" if _compiler_options() else "default",
-                               **({"variant": "tiny"} if quick else {})},
-        t, f"torch {ref.torch.__version__}: same architecture (tests/reference/torch_models.py), Adam, "
-           "cross_entropy + backward + step, NCHW", 1.0,
+        f"train_step_{name}",
+        {
+            "model": name,
+            "size": size,
+            "batch": batch,
+            "objective": "CrossEntropy",
+            "optimizer": "adam",
+            "dtype": "float32",
+            "xla_options": "eigen_conv" if _compiler_options() else "default",
+            **({"variant": "tiny"} if quick else {}),
+        },
+        t,
+        f"torch {ref.torch.__version__}: same architecture (tests/reference/torch_models.py), Adam, "
+        "cross_entropy + backward + step, NCHW",
+        1.0,
         images_per_s=round(batch / t["ours_s"], 2),
         reference_images_per_s=round(batch / t["reference_s"], 2),
-        reference_first_s=round(ref_first_s, 3), n_params=n_params)
+        reference_first_s=round(ref_first_s, 3),
+        n_params=n_params,
+    )
     # both losses start near log(1000) and stay finite (a by-product check, bounded by the smoke test)
     line["first_loss_ours"] = round(ours.losses[0], 4)
     line["first_loss_reference"] = round(ref.losses[0], 4)

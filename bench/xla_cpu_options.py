@@ -55,7 +55,7 @@ def _alternate(fns: dict, repeats: int) -> dict:
     ts = {k: [] for k in fns}
     names = list(fns)
     for r in range(repeats):
-        for k in (names if r % 2 == 0 else names[::-1]):
+        for k in names if r % 2 == 0 else names[::-1]:
             t0 = time.perf_counter()
             fns[k]()
             ts[k].append(time.perf_counter() - t0)
@@ -76,9 +76,11 @@ def convs(batch: int = 32, repeats: int = 5, variants=("ynn_default", "eigen_con
 
         def f(x, w, s=s, p=p):
             def loss(x, w):
-                y = jax.lax.conv_general_dilated(x, w, (s, s), ((p, p), (p, p)),
-                                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
+                y = jax.lax.conv_general_dilated(
+                    x, w, (s, s), ((p, p), (p, p)), dimension_numbers=("NHWC", "HWIO", "NHWC")
+                )
                 return jnp.sum(jax.nn.relu(y) ** 2)
+
             return jax.grad(loss, argnums=(0, 1))(x, w)
 
         lowered = jax.jit(f).lower(x, w)
@@ -86,13 +88,21 @@ def convs(batch: int = 32, repeats: int = 5, variants=("ynn_default", "eigen_con
         for c_ in comp.values():
             jax.block_until_ready(c_(x, w))
         ts = _alternate({v: (lambda c_=c_: jax.block_until_ready(c_(x, w))) for v, c_ in comp.items()}, repeats)
-        out.append({"conv": name, "batch": batch, "repeats": repeats, **_summary(ts),
-                    "load_avg_1m": round(os.getloadavg()[0], 2)})
+        out.append(
+            {
+                "conv": name,
+                "batch": batch,
+                "repeats": repeats,
+                **_summary(ts),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
     return out
 
 
-def step(size: int = 64, batch: int = 32, repeats: int = 3, model: str = "resnet50",
-         variants=("ynn_default", "eigen_conv")) -> list[dict]:
+def step(
+    size: int = 64, batch: int = 32, repeats: int = 3, model: str = "resnet50", variants=("ynn_default", "eigen_conv")
+) -> list[dict]:
     """The full training step (CrossEntropy, Adam, donated state) under each variant."""
     import optax
 
@@ -101,8 +111,10 @@ def step(size: int = 64, batch: int = 32, repeats: int = 3, model: str = "resnet
     from gensim_jax.training.objectives import CrossEntropy
 
     rng = np.random.default_rng(0)
-    data = {"image": jnp.asarray(rng.standard_normal((batch, size, size, 3)).astype(np.float32)),
-            "label": jnp.asarray(rng.integers(0, 1000, batch), jnp.int32)}
+    data = {
+        "image": jnp.asarray(rng.standard_normal((batch, size, size, 3)).astype(np.float32)),
+        "label": jnp.asarray(rng.integers(0, 1000, batch), jnp.int32),
+    }
     net = get_model(model, num_classes=1000)
     states, steps, compile_s = {}, {}, {}
     for v in variants:
@@ -118,8 +130,17 @@ def step(size: int = 64, batch: int = 32, repeats: int = 3, model: str = "resnet
         jax.block_until_ready(states[v])
 
     ts = _alternate({v: (lambda v=v: run(v)) for v in variants}, repeats)
-    return [{"model": model, "size": size, "batch": batch, "repeats": repeats, **_summary(ts),
-             "first_call_s": compile_s, "load_avg_1m": round(os.getloadavg()[0], 2)}]
+    return [
+        {
+            "model": model,
+            "size": size,
+            "batch": batch,
+            "repeats": repeats,
+            **_summary(ts),
+            "first_call_s": compile_s,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        }
+    ]
 
 
 def main(argv=None) -> None:

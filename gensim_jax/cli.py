@@ -57,8 +57,11 @@ def _runs_compare(args) -> int:
     return 0
 
 
-FORWARDED = {"train": "EXPERIMENT, e.g. geoclidean", "eval": "PROTOCOL, e.g. oddball",
-             "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)"}
+FORWARDED = {
+    "train": "EXPERIMENT, e.g. geoclidean",
+    "eval": "PROTOCOL, e.g. oddball",
+    "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)",
+}
 
 
 def _forward(command: str, rest: Sequence[str]) -> int:
@@ -81,24 +84,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list-models", help="list the registered encoders").set_defaults(fn=_list_models)
     p_info = sub.add_parser("info", help="print the JAX backend, processes and devices")
-    p_info.add_argument("--distributed", action="store_true",
-                        help="call jax.distributed.initialize() first (multi-host jobs)")
+    p_info.add_argument(
+        "--distributed", action="store_true", help="call jax.distributed.initialize() first (multi-host jobs)"
+    )
     p_info.set_defaults(fn=_info)
     p_runs = sub.add_parser("runs", help="look at run directories (metrics.jsonl) without TensorBoard")
     runs_sub = p_runs.add_subparsers(dest="runs_command", required=True)
     p_cmp = runs_sub.add_parser("compare", help="final metrics of several runs as a table; loss curves as a PNG")
     p_cmp.add_argument("dirs", nargs="+", metavar="DIR", help="run directories (each with a metrics.jsonl)")
-    p_cmp.add_argument("--keys", nargs="+", metavar="PATTERN",
-                       help="metric keys to show, glob patterns (default: loss, accuracy, grad_norm, eval/*, "
-                            "perf/examples_per_s, perf/step_time_s)")
+    p_cmp.add_argument(
+        "--keys",
+        nargs="+",
+        metavar="PATTERN",
+        help="metric keys to show, glob patterns (default: loss, accuracy, grad_norm, eval/*, "
+        "perf/examples_per_s, perf/step_time_s)",
+    )
     p_cmp.add_argument("--out", metavar="PNG", help="also draw --metric against step for every run into this PNG")
     p_cmp.add_argument("--metric", default="loss", help="the curve drawn with --out (default: loss)")
     p_cmp.add_argument("--logy", action="store_true", help="logarithmic y axis for --out")
     p_cmp.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p_cmp.set_defaults(fn=_runs_compare)
     for command, what in FORWARDED.items():  # listed for --help; main() forwards them before parsing
-        p = sub.add_parser(command, help=f"= python -m {command} {what.split(',')[0]} [options] "
-                                         f"(`gensim-jax {command} --help` for the list)")
+        p = sub.add_parser(
+            command,
+            help=f"= python -m {command} {what.split(',')[0]} [options] (`gensim-jax {command} --help` for the list)",
+        )
         p.add_argument("name", help=what)
         p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options passed on to python -m {command}")
     args = parser.parse_args(argv)

@@ -28,7 +28,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 __all__ = [
     "DATA_AXES",
@@ -54,7 +55,7 @@ __all__ = [
 DATA_AXES = ("data", "fsdp")
 
 #: Leaves smaller than this many elements stay replicated under FSDP (not worth a collective).
-FSDP_MIN_SIZE = 2 ** 14
+FSDP_MIN_SIZE = 2**14
 
 
 def make_mesh(data: int = -1, fsdp: int = 1, devices: Optional[Sequence] = None) -> Mesh:
@@ -97,7 +98,9 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def leaf_sharding(shape: Sequence[int], mesh: Mesh, fsdp: bool = False, min_size: Optional[int] = None) -> NamedSharding:
+def leaf_sharding(
+    shape: Sequence[int], mesh: Mesh, fsdp: bool = False, min_size: Optional[int] = None
+) -> NamedSharding:
     """Sharding of one parameter-like leaf: replicated, or split on its largest divisible axis over ``"fsdp"``.
 
     A leaf is split only when ``fsdp`` is set, the axis has more than one device, the leaf has at
@@ -155,13 +158,22 @@ def shard_batch(batch: Mapping[str, Any], mesh: Mesh) -> dict[str, jax.Array]:
             raise ValueError(f"batch[{k!r}] is a scalar; every batch entry needs a leading batch axis")
         global_b = v.shape[0] * jax.process_count()
         if global_b % n:
-            raise ValueError(f"global batch size {global_b} (entry {k!r}) is not divisible by the {n} devices of the mesh")
+            raise ValueError(
+                f"global batch size {global_b} (entry {k!r}) is not divisible by the {n} devices of the mesh"
+            )
         out[k] = jax.make_array_from_process_local_data(sh, v, (global_b,) + v.shape[1:])
     return out
 
 
-def jit_sharded(step: Callable, mesh: Mesh, state, *, fsdp: bool = False, donate: bool = True,
-                compiler_options: Optional[Mapping[str, Any]] = None) -> Callable:
+def jit_sharded(
+    step: Callable,
+    mesh: Mesh,
+    state,
+    *,
+    fsdp: bool = False,
+    donate: bool = True,
+    compiler_options: Optional[Mapping[str, Any]] = None,
+) -> Callable:
     """``jax.jit(step)`` for ``step(state, batch, objective) -> (state, metrics)`` on ``mesh``.
 
     The state keeps its sharding (:func:`state_shardings`), the batch is split over the data axes,
@@ -170,8 +182,13 @@ def jit_sharded(step: Callable, mesh: Mesh, state, *, fsdp: bool = False, donate
     st_sh = state_shardings(state, mesh, fsdp)
     rep = replicated(mesh)
     kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
-    return jax.jit(step, in_shardings=(st_sh, batch_sharding(mesh), rep), out_shardings=(st_sh, rep),
-                   donate_argnums=(0,) if donate else (), **kw)
+    return jax.jit(
+        step,
+        in_shardings=(st_sh, batch_sharding(mesh), rep),
+        out_shardings=(st_sh, rep),
+        donate_argnums=(0,) if donate else (),
+        **kw,
+    )
 
 
 def gather_to_host(tree):
@@ -199,14 +216,25 @@ def gather_to_host(tree):
 # Multi-host
 # --------------------------------------------------------------------------------------------
 
-_CLUSTER_ENV = ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS", "TPU_WORKER_HOSTNAMES",
-                "MEGASCALE_COORDINATOR_ADDRESS")
+_CLUSTER_ENV = (
+    "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_SIZE",
+    "JAX_COORDINATOR_ADDRESS",
+    "TPU_WORKER_HOSTNAMES",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+)
 
 
-def initialize_distributed(coordinator_address: Optional[str] = None, num_processes: Optional[int] = None,
-                           process_id: Optional[int] = None, local_device_ids=None, *, force: bool = False,
-                           initialization_timeout: Optional[int] = None,
-                           heartbeat_timeout_seconds: Optional[int] = None) -> dict:
+def initialize_distributed(
+    coordinator_address: Optional[str] = None,
+    num_processes: Optional[int] = None,
+    process_id: Optional[int] = None,
+    local_device_ids=None,
+    *,
+    force: bool = False,
+    initialization_timeout: Optional[int] = None,
+    heartbeat_timeout_seconds: Optional[int] = None,
+) -> dict:
     """Join a multi-process JAX run (``jax.distributed.initialize``) when there is one.
 
     Must run before anything touches a device.  With explicit arguments, or when the environment
@@ -224,23 +252,36 @@ def initialize_distributed(coordinator_address: Optional[str] = None, num_proces
     """
     explicit = coordinator_address is not None or num_processes is not None or process_id is not None
     # a TPU VM of one host also names its (one) worker: only several workers make a pod slice
-    multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "TPU_WORKER_HOSTNAMES") or \
-        "," in os.environ.get("TPU_WORKER_HOSTNAMES", "")
+    multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "TPU_WORKER_HOSTNAMES") or "," in os.environ.get(
+        "TPU_WORKER_HOSTNAMES", ""
+    )
     if os.environ.get("SLURM_NTASKS") == "1" and not explicit:
         multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k not in ("SLURM_NTASKS", "TPU_WORKER_HOSTNAMES"))
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
-        kwargs = {k: v for k, v in dict(coordinator_address=coordinator_address, num_processes=num_processes,
-                                        process_id=process_id, local_device_ids=local_device_ids,
-                                        initialization_timeout=initialization_timeout,
-                                        heartbeat_timeout_seconds=heartbeat_timeout_seconds).items()
-                  if v is not None}
+        kwargs = {
+            k: v
+            for k, v in dict(
+                coordinator_address=coordinator_address,
+                num_processes=num_processes,
+                process_id=process_id,
+                local_device_ids=local_device_ids,
+                initialization_timeout=initialization_timeout,
+                heartbeat_timeout_seconds=heartbeat_timeout_seconds,
+            ).items()
+            if v is not None
+        }
         jax.distributed.initialize(**kwargs)
-    return {"process_index": jax.process_index(), "process_count": jax.process_count(),
-            "local_devices": jax.local_device_count(), "devices": jax.device_count()}
+    return {
+        "process_index": jax.process_index(),
+        "process_count": jax.process_count(),
+        "local_devices": jax.local_device_count(),
+        "devices": jax.device_count(),
+    }
 
 
-def process_batch_slice(global_batch_size: int, process_index: Optional[int] = None,
-                        process_count: Optional[int] = None) -> slice:
+def process_batch_slice(
+    global_batch_size: int, process_index: Optional[int] = None, process_count: Optional[int] = None
+) -> slice:
     """The rows ``[start, stop)`` of the global batch that this process loads.
 
     Raises ``ValueError`` when the global batch does not split evenly over processes.

@@ -97,15 +97,22 @@ def compare_runs(run_dirs: Iterable, keys: Optional[Sequence[str]] = None) -> li
     if keys is None:
         columns = sorted(seen, key=lambda k: (k != "loss", "/" in k, k))
     else:
-        columns = [k for pat in keys for k in sorted(seen, key=lambda k: (k != "loss", k))
-                   if fnmatch.fnmatchcase(k, pat)]
+        columns = [
+            k for pat in keys for k in sorted(seen, key=lambda k: (k != "loss", k)) if fnmatch.fnmatchcase(k, pat)
+        ]
         columns = list(dict.fromkeys(columns))
     rows = []
     for name, run, last in zip(_names([r["path"] for r in runs]), runs, finals):
         cfg = run["config"] or {}
-        rows.append({"run": name, "path": str(run["path"]), "seed": cfg.get("seed"),
-                     "step": max(int(r["step"]) for r in run["records"]),
-                     **{k: last.get(k) for k in columns}})
+        rows.append(
+            {
+                "run": name,
+                "path": str(run["path"]),
+                "seed": cfg.get("seed"),
+                "step": max(int(r["step"]) for r in run["records"]),
+                **{k: last.get(k) for k in columns},
+            }
+        )
     return rows
 
 
@@ -126,13 +133,15 @@ def format_table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None) 
     columns = list(columns or [k for k in rows[0] if k != "path"])
     cells = [columns] + [[_fmt(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
-             for row in cells]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in cells
+    ]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def plot_curves(run_dirs: Iterable, path, metric: str = "loss", *, logy: bool = False,
-                title: Optional[str] = None) -> Path:
+def plot_curves(
+    run_dirs: Iterable, path, metric: str = "loss", *, logy: bool = False, title: Optional[str] = None
+) -> Path:
     """Draw ``metric`` against step for every run into one PNG at ``path``; returns the path.
 
     Runs that never recorded ``metric`` are left out (and named in the legend title); if none
@@ -153,8 +162,9 @@ def plot_curves(run_dirs: Iterable, path, metric: str = "loss", *, logy: bool = 
         if not pts:
             missing.append(name)
             continue
-        ax.plot([s for s, _ in pts], [v for _, v in pts], label=name, linewidth=1.2,
-                marker="o" if len(pts) == 1 else None)
+        ax.plot(
+            [s for s, _ in pts], [v for _, v in pts], label=name, linewidth=1.2, marker="o" if len(pts) == 1 else None
+        )
         drawn += 1
     if drawn == 0:
         raise ValueError(f"no run recorded {metric!r} (runs: {', '.join(names)})")

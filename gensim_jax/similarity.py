@@ -72,8 +72,7 @@ def _check_pair(x, y, xname: str = "x", yname: str = "y") -> tuple[Array, Array]
         jnp.broadcast_shapes(x.shape[:-1], y.shape[:-1])
     except ValueError as err:
         raise ValueError(
-            f"the leading axes of {xname} {x.shape[:-1]} and {yname} {y.shape[:-1]} "
-            "do not broadcast"
+            f"the leading axes of {xname} {x.shape[:-1]} and {yname} {y.shape[:-1]} do not broadcast"
         ) from err
     return x, y
 

@@ -47,23 +47,67 @@ ASSET_PATH = REPO_ROOT / "gensim_jax" / "assets" / "imagenet1k_hierarchy.json"
 # The 45 WordNet lexicographer files, numbered 00-44 (WordNet 3.0 ``lexnames(5WN)``),
 # with the syntactic category number (1 noun, 2 verb, 3 adjective, 4 adverb).
 LEXNAMES = (
-    "adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal",
-    "noun.artifact", "noun.attribute", "noun.body", "noun.cognition",
-    "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
-    "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon",
-    "noun.plant", "noun.possession", "noun.process", "noun.quantity", "noun.relation",
-    "noun.shape", "noun.state", "noun.substance", "noun.time", "verb.body",
-    "verb.change", "verb.cognition", "verb.communication", "verb.competition",
-    "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
-    "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather",
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
     "adj.ppl",
 )
 _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 
 DATABASE_FILES = (
-    "data.noun", "data.verb", "data.adj", "data.adv",
-    "index.noun", "index.verb", "index.adj", "index.adv",
-    "noun.exc", "verb.exc", "adj.exc", "adv.exc",
+    "data.noun",
+    "data.verb",
+    "data.adj",
+    "data.adv",
+    "index.noun",
+    "index.verb",
+    "index.adj",
+    "index.adv",
+    "noun.exc",
+    "verb.exc",
+    "adj.exc",
+    "adv.exc",
 )
 
 ROOT_NAME = "entity.n.01"
@@ -101,9 +145,7 @@ def prepare_wordnet_dir(source: Path, target: Path) -> Path:
     for name in DATABASE_FILES:
         # copyfile follows symlinks, so the copies are plain files (NLTK rejects links).
         shutil.copyfile(source / name, target / name)
-    lines = [
-        f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES)
-    ]
+    lines = [f"{i:02d}\t{name}\t{_POS_NUMBER[name.split('.')[0]]}\n" for i, name in enumerate(LEXNAMES)]
     (target / "lexnames").write_text("".join(lines))
     return target
 
@@ -193,8 +235,7 @@ def build_hierarchy(wordnet, wnids: list[str]) -> dict:
     class_with_children = [order[i].name() for i in range(len(classes)) if children_count[i]]
     max_depth = max(depths)
     per_level_classes = [
-        len({_ancestor_at(i, level, parents, depths) for i in range(len(classes))})
-        for level in range(max_depth + 1)
+        len({_ancestor_at(i, level, parents, depths) for i in range(len(classes))}) for level in range(max_depth + 1)
     ]
     return {
         "description": (
@@ -240,8 +281,7 @@ def dumps(hierarchy: dict) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def generate(wordnet_dir: Path = WORDNET_DIR, labels: Path | None = None,
-             work_dir: Path | None = None) -> dict:
+def generate(wordnet_dir: Path = WORDNET_DIR, labels: Path | None = None, work_dir: Path | None = None) -> dict:
     """Copy WordNet into a private folder, open it, and build the hierarchy dict."""
     wnids = read_wnids(labels or imagenet_labels_path())
     if work_dir is not None:
@@ -252,15 +292,22 @@ def generate(wordnet_dir: Path = WORDNET_DIR, labels: Path | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--wordnet-dir", type=Path, default=WORDNET_DIR,
-                        help="WordNet 3.0 database files (default: %(default)s)")
-    parser.add_argument("--labels", type=Path, default=None,
-                        help="file of 1000 wnids in label order (default: from tensorflow_datasets)")
-    parser.add_argument("--work-dir", type=Path, default=None,
-                        help="folder to copy WordNet into (default: a temporary directory)")
+    parser.add_argument(
+        "--wordnet-dir", type=Path, default=WORDNET_DIR, help="WordNet 3.0 database files (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        help="file of 1000 wnids in label order (default: from tensorflow_datasets)",
+    )
+    parser.add_argument(
+        "--work-dir", type=Path, default=None, help="folder to copy WordNet into (default: a temporary directory)"
+    )
     parser.add_argument("--output", type=Path, default=ASSET_PATH, help="default: %(default)s")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with --output instead of writing it; exit 1 on a difference")
+    parser.add_argument(
+        "--check", action="store_true", help="compare with --output instead of writing it; exit 1 on a difference"
+    )
     args = parser.parse_args(argv)
     text = dumps(generate(args.wordnet_dir, args.labels, args.work_dir))
     if args.check:

@@ -32,9 +32,12 @@ def main(argv=None) -> int:
     ap.add_argument("--topologies", nargs="+", default=["v5e:4x4", "v5e:8x8", "v5e:16x16"])
     ap.add_argument("--fsdp", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="also print one JSON object per row")
-    ap.add_argument("--max-batch", action="store_true",
-                    help="instead of the table: bisect for the largest global batch that fits on each topology, "
-                         "without and with FSDP (gensim_jax.planning.run_plan_command, as `gensim-jax plan --max-batch`)")
+    ap.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="instead of the table: bisect for the largest global batch that fits on each topology, "
+        "without and with FSDP (gensim_jax.planning.run_plan_command, as `gensim-jax plan --max-batch`)",
+    )
     args = ap.parse_args(argv)
 
     from gensim_jax import planning
@@ -48,19 +51,28 @@ def main(argv=None) -> int:
     objective = ob.GenSimRegression(target=ob.TableTarget.create(np.eye(1000, dtype=np.float32) - 1.0), input_key="x")
 
     if args.max_batch:
+
         def build(b, fsdp):
             batch = {"x": jax.ShapeDtypeStruct((b, 64), jnp.float32), "label": jax.ShapeDtypeStruct((b,), jnp.int32)}
             return planning.StepBuild(train_step, (state, batch, objective))
 
         status = 0
         for topo_name in args.topologies:
-            status |= planning.run_plan_command(build, args.batches[0], topology=topo_name, max_batch=True,
-                                                as_json=args.json, experiment="all-pairs GenSim MLP")
+            status |= planning.run_plan_command(
+                build,
+                args.batches[0],
+                topology=topo_name,
+                max_batch=True,
+                as_json=args.json,
+                experiment="all-pairs GenSim MLP",
+            )
         return status
 
     print(f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()} {platform.node()} -->")
-    print("| topology | chips | global batch B | B^2/n (M) | f32 (B/n) x B block | temporaries / device "
-          "| total / device | fits (16 GiB) | compile s |")
+    print(
+        "| topology | chips | global batch B | B^2/n (M) | f32 (B/n) x B block | temporaries / device "
+        "| total / device | fits (16 GiB) | compile s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
     rows = []
     for topo_name in args.topologies:
@@ -70,19 +82,38 @@ def main(argv=None) -> int:
         for b in args.batches:
             batch = {"x": jax.ShapeDtypeStruct((b, 64), jnp.float32), "label": jax.ShapeDtypeStruct((b,), jnp.int32)}
             t0 = time.perf_counter()
-            rep = planning.plan_step(train_step, (state, batch, objective), topology=topo, devices=devs,
-                                     fsdp=args.fsdp, experiment="all-pairs GenSim MLP")
+            rep = planning.plan_step(
+                train_step,
+                (state, batch, objective),
+                topology=topo,
+                devices=devs,
+                fsdp=args.fsdp,
+                experiment="all-pairs GenSim MLP",
+            )
             wall = time.perf_counter() - t0
             d = rep.as_dict()
             block = 4.0 * b * b / n
             fits = "yes" if d["fits"] else "no (" + planning.fmt_bytes(-d["margin_bytes"]) + " over)"
-            print(f"| {topo.name} | {n} | {b:,} | {b * b / n / 1e6:,.1f} | {planning.fmt_bytes(block)} "
-                  f"| {planning.fmt_bytes(d['memory_breakdown_bytes']['temporaries'])} "
-                  f"| {planning.fmt_bytes(d['memory_per_device_bytes'])} | {fits} | {wall:.1f} |", flush=True)
-            rows.append({"topology": topo.name, "chips": n, "global_batch": b, "b2_over_n": b * b / n,
-                         "block_bytes": block, "temporaries_bytes": d["memory_breakdown_bytes"]["temporaries"],
-                         "memory_per_device_bytes": d["memory_per_device_bytes"], "fits": d["fits"],
-                         "compile_seconds": wall, "compiler_error": d["compiler_error"]})
+            print(
+                f"| {topo.name} | {n} | {b:,} | {b * b / n / 1e6:,.1f} | {planning.fmt_bytes(block)} "
+                f"| {planning.fmt_bytes(d['memory_breakdown_bytes']['temporaries'])} "
+                f"| {planning.fmt_bytes(d['memory_per_device_bytes'])} | {fits} | {wall:.1f} |",
+                flush=True,
+            )
+            rows.append(
+                {
+                    "topology": topo.name,
+                    "chips": n,
+                    "global_batch": b,
+                    "b2_over_n": b * b / n,
+                    "block_bytes": block,
+                    "temporaries_bytes": d["memory_breakdown_bytes"]["temporaries"],
+                    "memory_per_device_bytes": d["memory_per_device_bytes"],
+                    "fits": d["fits"],
+                    "compile_seconds": wall,
+                    "compiler_error": d["compiler_error"],
+                }
+            )
     if args.json:
         for r in rows:
             print(json.dumps(r))

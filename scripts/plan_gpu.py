@@ -46,9 +46,13 @@ def main(argv=None) -> int:
     state = jax.eval_shape(lambda: create_train_state(model, optax.adam(1e-3), 0, example_input=jnp.zeros((1, 64))))
     objective = ob.GenSimRegression(target=ob.TableTarget.create(np.eye(1000, dtype=np.float32) - 1.0), input_key="x")
 
-    print(f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()} {platform.node()}, no GPU -->")
-    print("| topology | GPUs | global batch B | memory / device | fits | FLOPs / device (HLO matmuls) "
-          "| collective bytes / device | roofline step | examples/s (bound) | compile s |")
+    print(
+        f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()} {platform.node()}, no GPU -->"
+    )
+    print(
+        "| topology | GPUs | global batch B | memory / device | fits | FLOPs / device (HLO matmuls) "
+        "| collective bytes / device | roofline step | examples/s (bound) | compile s |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     reports = []
     for name in args.topologies:
@@ -57,16 +61,20 @@ def main(argv=None) -> int:
         for b in args.batches:
             batch = {"x": jax.ShapeDtypeStruct((b, 64), jnp.float32), "label": jax.ShapeDtypeStruct((b,), jnp.int32)}
             t0 = time.perf_counter()
-            rep = planning.plan_step(train_step, (state, batch, objective), topology=topo, devices=devs,
-                                     experiment="all-pairs GenSim MLP")
+            rep = planning.plan_step(
+                train_step, (state, batch, objective), topology=topo, devices=devs, experiment="all-pairs GenSim MLP"
+            )
             wall = time.perf_counter() - t0
             d = rep.as_dict()
             r = d["roofline"] or {}
             fits = "yes" if d["fits"] else f"no ({planning.fmt_bytes(-d['margin_bytes'])} over)"
-            print(f"| {topo.name} | {topo.num_devices} | {b:,} | {planning.fmt_bytes(d['memory_per_device_bytes'])} | {fits} "
-                  f"| {d['flops_per_device'] / 1e9:,.1f} G | {planning.fmt_bytes(d['collective_bytes_per_device'])} "
-                  f"| {r.get('step_seconds', float('nan')) * 1e3:.3g} ms | {r.get('examples_per_second', float('nan')):,.0f} "
-                  f"({r.get('bound', '-')}) | {wall:.1f} |", flush=True)
+            print(
+                f"| {topo.name} | {topo.num_devices} | {b:,} | {planning.fmt_bytes(d['memory_per_device_bytes'])} | {fits} "
+                f"| {d['flops_per_device'] / 1e9:,.1f} G | {planning.fmt_bytes(d['collective_bytes_per_device'])} "
+                f"| {r.get('step_seconds', float('nan')) * 1e3:.3g} ms | {r.get('examples_per_second', float('nan')):,.0f} "
+                f"({r.get('bound', '-')}) | {wall:.1f} |",
+                flush=True,
+            )
             reports.append(rep)
     if args.report:
         for rep in reports:

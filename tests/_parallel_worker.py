@@ -20,17 +20,18 @@ import optax  # noqa: E402
 jax.config.update("jax_default_matmul_precision", "highest")
 
 from gensim_jax import parallel  # noqa: E402
+from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, make_train_step  # noqa: E402
 from gensim_jax.training.pmap import pmap_train_step  # noqa: E402
-from gensim_jax.training import (  # noqa: E402
-    BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, make_train_step)
 from tests.training._tiny import tiny_batch, tiny_model  # noqa: E402
 
 STEPS, B = 2, 16
 
 
 def max_diff(a, b) -> float:
-    return max(float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
-               for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+    return max(
+        float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64))))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 def run_single(state, obj, batches):
@@ -47,8 +48,13 @@ def run_mesh(state, obj, batches, data, fsdp):
     use_fsdp = fsdp > 1
     host = jax.tree.map(np.asarray, state)  # fresh buffers: the sharded step donates its input state
     st = parallel.place_state(host, mesh, use_fsdp)
-    split = sum(1 for s in jax.tree.leaves(parallel.state_shardings(st, mesh, use_fsdp).params,
-                                           is_leaf=lambda x: hasattr(x, "spec")) if "fsdp" in tuple(s.spec))
+    split = sum(
+        1
+        for s in jax.tree.leaves(
+            parallel.state_shardings(st, mesh, use_fsdp).params, is_leaf=lambda x: hasattr(x, "spec")
+        )
+        if "fsdp" in tuple(s.spec)
+    )
     step = make_train_step(obj, mesh=mesh, state=st, fsdp=use_fsdp)
     losses = []
     for b in batches:
@@ -87,13 +93,20 @@ def main():
         layouts = {"1x8": (8, 1), "2x4": (2, 4)}
         for lname, (d, f) in layouts.items():
             st, losses, info = run_mesh(state, obj, batches, d, f)
-            out[f"{name}/{lname}"] = {"loss": max_diff(losses, ref_losses), "params": max_diff(st.params, ref.params),
-                                      "batch_stats": max_diff(st.batch_stats, ref.batch_stats) if ref.batch_stats else 0.0,
-                                      "loss_value": ref_losses[-1], **info}
+            out[f"{name}/{lname}"] = {
+                "loss": max_diff(losses, ref_losses),
+                "params": max_diff(st.params, ref.params),
+                "batch_stats": max_diff(st.batch_stats, ref.batch_stats) if ref.batch_stats else 0.0,
+                "loss_value": ref_losses[-1],
+                **info,
+            }
         if with_pmap:
             st, losses = run_pmap(state, obj, batches)
-            out[f"{name}/pmap"] = {"loss": max_diff(losses, ref_losses), "params": max_diff(st.params, ref.params),
-                                   "loss_value": ref_losses[-1]}
+            out[f"{name}/pmap"] = {
+                "loss": max_diff(losses, ref_losses),
+                "params": max_diff(st.params, ref.params),
+                "loss_value": ref_losses[-1],
+            }
     print(json.dumps(out))
 
 

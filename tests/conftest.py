@@ -32,7 +32,10 @@ def pytest_ignore_collect(collection_path, config):
     """Under ``--doctest-modules`` pytest would import every ``.py`` file; the helpers here are scripts run
     in subprocesses (``_parallel_worker.py`` sets XLA flags and matmul precision at import) or plain modules
     that tests import, with no docstring examples, so only test modules and packages are collected."""
-    if collection_path.suffix == ".py" and not collection_path.name.startswith("test_") and \
-            collection_path.name not in ("conftest.py", "__init__.py"):
+    if (
+        collection_path.suffix == ".py"
+        and not collection_path.name.startswith("test_")
+        and collection_path.name not in ("conftest.py", "__init__.py")
+    ):
         return True
     return None

@@ -34,25 +34,41 @@ def test_train_and_eval_run_the_package_commands(monkeypatch):
     monkeypatch.setattr(eval_cli, "main", lambda argv: calls.append(("eval", argv)) or 4)
     assert cli.main(["train", "gaussian_mixture", "--config", "quick", "--set", "steps=2"]) == 3
     assert cli.main(["eval", "oddball", "--help"]) == 4
-    assert calls == [("train", ["gaussian_mixture", "--config", "quick", "--set", "steps=2"]),
-                     ("eval", ["oddball", "--help"])]
+    assert calls == [
+        ("train", ["gaussian_mixture", "--config", "quick", "--set", "steps=2"]),
+        ("eval", ["oddball", "--help"]),
+    ]
 
 
 def test_train_works_outside_the_repository(tmp_path):
     """The experiments ship in the package: no train/ folder in the working directory is needed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run([sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--help"], cwd=tmp_path,
-                         capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "demo" in out.stdout and "cpu_small" in out.stdout and "paper" in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--config", "nope"],
-                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--config", "nope"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "unknown config 'nope'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 @pytest.mark.slow
 def test_training_package_imports_neither_tensorflow_nor_torch():
-    code = "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.cli; " \
-           "print('tensorflow' in sys.modules, 'torch' in sys.modules)"
+    code = (
+        "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.cli; "
+        "print('tensorflow' in sys.modules, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
     assert out.split() == ["False", "False"], out

@@ -7,14 +7,35 @@ import sys
 import pytest
 
 #: top-level modules of the extras (pyproject.toml [project.optional-dependencies]) and of the tests
-EXTRA_MODULES = ("flax", "optax", "orbax", "chex", "tensorflow", "tensorflow_datasets", "torch", "safetensors",
-                 "matplotlib", "sklearn", "PIL", "tqdm", "tensorboardX", "nltk", "hypothesis")
+EXTRA_MODULES = (
+    "flax",
+    "optax",
+    "orbax",
+    "chex",
+    "tensorflow",
+    "tensorflow_datasets",
+    "torch",
+    "safetensors",
+    "matplotlib",
+    "sklearn",
+    "PIL",
+    "tqdm",
+    "tensorboardX",
+    "nltk",
+    "hypothesis",
+)
 
 
 CORE = (
-    "gensim_jax", "gensim_jax.similarity", "gensim_jax.losses", "gensim_jax.kernels",
-    "gensim_jax.stimuli.quadrilaterals", "gensim_jax.stimuli.gaussian_mixture",
-    "gensim_jax.stimuli.geoclidean.dataset", "gensim_jax.data", "gensim_jax.evaluation",
+    "gensim_jax",
+    "gensim_jax.similarity",
+    "gensim_jax.losses",
+    "gensim_jax.kernels",
+    "gensim_jax.stimuli.quadrilaterals",
+    "gensim_jax.stimuli.gaussian_mixture",
+    "gensim_jax.stimuli.geoclidean.dataset",
+    "gensim_jax.data",
+    "gensim_jax.evaluation",
 )
 
 

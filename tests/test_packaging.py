@@ -25,8 +25,22 @@ from gensim_jax._extras import EXTRAS, require
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 #: modules a core install must not load (each is an extra's, and each costs seconds at import)
-HEAVY = ("flax", "optax", "orbax", "chex", "tensorflow", "tensorflow_datasets", "torch", "matplotlib", "sklearn",
-         "tqdm", "tensorboardX", "hypothesis", "nltk", "PIL")
+HEAVY = (
+    "flax",
+    "optax",
+    "orbax",
+    "chex",
+    "tensorflow",
+    "tensorflow_datasets",
+    "torch",
+    "matplotlib",
+    "sklearn",
+    "tqdm",
+    "tensorboardX",
+    "hypothesis",
+    "nltk",
+    "PIL",
+)
 
 
 def _lock() -> dict[str, str]:

@@ -19,12 +19,20 @@ from gensim_jax import parallel
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_sharded_and_pmap_steps_equal_the_single_device_step():
     """One subprocess (8 CPU devices) runs every layout; each must match the single-device run."""
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-               PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, str(REPO / "tests" / "_parallel_worker.py")], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
+    )
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "_parallel_worker.py")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     cases = ["gensim/1x8", "gensim/2x4", "gensim/pmap", "ntxent_bn/1x8", "ntxent_bn/2x4"]
@@ -75,8 +83,13 @@ def test_shard_batch_and_split_for_pmap():
 
 
 def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):
-    for k in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS", "TPU_WORKER_HOSTNAMES",
-              "MEGASCALE_COORDINATOR_ADDRESS"):
+    for k in (
+        "SLURM_NTASKS",
+        "OMPI_COMM_WORLD_SIZE",
+        "JAX_COORDINATOR_ADDRESS",
+        "TPU_WORKER_HOSTNAMES",
+        "MEGASCALE_COORDINATOR_ADDRESS",
+    ):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("SLURM_NTASKS", "1")
     info = parallel.initialize_distributed()

@@ -16,8 +16,15 @@ def _make_run(d, seed, steps=20, log_every=5, eval_acc=None):
     with RunRecorder(d, tensorboard=False) as rec:
         for s in range(log_every, steps + 1, log_every):
             losses[s] = float(2.0 / s + 0.01 * rng.uniform())
-            rec.write(s, {"loss": losses[s], "grad_norm": 1.0, "perf/examples_per_s": 100.0 + seed,
-                          "perf/data_wait_fraction": 0.0})
+            rec.write(
+                s,
+                {
+                    "loss": losses[s],
+                    "grad_norm": 1.0,
+                    "perf/examples_per_s": 100.0 + seed,
+                    "perf/data_wait_fraction": 0.0,
+                },
+            )
         if eval_acc is not None:
             rec.write(steps, {"eval/fewshot/accuracy": eval_acc})
     (d / "config.json").write_text(json.dumps({"seed": seed, "config": {}}))
@@ -32,8 +39,15 @@ def test_compare_prints_both_runs_and_draws_their_curves(tmp_path, capsys):
     assert cli.main(["runs", "compare", str(a), str(b), "--out", str(png)]) == 0
     out = capsys.readouterr()
     lines = out.out.strip().splitlines()
-    assert lines[0].split() == ["run", "seed", "step", "loss", "grad_norm", "eval/fewshot/accuracy",
-                                "perf/examples_per_s"]
+    assert lines[0].split() == [
+        "run",
+        "seed",
+        "step",
+        "loss",
+        "grad_norm",
+        "eval/fewshot/accuracy",
+        "perf/examples_per_s",
+    ]
     assert lines[1].split() == ["lr1e-3", "1", "20", f"{la[20]:.6g}", "1", "0.75", "101"]
     assert lines[2].split() == ["lr1e-2", "2", "30", f"{lb[30]:.6g}", "1", "-", "102"]
     assert str(png) in out.err
@@ -54,8 +68,11 @@ def test_rows_hold_the_last_value_of_each_key(tmp_path):
 def test_cli_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     _make_run(tmp_path / "ok", seed=0)
-    for args in ([str(tmp_path / "nope")], [str(tmp_path / "empty")],
-                 [str(tmp_path / "ok"), "--out", str(tmp_path / "c.png"), "--metric", "nothing"]):
+    for args in (
+        [str(tmp_path / "nope")],
+        [str(tmp_path / "empty")],
+        [str(tmp_path / "ok"), "--out", str(tmp_path / "c.png"), "--metric", "nothing"],
+    ):
         assert cli.main(["runs", "compare", *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("gensim-jax runs compare: "), err

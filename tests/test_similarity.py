@@ -39,7 +39,9 @@ def test_elementwise_and_pairwise_match_numpy_loops(name):
     x = rng.normal(size=(6, 5)).astype(np.float32)
     y = rng.normal(size=(4, 5)).astype(np.float32)
     elem, pair = ALL[name]
-    ref = np.array([[REFERENCE[name](x[i].astype(np.float64), y[j].astype(np.float64)) for j in range(4)] for i in range(6)])
+    ref = np.array(
+        [[REFERENCE[name](x[i].astype(np.float64), y[j].astype(np.float64)) for j in range(4)] for i in range(6)]
+    )
     got_pair = pair(x, y)
     chex.assert_shape(got_pair, (6, 4))
     np.testing.assert_allclose(got_pair, ref, rtol=1e-5, atol=2e-5)
@@ -52,8 +54,16 @@ def test_elementwise_and_pairwise_match_numpy_loops(name):
 def test_pairwise_self_has_exact_diagonal(name):
     x = np.random.default_rng(1).normal(size=(7, 3)).astype(np.float32) * 10
     m = np.asarray(ALL[name][1](x))
-    expected = {"cosine": 1.0, "neg_arc_length": 1.0, "neg_euclidean": 0.0, "exp_neg_euclidean": 1.0,
-                "euclidean": 0.0, "squared_euclidean": 0.0, "l1": 0.0, "normalized_l1": 0.0}
+    expected = {
+        "cosine": 1.0,
+        "neg_arc_length": 1.0,
+        "neg_euclidean": 0.0,
+        "exp_neg_euclidean": 1.0,
+        "euclidean": 0.0,
+        "squared_euclidean": 0.0,
+        "l1": 0.0,
+        "normalized_l1": 0.0,
+    }
     if name in expected:
         np.testing.assert_allclose(np.diag(m), expected[name], atol=1e-6)
     np.testing.assert_allclose(m, m.T, rtol=1e-5, atol=1e-5)
@@ -64,8 +74,12 @@ def test_pairwise_self_has_exact_diagonal(name):
 @pytest.mark.parametrize("case", ["zero_x", "zero_both", "equal", "opposite"])
 def test_value_and_gradient_finite_at_degenerate_inputs(name, case):
     v = jnp.array([1.0, -2.0, 0.5])
-    x, y = {"zero_x": (jnp.zeros(3), v), "zero_both": (jnp.zeros(3), jnp.zeros(3)),
-            "equal": (v, v), "opposite": (v, -v)}[case]
+    x, y = {
+        "zero_x": (jnp.zeros(3), v),
+        "zero_both": (jnp.zeros(3), jnp.zeros(3)),
+        "equal": (v, v),
+        "opposite": (v, -v),
+    }[case]
     elem, pair = ALL[name]
     val, grad = jax.value_and_grad(lambda a: elem(a, y))(x)
     assert np.isfinite(val) and np.all(np.isfinite(grad))
@@ -86,7 +100,9 @@ def test_cosine_gradient_is_zero_at_equal_vectors_and_arc_length_is_exact():
 
 def test_temperature_divides_similarities():
     x = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
-    np.testing.assert_allclose(S.pairwise_cosine_similarity(x, temperature=0.1), S.pairwise_cosine_similarity(x) / 0.1, rtol=1e-6)
+    np.testing.assert_allclose(
+        S.pairwise_cosine_similarity(x, temperature=0.1), S.pairwise_cosine_similarity(x) / 0.1, rtol=1e-6
+    )
     np.testing.assert_allclose(S.similarity_matrix(x, kind="euclidean"), -S.pairwise_euclidean_distance(x), rtol=1e-6)
     with pytest.raises(ValueError, match="temperature"):
         S.cosine_similarity(x, x, temperature=0.0)
@@ -119,8 +135,7 @@ def test_bad_shapes_name_the_argument():
 
 
 @settings(max_examples=40, deadline=None)
-@given(arrays(np.float32, (5, 3), elements=st.floats(-100, 100, width=32)),
-       st.floats(0.01, 50.0))
+@given(arrays(np.float32, (5, 3), elements=st.floats(-100, 100, width=32)), st.floats(0.01, 50.0))
 def test_cosine_and_arc_length_are_invariant_to_positive_rescaling(x, scale):
     c1 = S.pairwise_cosine_similarity(x)
     c2 = S.pairwise_cosine_similarity(x * np.float32(scale))
@@ -135,7 +150,7 @@ def test_pairwise_matrix_form_does_not_depend_on_batch_split():
     x = np.random.default_rng(4).normal(size=(9, 6)).astype(np.float32)
     for name, (_, pair) in ALL.items():
         full = np.asarray(pair(x, x))
-        rows = np.concatenate([np.asarray(pair(x[i:i + 1], x)) for i in range(9)])
+        rows = np.concatenate([np.asarray(pair(x[i : i + 1], x)) for i in range(9)])
         # the matmul form of Euclidean distances cancels |x|^2 + |y|^2 - 2x.y: absolute error
         # ~ sqrt(eps_f32 * |x|^2) ~ 1e-3 near 0 (as torch.cdist); other measures agree to rounding
         atol = 3e-3 if "euclidean" in name else 1e-5

@@ -40,9 +40,20 @@ _LAZY = {
     "imagenet_dataset": "gensim_jax.data.imagenet",
 }
 
-__all__ = ["ArraySource", "FunctionSource", "GreyImageSource", "GroupIndex", "IndexedSource", "StreamIndex",
-           "SyntheticImageSource", "derive_key", "gather", "group_index", "stateless_uniform",
-           *_LAZY]
+__all__ = [
+    "ArraySource",
+    "FunctionSource",
+    "GreyImageSource",
+    "GroupIndex",
+    "IndexedSource",
+    "StreamIndex",
+    "SyntheticImageSource",
+    "derive_key",
+    "gather",
+    "group_index",
+    "stateless_uniform",
+    *_LAZY,
+]
 
 
 def __getattr__(name: str):

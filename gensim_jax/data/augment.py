@@ -80,8 +80,7 @@ def _check_image(image, name: str = "image"):
     return image
 
 
-def sample_crop_box(seed, height, width, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                    attempts: int = 10):
+def sample_crop_box(seed, height, width, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), attempts: int = 10):
     """Sample an Inception-style crop box ``(y, x, h, w)`` (Szegedy et al. 2015; SimCLR).
 
     Draws area fraction ``s ~ U(scale)`` and aspect ratio ``r = w / h`` log-uniform in ``ratio``,
@@ -136,8 +135,9 @@ def _resize(image, size: Sequence[int], method: str = "bilinear"):
     return tf.clip_by_value(out, 0.0, 1.0) if method == "bicubic" else out
 
 
-def random_resized_crop(image, seed, size: Sequence[int], scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3),
-                        method: str = "bilinear"):
+def random_resized_crop(
+    image, seed, size: Sequence[int], scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), method: str = "bilinear"
+):
     """Random resized crop (SimCLR / Inception): :func:`sample_crop_box`, then resize to ``size``.
 
     Args:
@@ -221,9 +221,13 @@ def rotate(image, angle_deg, fill_value: float = 0.0, method: str = "bilinear"):
     y_off = cy - s * cx - c * cy
     transform = tf.stack([c, -s, x_off, s, c, y_off, 0.0, 0.0])[None]
     out = tf.raw_ops.ImageProjectiveTransformV3(
-        images=image[None], transforms=transform, output_shape=shape[:2],
-        fill_value=tf.cast(fill_value, tf.float32), interpolation=method.upper(),
-        fill_mode="CONSTANT")
+        images=image[None],
+        transforms=transform,
+        output_shape=shape[:2],
+        fill_value=tf.cast(fill_value, tf.float32),
+        interpolation=method.upper(),
+        fill_mode="CONSTANT",
+    )
     return tf.ensure_shape(out[0], image.shape)
 
 
@@ -271,8 +275,7 @@ def gaussian_blur(image, sigma, kernel_size: int):
     return tf.ensure_shape(x[0], image.shape)
 
 
-def random_gaussian_blur(image, seed, p: float = 0.5, sigma_range=(0.1, 2.0),
-                         kernel_fraction: float = 0.1):
+def random_gaussian_blur(image, seed, p: float = 0.5, sigma_range=(0.1, 2.0), kernel_fraction: float = 0.1):
     """SimCLR blur: with probability ``p``, :func:`gaussian_blur` with ``sigma ~ U(sigma_range)``
     and a kernel of ``kernel_fraction`` of the image height (SimCLR: 10%)."""
     image = _check_image(image)
@@ -312,11 +315,19 @@ def normalize(image, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float]
     return (tf.cast(image, tf.float32) - tf.constant(mean, tf.float32)) / tf.constant(std_arr)
 
 
-def simclr_augment(size: Sequence[int], *, crop_scale=(0.08, 1.0), flip: bool = True,
-                   blur_p: float = 0.5, grayscale_p: float = 0.0, vertical_flip: bool = False,
-                   rotation_deg: float = 0.0, fill_value: float = 0.0,
-                   mean: Sequence[float] | None = None,
-                   std: Sequence[float] | None = None) -> Callable:
+def simclr_augment(
+    size: Sequence[int],
+    *,
+    crop_scale=(0.08, 1.0),
+    flip: bool = True,
+    blur_p: float = 0.5,
+    grayscale_p: float = 0.0,
+    vertical_flip: bool = False,
+    rotation_deg: float = 0.0,
+    fill_value: float = 0.0,
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
+) -> Callable:
     """Compose the SimCLR-style view augmentation: ``fn(image, seed) -> float32 (size..., C)``.
 
     Order: rotation (if ``rotation_deg``), random resized crop, horizontal flip, vertical flip,

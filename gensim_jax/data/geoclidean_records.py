@@ -50,9 +50,14 @@ def _serialize(tf, ex: dict) -> bytes:
     img = np.ascontiguousarray(ex["image"], dtype=np.uint8)
     h, w = img.shape
     feats = {"image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[img.tobytes()]))}
-    vals = {"height": h, "width": w, "program_id": int(ex["program_id"]),
-            "tree_id": int(ex["tree_id"]), "variant": int(ex["variant"]),
-            "index": int(ex["index"])}
+    vals = {
+        "height": h,
+        "width": w,
+        "program_id": int(ex["program_id"]),
+        "tree_id": int(ex["tree_id"]),
+        "variant": int(ex["variant"]),
+        "index": int(ex["index"]),
+    }
     for k, v in vals.items():
         feats[k] = tf.train.Feature(int64_list=tf.train.Int64List(value=[v]))
     return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
@@ -89,8 +94,7 @@ def write_tfrecords(
     Raises:
       ValueError: bad sizes, or a directory written with other settings.
     """
-    if (isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer))
-            or shard_size < 1):
+    if isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
@@ -98,9 +102,15 @@ def write_tfrecords(
     v = _ds._variant_index(variant)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    meta = {"format": "gensim_jax.geoclidean.tfrecord/1", "n": int(n), "seed": int(seed),
-            "shard_size": int(shard_size), "program_ids": list(ids), "variant": v,
-            "size": int(size)}
+    meta = {
+        "format": "gensim_jax.geoclidean.tfrecord/1",
+        "n": int(n),
+        "seed": int(seed),
+        "shard_size": int(shard_size),
+        "program_ids": list(ids),
+        "variant": v,
+        "size": int(size),
+    }
     mpath = d / "meta.json"
     if mpath.exists():
         old = json.loads(mpath.read_text())
@@ -148,8 +158,10 @@ def record_paths(directory: str | os.PathLike) -> list[Path]:
     paths = [d / _name(k, num) for k in range(num)]
     missing = [p.name for p in paths if not p.exists()]
     if missing:
-        raise ValueError(f"{d} is incomplete: {len(missing)} of {num} shards missing "
-                         f"(first: {missing[0]}); re-run write_tfrecords to resume")
+        raise ValueError(
+            f"{d} is incomplete: {len(missing)} of {num} shards missing "
+            f"(first: {missing[0]}); re-run write_tfrecords to resume"
+        )
     return paths
 
 

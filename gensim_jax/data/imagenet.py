@@ -38,8 +38,15 @@ from gensim_jax.data import augment as aug
 from gensim_jax.data._tf import tf
 from gensim_jax.data.indexing import derive_key
 
-__all__ = ["NUM_CLASSES", "label_to_leaf", "check_label_order", "prepare_imagenet",
-           "decode_train", "decode_eval", "imagenet_dataset"]
+__all__ = [
+    "NUM_CLASSES",
+    "label_to_leaf",
+    "check_label_order",
+    "prepare_imagenet",
+    "decode_train",
+    "decode_eval",
+    "imagenet_dataset",
+]
 
 NUM_CLASSES = 1000
 _AUG_TAG, _SHUFFLE_TAG = 41, 42
@@ -60,8 +67,7 @@ def label_to_leaf(labels) -> np.ndarray:
     if not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
     if labels.size and (labels.min() < 0 or labels.max() >= NUM_CLASSES):
-        raise ValueError(f"labels must lie in [0, {NUM_CLASSES}), got range "
-                         f"[{labels.min()}, {labels.max()}]")
+        raise ValueError(f"labels must lie in [0, {NUM_CLASSES}), got range [{labels.min()}, {labels.max()}]")
     return imagenet1k_hierarchy().class_nodes[labels]
 
 
@@ -73,10 +79,11 @@ def check_label_order(names: Sequence[str]) -> None:
     expected = imagenet1k_hierarchy().class_wnids
     names = tuple(names)
     if names != expected:
-        bad = next((i for i, (a, b) in enumerate(zip(names, expected)) if a != b),
-                   min(len(names), len(expected)))
-        raise ValueError(f"label names disagree with the hierarchy's classes ({len(names)} vs "
-                         f"{len(expected)} names; first difference at label {bad})")
+        bad = next((i for i, (a, b) in enumerate(zip(names, expected)) if a != b), min(len(names), len(expected)))
+        raise ValueError(
+            f"label names disagree with the hierarchy's classes ({len(names)} vs "
+            f"{len(expected)} names; first difference at label {bad})"
+        )
 
 
 def prepare_imagenet(data_dir: str, manual_dir: str | None = None) -> None:
@@ -123,11 +130,26 @@ def _host_split(split: str, process_index: int, process_count: int):
     return tfds.even_splits(split, n=process_count, drop_remainder=False)[process_index]
 
 
-def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, data_dir: str | None = None,
-                     image_size: int = 224, num_views: int = 1, grayscale_p: float = 0.2,
-                     blur_p: float = 0.5, shuffle_buffer: int = 16_384, start_step: int = 0,
-                     num_steps: int | None = None, process_index: int = 0, process_count: int = 1,
-                     num_examples: int | None = None, mean=aug.IMAGENET_MEAN, std=aug.IMAGENET_STD):
+def imagenet_dataset(
+    split: str,
+    batch_size: int,
+    *,
+    seed: int,
+    train: bool,
+    data_dir: str | None = None,
+    image_size: int = 224,
+    num_views: int = 1,
+    grayscale_p: float = 0.2,
+    blur_p: float = 0.5,
+    shuffle_buffer: int = 16_384,
+    start_step: int = 0,
+    num_steps: int | None = None,
+    process_index: int = 0,
+    process_count: int = 1,
+    num_examples: int | None = None,
+    mean=aug.IMAGENET_MEAN,
+    std=aug.IMAGENET_STD,
+):
     """Batches of ImageNet-1k from tfds ``imagenet2012`` (see module docstring).
 
     Args:
@@ -161,14 +183,16 @@ def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, dat
     if int(start_step) < 0:
         raise ValueError(f"start_step must be non-negative, got {start_step}")
     if int(process_count) <= 0 or not 0 <= int(process_index) < int(process_count):
-        raise ValueError(f"need 0 <= process_index < process_count, got {process_index}, "
-                         f"{process_count}")
+        raise ValueError(f"need 0 <= process_index < process_count, got {process_index}, {process_count}")
     builder = tfds.builder("imagenet2012", data_dir=data_dir)
     check_label_order(builder.info.features["label"].names)
     host_split = _host_split(split, int(process_index), int(process_count))
-    base = builder.as_dataset(split=host_split, shuffle_files=False,
-                              decoders={"image": tfds.decode.SkipDecoding()},
-                              read_config=tfds.ReadConfig(interleave_cycle_length=16))
+    base = builder.as_dataset(
+        split=host_split,
+        shuffle_files=False,
+        decoders={"image": tfds.decode.SkipDecoding()},
+        read_config=tfds.ReadConfig(interleave_cycle_length=16),
+    )
     base = base.map(lambda ex: {"image": ex["image"], "label": ex["label"]})
     if num_examples is None:
         card = int(base.cardinality())
@@ -187,10 +211,13 @@ def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, dat
     leaf_table = tf.constant(label_to_leaf(np.arange(NUM_CLASSES)), tf.int64)
 
     if train:
+
         def one_epoch(e):
-            ds = base.shuffle(min(shuffle_buffer, n),
-                              seed=tf.constant(shuffle_key, tf.int64) + e * 1_000_003,
-                              reshuffle_each_iteration=False)
+            ds = base.shuffle(
+                min(shuffle_buffer, n),
+                seed=tf.constant(shuffle_key, tf.int64) + e * 1_000_003,
+                reshuffle_each_iteration=False,
+            )
             ds = ds.enumerate()
             return ds.map(lambda i, ex: dict(ex, position=e * n + i))
 
@@ -201,8 +228,7 @@ def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, dat
         stream = base.enumerate().map(lambda i, ex: dict(ex, position=i))
         # Pad the last batch by repeating the first records, marked invalid.
         pad = (-n) % b
-        stream = stream.concatenate(base.take(pad).enumerate().map(
-            lambda i, ex: dict(ex, position=n + i)))
+        stream = stream.concatenate(base.take(pad).enumerate().map(lambda i, ex: dict(ex, position=n + i)))
         stream = stream.skip(first)
     seed_base = tf.constant(aug_key, tf.int64)
     size = int(image_size)
@@ -215,14 +241,18 @@ def imagenet_dataset(split: str, batch_size: int, *, seed: int, train: bool, dat
         elif num_views == 1:
             image = aug.normalize(decode_train(ex["image"], seed_, size), mean, std)
         else:
-            view = aug.simclr_augment((size, size), grayscale_p=grayscale_p, blur_p=blur_p,
-                                      mean=mean, std=std)
+            view = aug.simclr_augment((size, size), grayscale_p=grayscale_p, blur_p=blur_p, mean=mean, std=std)
             decoded = tf.io.decode_jpeg(ex["image"], channels=3)
             seeds = aug.split_seed(seed_, num_views)
             image = tf.stack([view(decoded, seeds[v]) for v in range(num_views)])
         label = ex["label"]
-        return {"image": image, "label": label, "leaf": tf.gather(leaf_table, label),
-                "position": pos, "mask": pos < n if not train else tf.constant(True)}
+        return {
+            "image": image,
+            "label": label,
+            "leaf": tf.gather(leaf_table, label),
+            "position": pos,
+            "mask": pos < n if not train else tf.constant(True),
+        }
 
     ds = stream.map(transform, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(b, drop_remainder=True)

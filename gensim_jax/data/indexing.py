@@ -72,7 +72,7 @@ def stateless_uniform(key: int, stream: int, positions) -> np.ndarray:
     k = _splitmix64(np.uint64(int(key)) * np.uint64(1_000_003) + np.uint64(int(stream)))
     x = _splitmix64(positions.astype(np.uint64) ^ k)
     x = _splitmix64(x + k)
-    return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 2.0 ** 53)
+    return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 2.0**53)
 
 
 class StreamIndex:
@@ -91,15 +91,25 @@ class StreamIndex:
       ([4, 5, 6, 7], [12, 13, 14, 15])
     """
 
-    def __init__(self, num_examples: int, batch_size: int, *, seed: int, shuffle: bool = True,
-                 process_index: int = 0, process_count: int = 1):
+    def __init__(
+        self,
+        num_examples: int,
+        batch_size: int,
+        *,
+        seed: int,
+        shuffle: bool = True,
+        process_index: int = 0,
+        process_count: int = 1,
+    ):
         if int(num_examples) <= 0:
             raise ValueError(f"num_examples must be positive, got {num_examples}")
         if int(batch_size) <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if int(process_count) <= 0 or not 0 <= int(process_index) < int(process_count):
-            raise ValueError(f"need 0 <= process_index < process_count, got process_index="
-                             f"{process_index}, process_count={process_count}")
+            raise ValueError(
+                f"need 0 <= process_index < process_count, got process_index="
+                f"{process_index}, process_count={process_count}"
+            )
         if int(seed) < 0:
             raise ValueError(f"seed must be non-negative, got {seed}")
         self.num_examples, self.batch_size = int(num_examples), int(batch_size)

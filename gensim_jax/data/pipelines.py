@@ -75,8 +75,7 @@ def _probe(source: IndexedSource, keys: Sequence[str] | None) -> dict[str, np.nd
     if keys is not None:
         missing = [k for k in keys if k not in ex]
         if missing:
-            raise ValueError(f"metadata keys {missing} are not in the source's examples "
-                             f"(it has {sorted(ex)})")
+            raise ValueError(f"metadata keys {missing} are not in the source's examples (it has {sorted(ex)})")
         ex = {k: ex[k] for k in ["image", *keys] if k in ex}
     bad = [k for k, v in ex.items() if v.dtype == object or v.dtype.kind in "USO"]
     if bad:
@@ -84,8 +83,9 @@ def _probe(source: IndexedSource, keys: Sequence[str] | None) -> dict[str, np.nd
     return ex
 
 
-def _steps_and_end(index: StreamIndex, start_step: int, num_steps: int | None,
-                   num_epochs: float | None) -> tuple[int, int | None]:
+def _steps_and_end(
+    index: StreamIndex, start_step: int, num_steps: int | None, num_epochs: float | None
+) -> tuple[int, int | None]:
     """Stop step (exclusive) and the number of valid positions (``None``: endless)."""
     if int(start_step) < 0:
         raise ValueError(f"start_step must be non-negative, got {start_step}")
@@ -104,9 +104,17 @@ def _steps_and_end(index: StreamIndex, start_step: int, num_steps: int | None,
     return stop, end_position
 
 
-def _build(fetch: Callable[[int], dict[str, np.ndarray]], spec: dict[str, tuple[np.dtype, tuple]],
-           members: int, augment: Augment | None, aug_key: int, start_step: int,
-           stop_step: int | None, squeeze: bool, batch_size: int):
+def _build(
+    fetch: Callable[[int], dict[str, np.ndarray]],
+    spec: dict[str, tuple[np.dtype, tuple]],
+    members: int,
+    augment: Augment | None,
+    aug_key: int,
+    start_step: int,
+    stop_step: int | None,
+    squeeze: bool,
+    batch_size: int,
+):
     """Common tf.data plumbing: steps -> numpy fetch -> per-example augment -> batch."""
     keys = list(spec)
     dtypes = [tf.as_dtype(spec[k][0]) for k in keys]
@@ -137,10 +145,12 @@ def _build(fetch: Callable[[int], dict[str, np.ndarray]], spec: dict[str, tuple[
         ds = ds.unbatch().map(aug_one, num_parallel_calls=_AUTOTUNE, deterministic=True)
         ds = ds.batch(batch_size, drop_remainder=True)
     if squeeze:
+
         def sq(ex):
             ex = dict(ex)
             ex["image"] = tf.squeeze(ex["image"], axis=1)
             return ex
+
         ds = ds.map(sq, num_parallel_calls=_AUTOTUNE, deterministic=True)
     options = tf.data.Options()
     options.deterministic = True
@@ -153,11 +163,20 @@ def _mask(positions: np.ndarray, end_position: int | None) -> np.ndarray:
     return positions < end_position
 
 
-def labelled_batches(source: IndexedSource, batch_size: int, *, seed: int,
-                     keys: Sequence[str] | None = None, augment: Augment | None = None,
-                     shuffle: bool = True, start_step: int = 0, num_steps: int | None = None,
-                     num_epochs: float | None = None, process_index: int = 0,
-                     process_count: int = 1):
+def labelled_batches(
+    source: IndexedSource,
+    batch_size: int,
+    *,
+    seed: int,
+    keys: Sequence[str] | None = None,
+    augment: Augment | None = None,
+    shuffle: bool = True,
+    start_step: int = 0,
+    num_steps: int | None = None,
+    num_epochs: float | None = None,
+    process_index: int = 0,
+    process_count: int = 1,
+):
     """Plain batches of examples with their metadata (supervised training and evaluation).
 
     Args:
@@ -187,8 +206,9 @@ def labelled_batches(source: IndexedSource, batch_size: int, *, seed: int,
     """
     first = _probe(source, keys)
     keys = [k for k in first if k != "image"]
-    index = StreamIndex(len(source), batch_size, seed=seed, shuffle=shuffle,
-                        process_index=process_index, process_count=process_count)
+    index = StreamIndex(
+        len(source), batch_size, seed=seed, shuffle=shuffle, process_index=process_index, process_count=process_count
+    )
     stop, end_position = _steps_and_end(index, start_step, num_steps, num_epochs)
     spec = {"image": (first["image"].dtype, (1,) + first["image"].shape[1:])}
     spec.update({k: (first[k].dtype, first[k].shape[1:]) for k in keys})
@@ -203,13 +223,24 @@ def labelled_batches(source: IndexedSource, batch_size: int, *, seed: int,
         out.update(index=idx, position=pos, mask=_mask(pos, end_position))
         return out
 
-    return _build(fetch, spec, 1, augment, derive_key(seed, _AUG_TAG), start_step, stop,
-                  squeeze=True, batch_size=index.batch_size)
+    return _build(
+        fetch, spec, 1, augment, derive_key(seed, _AUG_TAG), start_step, stop, squeeze=True, batch_size=index.batch_size
+    )
 
 
-def view_batches(source: IndexedSource, batch_size: int, augment: Augment, *, seed: int,
-                 num_views: int = 2, keys: Sequence[str] | None = None, start_step: int = 0,
-                 num_steps: int | None = None, process_index: int = 0, process_count: int = 1):
+def view_batches(
+    source: IndexedSource,
+    batch_size: int,
+    augment: Augment,
+    *,
+    seed: int,
+    num_views: int = 2,
+    keys: Sequence[str] | None = None,
+    start_step: int = 0,
+    num_steps: int | None = None,
+    process_index: int = 0,
+    process_count: int = 1,
+):
     """SimCLR batches: ``num_views`` independent augmentations of each example (Chen et al. 2020).
 
     Args:
@@ -230,8 +261,7 @@ def view_batches(source: IndexedSource, batch_size: int, augment: Augment, *, se
         raise ValueError(f"num_views must be >= 1, got {num_views}")
     first = _probe(source, keys)
     keys = [k for k in first if k != "image"]
-    index = StreamIndex(len(source), batch_size, seed=seed, process_index=process_index,
-                        process_count=process_count)
+    index = StreamIndex(len(source), batch_size, seed=seed, process_index=process_index, process_count=process_count)
     stop, _ = _steps_and_end(index, start_step, num_steps, None)
     spec = {"image": (first["image"].dtype, (num_views,) + first["image"].shape[1:])}
     spec.update({k: (first[k].dtype, first[k].shape[1:]) for k in keys})
@@ -247,21 +277,29 @@ def view_batches(source: IndexedSource, batch_size: int, augment: Augment, *, se
         out.update(index=idx, position=pos, mask=np.ones(pos.shape, bool))
         return out
 
-    return _build(fetch, spec, int(num_views), augment, derive_key(seed, _AUG_TAG), start_step,
-                  stop, squeeze=False, batch_size=index.batch_size)
+    return _build(
+        fetch,
+        spec,
+        int(num_views),
+        augment,
+        derive_key(seed, _AUG_TAG),
+        start_step,
+        stop,
+        squeeze=False,
+        batch_size=index.batch_size,
+    )
 
 
-def _member_batches(source, batch_size, seed, keys, augment, start_step, num_steps,
-                    process_index, process_count, members: int, choose):
+def _member_batches(
+    source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, members: int, choose
+):
     first = _probe(source, keys)
     keys = [k for k in first if k != "image"]
-    index = StreamIndex(len(source), batch_size, seed=seed, process_index=process_index,
-                        process_count=process_count)
+    index = StreamIndex(len(source), batch_size, seed=seed, process_index=process_index, process_count=process_count)
     stop, _ = _steps_and_end(index, start_step, num_steps, None)
     spec = {"image": (first["image"].dtype, (members,) + first["image"].shape[1:])}
     spec.update({k: (first[k].dtype, (members,) + first[k].shape[1:]) for k in keys})
-    spec.update({"index": (np.int64, (members,)), "position": (np.int64, ()),
-                 "mask": (np.bool_, ())})
+    spec.update({"index": (np.int64, (members,)), "position": (np.int64, ()), "mask": (np.bool_, ())})
 
     def fetch(step):
         pos = index.positions(step)
@@ -272,14 +310,34 @@ def _member_batches(source, batch_size, seed, keys, augment, start_step, num_ste
         out.update(index=idx, position=pos, mask=np.ones(pos.shape, bool))
         return out
 
-    return _build(fetch, spec, members, augment, derive_key(seed, _AUG_TAG), start_step, stop,
-                  squeeze=False, batch_size=index.batch_size)
+    return _build(
+        fetch,
+        spec,
+        members,
+        augment,
+        derive_key(seed, _AUG_TAG),
+        start_step,
+        stop,
+        squeeze=False,
+        batch_size=index.batch_size,
+    )
 
 
-def pair_batches(source: IndexedSource, batch_size: int, *, seed: int, group_key: str | None = None,
-                 same_fraction: float = 0.0, keys: Sequence[str] | None = None,
-                 augment: Augment | None = None, start_step: int = 0, num_steps: int | None = None,
-                 process_index: int = 0, process_count: int = 1, groups: GroupIndex | None = None):
+def pair_batches(
+    source: IndexedSource,
+    batch_size: int,
+    *,
+    seed: int,
+    group_key: str | None = None,
+    same_fraction: float = 0.0,
+    keys: Sequence[str] | None = None,
+    augment: Augment | None = None,
+    start_step: int = 0,
+    num_steps: int | None = None,
+    process_index: int = 0,
+    process_count: int = 1,
+    groups: GroupIndex | None = None,
+):
     """Pairs ``(x_1, x_2)`` with both examples' metadata, for pairwise GenSim targets (paper Eq. 2).
 
     ``x_1`` follows the seeded epoch order; ``x_2`` is, with probability ``same_fraction``, another
@@ -315,20 +373,33 @@ def pair_batches(source: IndexedSource, batch_size: int, *, seed: int, group_key
         second = np.minimum(np.floor(u_other * n).astype(np.int64), n - 1)
         if same_fraction > 0:
             same = stateless_uniform(key, _PAIR_SAME, pos) < same_fraction
-            mate = groups.sample_member(stateless_uniform(key, _PAIR_MEMBER, pos),
-                                        groups.group_of[first], exclude=first)
+            mate = groups.sample_member(
+                stateless_uniform(key, _PAIR_MEMBER, pos), groups.group_of[first], exclude=first
+            )
             second = np.where(same, mate, second)
         return np.stack([first, second], axis=1)
 
-    return _member_batches(source, batch_size, seed, keys, augment, start_step, num_steps,
-                           process_index, process_count, 2, choose)
+    return _member_batches(
+        source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, 2, choose
+    )
 
 
-def triplet_batches(source: IndexedSource, batch_size: int, *, seed: int, group_key: str,
-                    prior=None, distinct_negative: bool = True, keys: Sequence[str] | None = None,
-                    augment: Augment | None = None, start_step: int = 0,
-                    num_steps: int | None = None, process_index: int = 0, process_count: int = 1,
-                    groups: GroupIndex | None = None):
+def triplet_batches(
+    source: IndexedSource,
+    batch_size: int,
+    *,
+    seed: int,
+    group_key: str,
+    prior=None,
+    distinct_negative: bool = True,
+    keys: Sequence[str] | None = None,
+    augment: Augment | None = None,
+    start_step: int = 0,
+    num_steps: int | None = None,
+    process_index: int = 0,
+    process_count: int = 1,
+    groups: GroupIndex | None = None,
+):
     """Triplets ``(x, x+, x-)`` sampled from generative metadata (paper Eq. A3).
 
     Eq. A3: ``theta+, theta- ~ p(theta)``; ``x, x+ ~ p(x | theta+)``; ``x- ~ p(x | theta-)``. Here
@@ -357,11 +428,12 @@ def triplet_batches(source: IndexedSource, batch_size: int, *, seed: int, group_
     if groups is None:
         groups = group_index(source, group_key, prior=prior)
     if groups.members.size != len(source):
-        raise ValueError(f"groups index {groups.members.size} examples but the source has "
-                         f"{len(source)}")
+        raise ValueError(f"groups index {groups.members.size} examples but the source has {len(source)}")
     if distinct_negative and np.count_nonzero(groups.prior) < 2:
-        raise ValueError("distinct_negative needs at least two groups with positive prior mass, "
-                         f"got {np.count_nonzero(groups.prior)}")
+        raise ValueError(
+            "distinct_negative needs at least two groups with positive prior mass, "
+            f"got {np.count_nonzero(groups.prior)}"
+        )
     key = derive_key(seed, _TRIPLET_TAG)
 
     def choose(pos, anchor):
@@ -372,5 +444,6 @@ def triplet_batches(source: IndexedSource, batch_size: int, *, seed: int, group_
         negative = groups.sample_member(stateless_uniform(key, _TRI_NEG, pos), neg_group)
         return np.stack([anchor, positive, negative], axis=1)
 
-    return _member_batches(source, batch_size, seed, keys, augment, start_step, num_steps,
-                           process_index, process_count, 3, choose)
+    return _member_batches(
+        source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, 3, choose
+    )

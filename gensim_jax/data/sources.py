@@ -75,12 +75,10 @@ def gather(source: IndexedSource, indices) -> dict[str, np.ndarray]:
     """
     indices = np.asarray(indices)
     if indices.ndim != 1 or not np.issubdtype(indices.dtype, np.integer):
-        raise ValueError(f"indices must be a 1-D integer array, got shape {indices.shape} "
-                         f"dtype {indices.dtype}")
+        raise ValueError(f"indices must be a 1-D integer array, got shape {indices.shape} dtype {indices.dtype}")
     n = len(source)
     if indices.size and (indices.min() < 0 or indices.max() >= n):
-        raise ValueError(f"indices must lie in [0, {n}), got range "
-                         f"[{indices.min()}, {indices.max()}]")
+        raise ValueError(f"indices must lie in [0, {n}), got range [{indices.min()}, {indices.max()}]")
     batched = getattr(source, "examples", None)
     if batched is not None:
         return {k: np.asarray(v) for k, v in batched(indices).items()}
@@ -109,13 +107,11 @@ class ArraySource:
         if "image" not in arrays:
             raise ValueError(f"arrays must contain 'image', got keys {sorted(arrays)}")
         if arrays["image"].ndim != 4:
-            raise ValueError(f"arrays['image'] must have shape (N, H, W, C), got "
-                             f"{arrays['image'].shape}")
+            raise ValueError(f"arrays['image'] must have shape (N, H, W, C), got {arrays['image'].shape}")
         n = arrays["image"].shape[0]
         for k, v in arrays.items():
             if v.ndim == 0 or v.shape[0] != n:
-                raise ValueError(f"arrays[{k!r}] has leading size {v.shape[:1]} but "
-                                 f"arrays['image'] has {n} examples")
+                raise ValueError(f"arrays[{k!r}] has leading size {v.shape[:1]} but arrays['image'] has {n} examples")
         if n == 0:
             raise ValueError("arrays must hold at least one example")
         self.arrays = arrays
@@ -189,8 +185,7 @@ class FunctionSource:
       True
     """
 
-    def __init__(self, fn: Callable[[np.random.Generator, int], Mapping[str, Any]], length: int,
-                 seed: int = 0):
+    def __init__(self, fn: Callable[[np.random.Generator, int], Mapping[str, Any]], length: int, seed: int = 0):
         if int(length) <= 0:
             raise ValueError(f"length must be positive, got {length}")
         if int(seed) < 0:
@@ -202,8 +197,7 @@ class FunctionSource:
 
     def example(self, index: int) -> dict[str, np.ndarray]:
         index = _check_index(index, self.length)
-        out = {k: np.asarray(v) for k, v in self.fn(np.random.default_rng([self.seed, index]),
-                                                       index).items()}
+        out = {k: np.asarray(v) for k, v in self.fn(np.random.default_rng([self.seed, index]), index).items()}
         if "image" not in out:
             raise ValueError(f"fn must return an 'image' entry, got keys {sorted(out)}")
         return out
@@ -222,8 +216,7 @@ class SyntheticImageSource:
       seed: non-negative integer seed.
     """
 
-    def __init__(self, length: int, image_shape: Sequence[int] = (32, 32, 3), num_classes: int = 10,
-                 seed: int = 0):
+    def __init__(self, length: int, image_shape: Sequence[int] = (32, 32, 3), num_classes: int = 10, seed: int = 0):
         image_shape = tuple(int(s) for s in image_shape)
         if len(image_shape) != 3 or min(image_shape) <= 0:
             raise ValueError(f"image_shape must be (H, W, C) with positive sizes, got {image_shape}")
@@ -273,8 +266,7 @@ class GroupIndex:
             prior = counts / counts.sum()
         prior = np.asarray(prior, dtype=np.float64)
         if prior.shape != self.ids.shape:
-            raise ValueError(f"prior must have one entry per group ({self.ids.size}), got shape "
-                             f"{prior.shape}")
+            raise ValueError(f"prior must have one entry per group ({self.ids.size}), got shape {prior.shape}")
         if (prior < 0).any() or not np.isfinite(prior).all() or prior.sum() <= 0:
             raise ValueError("prior must be finite, non-negative and not all zero")
         self.prior = prior / prior.sum()
@@ -345,8 +337,7 @@ class GroupIndex:
             q[g] = 0.0
             total = q.sum()
             if total <= 0:
-                raise ValueError(f"cannot draw a group other than {self.ids[g]!r}: it holds all "
-                                 "the prior mass")
+                raise ValueError(f"cannot draw a group other than {self.ids[g]!r}: it holds all the prior mass")
             cdf = np.cumsum(q / total)
             last = np.flatnonzero(q > 0)[-1]
             sel = groups == g
@@ -377,6 +368,7 @@ def group_index(source: IndexedSource, key: str, prior=None, group_ids=None) -> 
             group_ids = np.array([np.asarray(source.example(i)[key]) for i in range(len(source))])
     group_ids = np.asarray(group_ids)
     if group_ids.shape != (len(source),):
-        raise ValueError(f"metadata {key!r} must be one scalar per example: expected shape "
-                         f"({len(source)},), got {group_ids.shape}")
+        raise ValueError(
+            f"metadata {key!r} must be one scalar per example: expected shape ({len(source)},), got {group_ids.shape}"
+        )
     return GroupIndex(group_ids, prior=prior)

@@ -34,10 +34,27 @@ import numpy as np
 from gensim_jax._extras import require
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
-__all__ = ["NUM_CLASSES", "make_pools", "compose", "pad_digits", "SpuriousDigits",
-           "load_spurious_digits", "load_tfds_arrays", "tfds_prepared", "DataConfig", "DATA_SOURCES", "OOD_MODES",
-           "TFDS_DATASETS", "check_data_config", "data_config", "tfds_missing_message", "load_arrays", "make_splits",
-           "preprocess", "evaluation_sets"]
+__all__ = [
+    "NUM_CLASSES",
+    "make_pools",
+    "compose",
+    "pad_digits",
+    "SpuriousDigits",
+    "load_spurious_digits",
+    "load_tfds_arrays",
+    "tfds_prepared",
+    "DataConfig",
+    "DATA_SOURCES",
+    "OOD_MODES",
+    "TFDS_DATASETS",
+    "check_data_config",
+    "data_config",
+    "tfds_missing_message",
+    "load_arrays",
+    "make_splits",
+    "preprocess",
+    "evaluation_sets",
+]
 
 NUM_CLASSES = 10
 _POOL_TAG, _BG_TAG = 31, 32
@@ -70,16 +87,17 @@ def compose(digits, backgrounds) -> np.ndarray:
     """
     digits = np.asarray(digits)
     backgrounds = np.asarray(backgrounds)
-    if digits.ndim != 3 or backgrounds.ndim != 4 or backgrounds.shape[:3] != digits.shape \
-            or backgrounds.shape[-1] != 3:
-        raise ValueError(f"digits (N, H, W) and backgrounds (N, H, W, 3) must agree, got "
-                         f"{digits.shape} and {backgrounds.shape}")
+    if digits.ndim != 3 or backgrounds.ndim != 4 or backgrounds.shape[:3] != digits.shape or backgrounds.shape[-1] != 3:
+        raise ValueError(
+            f"digits (N, H, W) and backgrounds (N, H, W, 3) must agree, got {digits.shape} and {backgrounds.shape}"
+        )
     out = digits[..., None].astype(np.float32) / 255.0 * backgrounds.astype(np.float32)
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
-def make_pools(num_backgrounds: int, per_class: int, overlap: float = 0.0, *, seed: int,
-               num_classes: int = NUM_CLASSES) -> np.ndarray:
+def make_pools(
+    num_backgrounds: int, per_class: int, overlap: float = 0.0, *, seed: int, num_classes: int = NUM_CLASSES
+) -> np.ndarray:
     """Background pools of the digit classes: ``(num_classes, per_class)`` background indices.
 
     ``S = round(overlap * per_class)`` backgrounds are common to every pool; the other
@@ -105,12 +123,13 @@ def make_pools(num_backgrounds: int, per_class: int, overlap: float = 0.0, *, se
     own = per_class - shared
     need = shared + num_classes * own
     if need > num_backgrounds:
-        raise ValueError(f"pools of {per_class} backgrounds with overlap {overlap} need {need} "
-                         f"distinct backgrounds, but only {num_backgrounds} are available")
+        raise ValueError(
+            f"pools of {per_class} backgrounds with overlap {overlap} need {need} "
+            f"distinct backgrounds, but only {num_backgrounds} are available"
+        )
     perm = np.random.default_rng([int(seed), _POOL_TAG]).permutation(num_backgrounds)
     common = perm[:shared]
-    pools = [np.concatenate([common, perm[shared + c * own: shared + (c + 1) * own]])
-             for c in range(num_classes)]
+    pools = [np.concatenate([common, perm[shared + c * own : shared + (c + 1) * own]]) for c in range(num_classes)]
     return np.stack(pools).astype(np.int64)
 
 
@@ -133,32 +152,44 @@ class SpuriousDigits:
     (whether the background belongs to the digit's pool).
     """
 
-    def __init__(self, digits, labels, backgrounds, background_labels, pools, *, mode: str = "id",
-                 seed: int = 0, ood_backgrounds=None, ood_background_labels=None):
+    def __init__(
+        self,
+        digits,
+        labels,
+        backgrounds,
+        background_labels,
+        pools,
+        *,
+        mode: str = "id",
+        seed: int = 0,
+        ood_backgrounds=None,
+        ood_background_labels=None,
+    ):
         self.digits = pad_digits(digits)
         self.labels = np.asarray(labels, dtype=np.int64)
         if self.labels.shape != (self.digits.shape[0],):
-            raise ValueError(f"labels must have shape ({self.digits.shape[0]},), got "
-                             f"{self.labels.shape}")
+            raise ValueError(f"labels must have shape ({self.digits.shape[0]},), got {self.labels.shape}")
         if self.labels.size == 0:
             raise ValueError("digits must not be empty")
         self.pools = np.asarray(pools, dtype=np.int64)
         if self.pools.ndim != 2 or self.labels.max() >= self.pools.shape[0] or self.labels.min() < 0:
-            raise ValueError(f"pools must be (num_classes, P) covering labels in "
-                             f"[0, {self.pools.shape[0] if self.pools.ndim == 2 else '?'}), got "
-                             f"pools {self.pools.shape} and labels in [{self.labels.min()}, "
-                             f"{self.labels.max()}]")
+            raise ValueError(
+                f"pools must be (num_classes, P) covering labels in "
+                f"[0, {self.pools.shape[0] if self.pools.ndim == 2 else '?'}), got "
+                f"pools {self.pools.shape} and labels in [{self.labels.min()}, "
+                f"{self.labels.max()}]"
+            )
         if mode not in ("id", "swapped", "unseen"):
             raise ValueError(f"mode must be 'id', 'swapped' or 'unseen', got {mode!r}")
         self.mode, self.seed = mode, int(seed)
         self.backgrounds = np.asarray(backgrounds)
         self.background_labels = np.asarray(background_labels, dtype=np.int64)
         if self.backgrounds.ndim != 4 or self.backgrounds.shape[1:] != (32, 32, 3):
-            raise ValueError(f"backgrounds must have shape (M, 32, 32, 3), got "
-                             f"{self.backgrounds.shape}")
+            raise ValueError(f"backgrounds must have shape (M, 32, 32, 3), got {self.backgrounds.shape}")
         if self.background_labels.shape != (self.backgrounds.shape[0],):
-            raise ValueError(f"background_labels must have shape ({self.backgrounds.shape[0]},), "
-                             f"got {self.background_labels.shape}")
+            raise ValueError(
+                f"background_labels must have shape ({self.backgrounds.shape[0]},), got {self.background_labels.shape}"
+            )
         if self.pools.size and (self.pools.min() < 0 or self.pools.max() >= len(self.backgrounds)):
             raise ValueError(f"pools index backgrounds outside [0, {len(self.backgrounds)})")
         member = np.zeros((self.pools.shape[0], len(self.backgrounds)), bool)
@@ -169,17 +200,22 @@ class SpuriousDigits:
             self._others = [np.flatnonzero(member.any(0) & ~member[c]) for c in range(len(member))]
             empty = [c for c, o in enumerate(self._others) if o.size == 0]
             if empty:
-                raise ValueError(f"mode 'swapped' needs backgrounds outside each pool; classes "
-                                 f"{empty} have none (overlap = 1?)")
+                raise ValueError(
+                    f"mode 'swapped' needs backgrounds outside each pool; classes {empty} have none (overlap = 1?)"
+                )
         if mode == "unseen":
             if ood_backgrounds is None or ood_background_labels is None:
                 raise ValueError("mode 'unseen' needs ood_backgrounds and ood_background_labels")
             self.ood_backgrounds = np.asarray(ood_backgrounds)
             self.ood_background_labels = np.asarray(ood_background_labels, dtype=np.int64)
-            if self.ood_backgrounds.ndim != 4 or self.ood_backgrounds.shape[1:] != (32, 32, 3) \
-                    or len(self.ood_backgrounds) == 0:
-                raise ValueError(f"ood_backgrounds must have shape (K > 0, 32, 32, 3), got "
-                                 f"{self.ood_backgrounds.shape}")
+            if (
+                self.ood_backgrounds.ndim != 4
+                or self.ood_backgrounds.shape[1:] != (32, 32, 3)
+                or len(self.ood_backgrounds) == 0
+            ):
+                raise ValueError(
+                    f"ood_backgrounds must have shape (K > 0, 32, 32, 3), got {self.ood_backgrounds.shape}"
+                )
         self._key = derive_key(self.seed, _BG_TAG, ["id", "swapped", "unseen"].index(mode))
 
     def __len__(self) -> int:
@@ -215,8 +251,13 @@ class SpuriousDigits:
         else:
             images, bg_labels = self.backgrounds[bg], self.background_labels[bg]
             in_pool = self._member[labels, bg]
-        return {"image": compose(self.digits[indices], images), "label": labels,
-                "background": bg, "background_label": bg_labels, "in_pool": in_pool}
+        return {
+            "image": compose(self.digits[indices], images),
+            "label": labels,
+            "background": bg,
+            "background_label": bg_labels,
+            "in_pool": in_pool,
+        }
 
     def example(self, index: int) -> dict[str, np.ndarray]:
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
@@ -233,15 +274,18 @@ class SpuriousDigits:
 def tfds_prepared(name: str, data_dir: str | None = None) -> bool:
     """Whether tfds data set ``name`` is downloaded and prepared under ``data_dir`` (no download)."""
     from gensim_jax.data._tf import tf  # noqa: F401  (hides GPUs before tfds touches TF)
+
     tfds = require("tensorflow_datasets", "data")
 
     return bool(tfds.builder(name, data_dir=data_dir).is_prepared())
 
 
-def load_tfds_arrays(name: str, split: str, data_dir: str | None = None,
-                     download: bool = True) -> dict[str, np.ndarray]:
+def load_tfds_arrays(
+    name: str, split: str, data_dir: str | None = None, download: bool = True
+) -> dict[str, np.ndarray]:
     """A whole tfds split as numpy arrays (``image``, ``label``), in the stored order."""
     from gensim_jax.data._tf import tf  # noqa: F401  (hides GPUs before tfds touches TF)
+
     tfds = require("tensorflow_datasets", "data")
 
     builder = tfds.builder(name, data_dir=data_dir)
@@ -258,11 +302,17 @@ def load_tfds_arrays(name: str, split: str, data_dir: str | None = None,
     return {k: np.concatenate(v) for k, v in parts.items()}
 
 
-def load_spurious_digits(split: str = "train", *, per_class: int = 10, overlap: float = 0.0,
-                         ood: str = "swapped", seed: int = 0, data_dir: str | None = None,
-                         download: bool = True,
-                         arrays: Mapping[str, Mapping[str, np.ndarray]] | None = None
-                         ) -> SpuriousDigits:
+def load_spurious_digits(
+    split: str = "train",
+    *,
+    per_class: int = 10,
+    overlap: float = 0.0,
+    ood: str = "swapped",
+    seed: int = 0,
+    data_dir: str | None = None,
+    download: bool = True,
+    arrays: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+) -> SpuriousDigits:
     """Build a spurious-digits split from tfds ``mnist`` and ``cifar10`` (seed 003, Sec. 3.1).
 
     Args:
@@ -306,8 +356,9 @@ def load_spurious_digits(split: str = "train", *, per_class: int = 10, overlap: 
     if mode == "unseen":
         test = get("cifar10_test")
         kwargs = {"ood_backgrounds": test["image"], "ood_background_labels": test["label"]}
-    return SpuriousDigits(mnist["image"], mnist["label"], cifar["image"], cifar["label"], pools,
-                          mode=mode, seed=seed, **kwargs)
+    return SpuriousDigits(
+        mnist["image"], mnist["label"], cifar["image"], cifar["label"], pools, mode=mode, seed=seed, **kwargs
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,8 +419,9 @@ def check_data_config(config: Any) -> None:
     if config.per_class < 1:
         raise ValueError(f"per_class must be >= 1, got {config.per_class}")
     if not 0.0 <= config.overlap < 1.0:
-        raise ValueError(f"overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), "
-                         f"got {config.overlap}")
+        raise ValueError(
+            f"overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), got {config.overlap}"
+        )
     for name in ("num_train_images", "num_test_images"):
         value = getattr(config, name)
         if value is not None and value < 10:
@@ -380,8 +432,10 @@ def check_data_config(config: Any) -> None:
         own = config.per_class - int(round(config.overlap * config.per_class))
         need = config.per_class - own + NUM_CLASSES * own
         if config.num_backgrounds < need:
-            raise ValueError(f"num_backgrounds must be >= {need} for 10 pools of per_class={config.per_class} "
-                             f"with overlap={config.overlap}, got {config.num_backgrounds}")
+            raise ValueError(
+                f"num_backgrounds must be >= {need} for 10 pools of per_class={config.per_class} "
+                f"with overlap={config.overlap}, got {config.num_backgrounds}"
+            )
         if config.ood == "unseen" and config.num_ood_backgrounds < 1:
             raise ValueError(f"num_ood_backgrounds must be >= 1 with ood='unseen', got {config.num_ood_backgrounds}")
         if not (math.isfinite(config.digit_jitter) and config.digit_jitter >= 0):
@@ -392,11 +446,13 @@ def tfds_missing_message(data_dir: Optional[str], missing) -> str:
     """How to prepare the tfds data sets the ``paper`` config reads (for the error it raises)."""
     where = data_dir or "~/tensorflow_datasets (tfds's default)"
     flag = f" --data_dir {data_dir}" if data_dir else ""
-    return (f"tfds data sets {list(missing)} are not prepared under {where}. Prepare them once on a machine with "
-            f"network access, e.g. `tfds build mnist cifar10{flag}` or `python -c \"import tensorflow_datasets as "
-            f"tfds; [tfds.builder(n, data_dir={data_dir!r}).download_and_prepare() for n in ('mnist', 'cifar10')]\"`, "
-            f"copy the directory here and pass --set data_dir='\"DIR\"'; or run with --set download=true; or use "
-            f"--config cpu_small (offline procedural stand-ins).")
+    return (
+        f"tfds data sets {list(missing)} are not prepared under {where}. Prepare them once on a machine with "
+        f'network access, e.g. `tfds build mnist cifar10{flag}` or `python -c "import tensorflow_datasets as '
+        f"tfds; [tfds.builder(n, data_dir={data_dir!r}).download_and_prepare() for n in ('mnist', 'cifar10')]\"`, "
+        f"copy the directory here and pass --set data_dir='\"DIR\"'; or run with --set download=true; or use "
+        f"--config cpu_small (offline procedural stand-ins)."
+    )
 
 
 def load_arrays(config: Any) -> dict:
@@ -410,10 +466,14 @@ def load_arrays(config: Any) -> dict:
     if config.data == "synthetic":
         from gensim_jax.data.synthetic_digits import synthetic_arrays
 
-        return synthetic_arrays(num_train=config.num_train_images, num_test=config.num_test_images,
-                                num_backgrounds=config.num_backgrounds,
-                                num_ood_backgrounds=config.num_ood_backgrounds if config.ood == "unseen" else 0,
-                                seed=config.data_seed, jitter=config.digit_jitter)
+        return synthetic_arrays(
+            num_train=config.num_train_images,
+            num_test=config.num_test_images,
+            num_backgrounds=config.num_backgrounds,
+            num_ood_backgrounds=config.num_ood_backgrounds if config.ood == "unseen" else 0,
+            seed=config.data_seed,
+            jitter=config.digit_jitter,
+        )
     if not config.download:
         missing = [n for n in TFDS_DATASETS if not tfds_prepared(n, config.data_dir)]
         if missing:
@@ -431,9 +491,17 @@ def load_arrays(config: Any) -> dict:
 
 def make_splits(config: Any, arrays: Mapping) -> dict:
     """``{"train", "test_id", "test_ood"}`` :class:`SpuriousDigits` sources of ``config`` over ``arrays``."""
-    return {split: load_spurious_digits(split, per_class=config.per_class, overlap=config.overlap, ood=config.ood,
-                                        seed=config.data_seed, arrays=arrays)
-            for split in ("train", "test_id", "test_ood")}
+    return {
+        split: load_spurious_digits(
+            split,
+            per_class=config.per_class,
+            overlap=config.overlap,
+            ood=config.ood,
+            seed=config.data_seed,
+            arrays=arrays,
+        )
+        for split in ("train", "test_id", "test_ood")
+    }
 
 
 def preprocess(images) -> np.ndarray:

@@ -55,21 +55,39 @@ def digit_strokes() -> tuple[tuple[np.ndarray, ...], ...]:
     Coordinates lie in the unit box (x right, y down); a polyline joins consecutive points.
     """
     return (
-        (_arc(0.5, 0.5, 0.24, 0.37, 0, 360, 2 * _ARC_POINTS),),                          # 0
-        (_line((0.37, 0.26), (0.52, 0.12), (0.52, 0.88)),),                              # 1
-        (np.concatenate([_arc(0.5, 0.33, 0.2, 0.2, 180, 400),                            # 2
-                         _line((0.27, 0.88), (0.76, 0.88))]),),
+        (_arc(0.5, 0.5, 0.24, 0.37, 0, 360, 2 * _ARC_POINTS),),  # 0
+        (_line((0.37, 0.26), (0.52, 0.12), (0.52, 0.88)),),  # 1
+        (
+            np.concatenate(
+                [
+                    _arc(0.5, 0.33, 0.2, 0.2, 180, 400),  # 2
+                    _line((0.27, 0.88), (0.76, 0.88)),
+                ]
+            ),
+        ),
         (_arc(0.48, 0.3, 0.19, 0.18, 200, 450), _arc(0.48, 0.68, 0.21, 0.2, -90, 160)),  # 3
-        (_line((0.63, 0.88), (0.63, 0.12), (0.24, 0.64), (0.78, 0.64)),),                # 4
-        (np.concatenate([_line((0.72, 0.12), (0.34, 0.12), (0.31, 0.45)),                # 5
-                         _arc(0.5, 0.65, 0.22, 0.21, -125, 150)]),),
-        (_arc(0.5, 0.67, 0.19, 0.19, 0, 360, 2 * _ARC_POINTS),                            # 6
-         _line((0.68, 0.13), (0.52, 0.19), (0.39, 0.33), (0.32, 0.5), (0.31, 0.67))),
-        (_line((0.24, 0.12), (0.76, 0.12), (0.42, 0.88)),),                              # 7
-        (_arc(0.5, 0.3, 0.16, 0.17, 0, 360, 2 * _ARC_POINTS),                            # 8
-         _arc(0.5, 0.68, 0.2, 0.2, 0, 360, 2 * _ARC_POINTS)),
-        (_arc(0.5, 0.33, 0.19, 0.2, 0, 360, 2 * _ARC_POINTS),                            # 9
-         _line((0.69, 0.33), (0.66, 0.6), (0.58, 0.88))),
+        (_line((0.63, 0.88), (0.63, 0.12), (0.24, 0.64), (0.78, 0.64)),),  # 4
+        (
+            np.concatenate(
+                [
+                    _line((0.72, 0.12), (0.34, 0.12), (0.31, 0.45)),  # 5
+                    _arc(0.5, 0.65, 0.22, 0.21, -125, 150),
+                ]
+            ),
+        ),
+        (
+            _arc(0.5, 0.67, 0.19, 0.19, 0, 360, 2 * _ARC_POINTS),  # 6
+            _line((0.68, 0.13), (0.52, 0.19), (0.39, 0.33), (0.32, 0.5), (0.31, 0.67)),
+        ),
+        (_line((0.24, 0.12), (0.76, 0.12), (0.42, 0.88)),),  # 7
+        (
+            _arc(0.5, 0.3, 0.16, 0.17, 0, 360, 2 * _ARC_POINTS),  # 8
+            _arc(0.5, 0.68, 0.2, 0.2, 0, 360, 2 * _ARC_POINTS),
+        ),
+        (
+            _arc(0.5, 0.33, 0.19, 0.2, 0, 360, 2 * _ARC_POINTS),  # 9
+            _line((0.69, 0.33), (0.66, 0.6), (0.58, 0.88)),
+        ),
     )
 
 
@@ -100,8 +118,7 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def render_digits(labels, *, seed: int, size: int = 28, jitter: float = 1.0,
-                  chunk: int = 32) -> np.ndarray:
+def render_digits(labels, *, seed: int, size: int = 28, jitter: float = 1.0, chunk: int = 32) -> np.ndarray:
     """Procedural digit images of the given classes (an offline MNIST stand-in, see module docstring).
 
     Per image ``i`` with glyph ``labels[i]``: each stroke bends smoothly (offsets ``N(0, (0.02
@@ -189,7 +206,7 @@ def render_digits(labels, *, seed: int, size: int = 28, jitter: float = 1.0,
         return margin + box * q - 0.5  # pixel centres at integer coordinates
 
     q0, q1 = to_pixels(p0), to_pixels(p1)
-    gx = np.tile(np.arange(size, dtype=np.float32), size)[None, :]    # (1, P) pixel centres, x
+    gx = np.tile(np.arange(size, dtype=np.float32), size)[None, :]  # (1, P) pixel centres, x
     gy = np.repeat(np.arange(size, dtype=np.float32), size)[None, :]  # (1, P) y
     out = np.empty((n, size * size), np.uint8)
     step = max(int(chunk), 1)
@@ -203,7 +220,7 @@ def render_digits(labels, *, seed: int, size: int = 28, jitter: float = 1.0,
             px, py = gx - ax, gy - ay
             t = np.clip((px * dx + py * dy) / np.maximum(dx * dx + dy * dy, 1e-12), 0.0, 1.0)
             d2 = (px - t * dx) ** 2 + (py - t * dy) ** 2
-            np.minimum(best, np.where(ok[:, k:k + 1], d2, np.inf), out=best)
+            np.minimum(best, np.where(ok[:, k : k + 1], d2, np.inf), out=best)
         w = width[sl, None].astype(np.float32)
         out[sl] = np.rint(255.0 * np.clip(w / 2 + 0.5 - np.sqrt(best), 0.0, 1.0)).astype(np.uint8)
     return out.reshape(n, size, size)
@@ -214,8 +231,7 @@ def _hsv_to_rgb(h, s, v):
     i = np.floor(h * 6.0).astype(np.int64) % 6
     f = h * 6.0 - np.floor(h * 6.0)
     p, q, t = v * (1 - s), v * (1 - f * s), v * (1 - (1 - f) * s)
-    table = np.stack([np.stack(x, -1) for x in
-                      [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]], 0)
+    table = np.stack([np.stack(x, -1) for x in [(v, t, p), (q, v, p), (p, v, t), (p, q, v), (t, p, v), (v, p, q)]], 0)
     return np.take_along_axis(table, i[None, ..., None], 0)[0]
 
 
@@ -268,15 +284,21 @@ def colour_backgrounds(n: int, *, seed: int, size: int = 32) -> tuple[np.ndarray
     mask = rows[:, :, lo] * (1 - frac)[None, None, :] + rows[:, :, hi] * frac[None, None, :]
     pix = idx[:, None] * (size * size) + np.arange(size * size)[None, :]
     texture = 1.0 + 0.08 * _normal(key, 5, pix).reshape(n, size, size)
-    img = ((1 - mask)[..., None] * c1[:, None, None, :] + mask[..., None] * c2[:, None, None, :])
+    img = (1 - mask)[..., None] * c1[:, None, None, :] + mask[..., None] * c2[:, None, None, :]
     img = np.clip(np.rint(255.0 * img * texture[..., None]), 0, 255).astype(np.uint8)
     labels = np.minimum(np.floor(h1 * 10).astype(np.int64), 9)
     return img, labels
 
 
-def synthetic_arrays(*, num_train: int, num_test: int, num_backgrounds: int,
-                     num_ood_backgrounds: int = 0, seed: int = 0,
-                     jitter: float = 1.0) -> dict[str, dict[str, np.ndarray]]:
+def synthetic_arrays(
+    *,
+    num_train: int,
+    num_test: int,
+    num_backgrounds: int,
+    num_ood_backgrounds: int = 0,
+    seed: int = 0,
+    jitter: float = 1.0,
+) -> dict[str, dict[str, np.ndarray]]:
     """Offline stand-in data in the layout ``load_spurious_digits(arrays=...)`` takes.
 
     Digit labels cycle ``0..9`` (balanced classes); train and test digits are drawn from
@@ -302,16 +324,18 @@ def synthetic_arrays(*, num_train: int, num_test: int, num_backgrounds: int,
       (32, 32, 3)
     """
     seed = _check_seed(seed)
-    for name, value, low in (("num_train", num_train, 1), ("num_test", num_test, 1),
-                             ("num_backgrounds", num_backgrounds, 1),
-                             ("num_ood_backgrounds", num_ood_backgrounds, 0)):
+    for name, value, low in (
+        ("num_train", num_train, 1),
+        ("num_test", num_test, 1),
+        ("num_backgrounds", num_backgrounds, 1),
+        ("num_ood_backgrounds", num_ood_backgrounds, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     out = {}
     for split, count, s in (("train", num_train, 2 * seed), ("test", num_test, 2 * seed + 1)):
         labels = np.arange(count, dtype=np.int64) % 10
-        out[f"mnist_{split}"] = {"image": render_digits(labels, seed=s, jitter=jitter)[..., None],
-                                 "label": labels}
+        out[f"mnist_{split}"] = {"image": render_digits(labels, seed=s, jitter=jitter)[..., None], "label": labels}
     for split, count, s in (("train", num_backgrounds, 2 * seed), ("test", num_ood_backgrounds, 2 * seed + 1)):
         img, lab = colour_backgrounds(int(count), seed=s)
         out[f"cifar10_{split}"] = {"image": img, "label": lab}

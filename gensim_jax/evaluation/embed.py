@@ -65,7 +65,7 @@ def _embed_batches(fn, variables, x, batch_size: int, prepare) -> np.ndarray:
     """``fn(variables, prepare(batch))`` over fixed-size batches of ``x`` (last one zero-padded)."""
     out = []
     for start in range(0, len(x), batch_size):
-        b = prepare(x[start:start + batch_size])
+        b = prepare(x[start : start + batch_size])
         n = len(b)
         if n < batch_size:
             b = np.concatenate([b, np.zeros((batch_size - n, *b.shape[1:]), b.dtype)])
@@ -181,8 +181,9 @@ def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
 
     model, variables, metadata = load_exported(directory)
     if "image_size" not in metadata:
-        raise ValueError(f"export {directory} has no 'image_size' in its metadata; "
-                         "pass image_size=... to export_variables")
+        raise ValueError(
+            f"export {directory} has no 'image_size' in its metadata; pass image_size=... to export_variables"
+        )
     pre = metadata.get("preprocess", "imagenet")
     if pre not in PREPROCESSING:
         raise ValueError(f"export {directory}: preprocess {pre!r} is not one of {PREPROCESSING}")

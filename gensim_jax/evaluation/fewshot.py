@@ -65,11 +65,13 @@ def prototype_scores(train_embeddings, test_embeddings) -> np.ndarray:
     """
     tr, te = np.asarray(train_embeddings), np.asarray(test_embeddings)
     if tr.ndim != 2 or te.ndim != 2 or tr.shape[1] != te.shape[1] or len(tr) == 0:
-        raise ValueError(f"train_embeddings (S, D) and test_embeddings (M, D) must share D, got "
-                         f"{tr.shape} and {te.shape}")
+        raise ValueError(
+            f"train_embeddings (S, D) and test_embeddings (M, D) must share D, got {tr.shape} and {te.shape}"
+        )
     proto = tr.astype(np.float64).mean(axis=0)
-    return np.asarray(normalized_l1_distance(jnp.asarray(te, jnp.float32), jnp.asarray(proto, jnp.float32)[None]),
-                      np.float64)
+    return np.asarray(
+        normalized_l1_distance(jnp.asarray(te, jnp.float32), jnp.asarray(proto, jnp.float32)[None]), np.float64
+    )
 
 
 def best_threshold(scores, positive) -> tuple[float, float]:
@@ -139,12 +141,13 @@ def _concept_dirs(root: Path) -> dict[str, tuple[str, Path]]:
             continue
         for d in sorted(fam.iterdir()):
             if d.is_dir() and d.name.startswith("concept_"):
-                out[d.name[len("concept_"):]] = (family, d)
+                out[d.name[len("concept_") :]] = (family, d)
     return out
 
 
-def load_geoclidean(root: str | os.PathLike, concepts: Sequence[str] | None = None,
-                    image_size: int | None = None) -> dict[str, ConceptImages]:
+def load_geoclidean(
+    root: str | os.PathLike, concepts: Sequence[str] | None = None, image_size: int | None = None
+) -> dict[str, ConceptImages]:
     """Read the official Geoclidean benchmark images (Hsu et al. 2022).
 
     Layout: ``<root>/{elements,constraints}/concept_<name>/train/{1..5}_fin.png`` and
@@ -179,10 +182,12 @@ def load_geoclidean(root: str | os.PathLike, concepts: Sequence[str] | None = No
         if not train_files or kinds.count("in") == 0 or len(kinds) == kinds.count("in"):
             raise ValueError(f"{d}: needs train/*_fin.png and test/in_*, out_close_*/out_far_* images")
         out[name] = ConceptImages(
-            name=name, family=family,
+            name=name,
+            family=family,
             train=np.stack([_read_png(p, image_size) for p in train_files]),
             test=np.stack([_read_png(p, image_size) for p in test_files]),
-            test_kind=np.array(kinds))
+            test_kind=np.array(kinds),
+        )
     return out
 
 
@@ -200,8 +205,9 @@ def _minmax(s: np.ndarray) -> np.ndarray:
     return np.zeros_like(s) if hi == lo else (s - lo) / (hi - lo)
 
 
-def fewshot_evaluate(embedded: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
-                     threshold: str = "per_concept") -> FewShotResult:
+def fewshot_evaluate(
+    embedded: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]], threshold: str = "per_concept"
+) -> FewShotResult:
     """Run the few-shot protocol on embedded concepts (paper Sec. 3.2, Fig. 3C).
 
     Each concept gives two binary tasks, *close* (its in-concept test images against its close
@@ -238,9 +244,13 @@ def fewshot_evaluate(embedded: Mapping[str, tuple[np.ndarray, np.ndarray, np.nda
             tasks[(name, task)] = (s[m], kind[m] == "in")
     if threshold == "global":
         tasks = {k: (_minmax(s), y) for k, (s, y) in tasks.items()}
-        pooled = {task: best_threshold(np.concatenate([s for (n, t), (s, _) in tasks.items() if t == task]),
-                                       np.concatenate([y for (n, t), (_, y) in tasks.items() if t == task]))[0]
-                  for task in ("close", "far")}
+        pooled = {
+            task: best_threshold(
+                np.concatenate([s for (n, t), (s, _) in tasks.items() if t == task]),
+                np.concatenate([y for (n, t), (_, y) in tasks.items() if t == task]),
+            )[0]
+            for task in ("close", "far")
+        }
     result = FewShotResult(threshold=threshold)
     for (name, task), (s, y) in tasks.items():
         t = best_threshold(s, y)[0] if threshold == "per_concept" else pooled[task]
@@ -276,8 +286,8 @@ def pixel_embedding(images, size: int = 32) -> np.ndarray:
     return g.reshape(b, -1)
 
 
-def embed_concepts(concepts: Mapping[str, ConceptImages], embed: Callable[[np.ndarray], np.ndarray]
-                   ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def embed_concepts(
+    concepts: Mapping[str, ConceptImages], embed: Callable[[np.ndarray], np.ndarray]
+) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Apply ``embed`` ``(B, H, W, 3) -> (B, D)`` to every concept's train and test images."""
     return {n: (np.asarray(embed(c.train)), np.asarray(embed(c.test)), c.test_kind) for n, c in concepts.items()}
-

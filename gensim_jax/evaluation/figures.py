@@ -87,9 +87,14 @@ def _runs(x, name: str) -> np.ndarray:
     return v
 
 
-def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: Optional[str | os.PathLike] = None,
-                    *, human: Optional[Mapping[str, float]] = None, chance: float = 0.5,
-                    title: str = "Geoclidean few-shot (held-out concepts)"):
+def plot_geoclidean(
+    models: Mapping[str, Mapping[str, Sequence[float]]],
+    path: Optional[str | os.PathLike] = None,
+    *,
+    human: Optional[Mapping[str, float]] = None,
+    chance: float = 0.5,
+    title: str = "Geoclidean few-shot (held-out concepts)",
+):
     """Fig. 3C: few-shot accuracy on the close and far tasks, one bar per model (paper Sec. 3.2).
 
     Bars are the mean over training runs, error bars the s.e.m. over runs (none for one run), dots
@@ -131,8 +136,7 @@ def plot_geoclidean(models: Mapping[str, Mapping[str, Sequence[float]]], path: O
     if human is not None:
         for j, t in enumerate(tasks):
             if t in human:
-                ax.hlines(float(human[t]), j - 0.45, j + 0.45, color=_HUMAN, lw=2.5,
-                          label="human" if j == 0 else None)
+                ax.hlines(float(human[t]), j - 0.45, j + 0.45, color=_HUMAN, lw=2.5, label="human" if j == 0 else None)
     ax.set_xticks(np.arange(len(tasks)), ["close", "far"])
     ax.set_ylabel("classification accuracy")
     ax.set_ylim(0.0, 1.0)
@@ -149,8 +153,12 @@ def _wrap(text: str, width: int = 42) -> str:
     return "\n".join(textwrap.wrap(text, width))
 
 
-def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[str | os.PathLike] = None,
-                   *, title: str = "Hierarchy decoding"):
+def plot_hierarchy(
+    models: Mapping[str, Mapping[str, Sequence]],
+    path: Optional[str | os.PathLike] = None,
+    *,
+    title: str = "Hierarchy decoding",
+):
     """Fig. 4B with Fig. S3: decoding accuracy per tree level and the aggregate score per model.
 
     Left panel: accuracy of the linear decoder at each level (mean +- s.e.m. over runs) and the
@@ -181,12 +189,15 @@ def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[
         acc = acc[None] if acc.ndim == 1 else acc
         chance = np.asarray(m["chance"], np.float64)
         if acc.ndim != 2 or acc.shape[1] != len(levels) or chance.shape != levels.shape:
-            raise ValueError(f"model {label!r}: accuracy must be (R, {len(levels)}) and chance ({len(levels)},), "
-                             f"got {acc.shape} and {chance.shape}")
+            raise ValueError(
+                f"model {label!r}: accuracy must be (R, {len(levels)}) and chance ({len(levels)},), "
+                f"got {acc.shape} and {chance.shape}"
+            )
         color = _COLORS[i % len(_COLORS)]
         mu, se = mean_sem(acc)
-        ax_l.errorbar(levels, mu, yerr=se if len(acc) > 1 else None, marker="o", ms=3.5, capsize=2,
-                      color=color, label=label)
+        ax_l.errorbar(
+            levels, mu, yerr=se if len(acc) > 1 else None, marker="o", ms=3.5, capsize=2, color=color, label=label
+        )
         ax_l.plot(levels, chance, ls=":", marker="_", color="grey", label="chance" if i == 0 else None)
         s_mu, s_se = mean_sem(_runs(m["score"], f"models[{label!r}]['score']"))
         labels.append(label)
@@ -198,8 +209,14 @@ def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[
     ax_l.set_ylim(0.0, 1.02)
     ax_l.legend(fontsize=7, loc="best")
     x = np.arange(len(labels))
-    ax_s.bar(x, score_means, 0.6 if len(labels) > 1 else 0.35, yerr=score_sems, capsize=3,
-             color=[_COLORS[i % len(_COLORS)] for i in range(len(labels))])
+    ax_s.bar(
+        x,
+        score_means,
+        0.6 if len(labels) > 1 else 0.35,
+        yerr=score_sems,
+        capsize=3,
+        color=[_COLORS[i % len(_COLORS)] for i in range(len(labels))],
+    )
     ax_s.axhline(0.0, color="black", lw=0.8)
     ax_s.set_xticks(x, labels, rotation=20, fontsize=8)
     ax_s.set_ylabel("Σ over levels of log(accuracy / chance)", fontsize=8)
@@ -211,10 +228,16 @@ def plot_hierarchy(models: Mapping[str, Mapping[str, Sequence]], path: Optional[
     return fig
 
 
-def plot_odd_one_out(alphas, curves: Mapping[str, Sequence[float]], path: Optional[str | os.PathLike] = None,
-                     *, fitted: Optional[Mapping[str, float]] = None, chance: float = 1.0 / 3.0,
-                     ylabel: str = "mean likelihood of the human choices",
-                     title: str = "Odd-one-out likelihood vs temperature factor"):
+def plot_odd_one_out(
+    alphas,
+    curves: Mapping[str, Sequence[float]],
+    path: Optional[str | os.PathLike] = None,
+    *,
+    fitted: Optional[Mapping[str, float]] = None,
+    chance: float = 1.0 / 3.0,
+    ylabel: str = "mean likelihood of the human choices",
+    title: str = "Odd-one-out likelihood vs temperature factor",
+):
     """Likelihood of the human odd-one-out choices as a function of ``alpha`` (``tau = alpha * rt``).
 
     One thin line per participant, their mean in black, each participant's fitted ``alpha`` as a
@@ -249,8 +272,13 @@ def plot_odd_one_out(alphas, curves: Mapping[str, Sequence[float]], path: Option
         ax.plot(a, c, lw=0.7, alpha=0.5, color=_COLORS[0])
         if fitted is not None and p in fitted:
             ax.plot([fitted[p]], [np.interp(np.log(fitted[p]), np.log(a), c)], "o", ms=3, color=_COLORS[1])
-    ax.plot(a, np.mean(np.stack(list(ys.values())), axis=0), lw=2, color="black",
-            label=f"mean over {len(ys)} participant{'s' if len(ys) != 1 else ''}")
+    ax.plot(
+        a,
+        np.mean(np.stack(list(ys.values())), axis=0),
+        lw=2,
+        color="black",
+        label=f"mean over {len(ys)} participant{'s' if len(ys) != 1 else ''}",
+    )
     if fitted:
         ax.plot([], [], "o", ms=3, color=_COLORS[1], label=r"fitted $\alpha$")
     if chance is not None:
@@ -290,15 +318,27 @@ def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
     for k, (name, m) in enumerate(models.items()):
         reg = m.get("regularity")
         label = f"{name} (rho(9)={reg['rho']:.2f}, p={reg['p']:.3g})" if reg else f"{name} (rho undefined)"
-        ax.errorbar(x, m["error_rate_mean"], yerr=m["error_rate_sem"], marker="o", ms=4, capsize=2, lw=1.5,
-                    color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)], label=label)
+        ax.errorbar(
+            x,
+            m["error_rate_mean"],
+            yerr=m["error_rate_sem"],
+            marker="o",
+            ms=4,
+            capsize=2,
+            lw=1.5,
+            color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)],
+            label=label,
+        )
     ax.plot(x, summary["human_error_rate"], "k--", marker="s", ms=3, lw=1, label="humans (pooled)")
     ax.plot(x, summary["baboon_error_rate"], color="grey", ls=":", marker="^", ms=3, lw=1, label="baboons")
     ax.axhline(summary["chance_error_rate"], color="red", lw=1, label="chance (5/6)")
     ax.set_xticks(x, shapes, rotation=40, ha="right")
     ax.set_ylim(0, 1)
-    ax.set(ylabel="error rate", xlabel="reference shape (most to least regular)",
-           title=title or "Oddball error rate per quadrilateral (Fig. 2B)")
+    ax.set(
+        ylabel="error rate",
+        xlabel="reference shape (most to least regular)",
+        title=title or "Oddball error rate per quadrilateral (Fig. 2B)",
+    )
     ax.legend(fontsize=7, loc="upper left")
 
     names = list(models)
@@ -307,8 +347,16 @@ def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
         means = [models[n][f"r_{who}_mean"] for n in names]
         sems = [models[n][f"r_{who}_sem"] for n in names]
         pos = np.arange(len(names)) + (j - 0.5) * width
-        bx.bar(pos, [0.0 if v is None else v for v in means], width, yerr=sems, color=colour, alpha=0.55,
-               capsize=3, label=who)
+        bx.bar(
+            pos,
+            [0.0 if v is None else v for v in means],
+            width,
+            yerr=sems,
+            color=colour,
+            alpha=0.55,
+            capsize=3,
+            label=who,
+        )
         for p_, n in zip(pos, names):
             vals = [v for v in models[n][f"r_{who}"] if v is not None]
             bx.plot(np.full(len(vals), p_), vals, ".", color=colour, ms=4)

@@ -120,13 +120,21 @@ def pair_distance_summary(distance, same) -> dict:
     if d.ndim != 1 or same.shape != d.shape:
         raise ValueError(f"distance {d.shape} and same {same.shape} must be equal 1-D shapes")
     mean_same, mean_diff, mean_comp = float(d[same].mean()), float(d.mean()), float(d[~same].mean())
-    return {"same_ci": mean_ci(d[same]), "different_ci": mean_ci(d), "different_component_ci": mean_ci(d[~same]),
-            "mean_same": mean_same, "mean_different": mean_diff, "mean_different_component": mean_comp,
-            "distance_ratio": mean_diff / mean_same, "distance_ratio_component": mean_comp / mean_same}
+    return {
+        "same_ci": mean_ci(d[same]),
+        "different_ci": mean_ci(d),
+        "different_component_ci": mean_ci(d[~same]),
+        "mean_same": mean_same,
+        "mean_different": mean_diff,
+        "mean_different_component": mean_comp,
+        "distance_ratio": mean_diff / mean_same,
+        "distance_ratio_component": mean_comp / mean_same,
+    }
 
 
-def fig_s1_report(fit_emb, fit_comp, test_x, test_emb, test_comp, log_similarity, *, num_pairs: int,
-                  num_bins: int, seed: int) -> tuple[MixtureReport, dict]:
+def fig_s1_report(
+    fit_emb, fit_comp, test_x, test_emb, test_comp, log_similarity, *, num_pairs: int, num_bins: int, seed: int
+) -> tuple[MixtureReport, dict]:
     """The Fig. S1 protocol on embedded points: accuracy, binned Spearman, pair distances.
 
     Args:
@@ -152,7 +160,14 @@ def fig_s1_report(fit_emb, fit_comp, test_x, test_emb, test_comp, log_similarity
     s_gen = np.exp(np.asarray(log_similarity(test_x[i], test_x[j])))
     rho, p_value, dof = binned_spearman(dist, s_gen, num_bins)
     same = test_comp[i] == test_comp[j]
-    report = MixtureReport(accuracy=accuracy, spearman_rho=rho, spearman_p=p_value, spearman_dof=dof,
-                           num_test_points=len(test_x), num_pairs=int(len(i)), num_same_pairs=int(same.sum()),
-                           **pair_distance_summary(dist, same))
+    report = MixtureReport(
+        accuracy=accuracy,
+        spearman_rho=rho,
+        spearman_p=p_value,
+        spearman_dof=dof,
+        num_test_points=len(test_x),
+        num_pairs=int(len(i)),
+        num_same_pairs=int(same.sum()),
+        **pair_distance_summary(dist, same),
+    )
     return report, {"i": i, "j": j, "distance": dist, "s_gen": s_gen}

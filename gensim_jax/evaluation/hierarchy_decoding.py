@@ -46,16 +46,16 @@ __all__ = [
 class LevelResult:
     level: int
     num_labels: int
-    accuracy: float        # mean over the CV folds
-    chance: float          # the chance used in the score: 1 / num_labels or the majority rate
-    majority: float        # share of the most frequent label (accuracy of always guessing it)
+    accuracy: float  # mean over the CV folds
+    chance: float  # the chance used in the score: 1 / num_labels or the majority rate
+    majority: float  # share of the most frequent label (accuracy of always guessing it)
     fold_accuracies: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class DecodingResult:
     levels: tuple[LevelResult, ...]
-    score: float           # sum_l log(a_l / c_l) over the decoded levels
+    score: float  # sum_l log(a_l / c_l) over the decoded levels
 
 
 def aggregate_score(accuracies, chances) -> float:
@@ -78,14 +78,25 @@ def _svm(seed: int, standardize: bool, n_jobs: int | None):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    clf = SGDClassifier(loss="hinge", max_iter=100, tol=1e-4, n_iter_no_change=5,
-                        early_stopping=False, random_state=seed, n_jobs=n_jobs)
+    clf = SGDClassifier(
+        loss="hinge", max_iter=100, tol=1e-4, n_iter_no_change=5, early_stopping=False, random_state=seed, n_jobs=n_jobs
+    )
     return make_pipeline(StandardScaler(), clf) if standardize else clf
 
 
-def decode_levels(embeddings, classes, tree: Tree, class_nodes=None, *, folds: int = 3, seed: int = 0,
-                  standardize: bool = True, fill: str = "self", chance: str = "uniform",
-                  n_jobs: int | None = None) -> DecodingResult:
+def decode_levels(
+    embeddings,
+    classes,
+    tree: Tree,
+    class_nodes=None,
+    *,
+    folds: int = 3,
+    seed: int = 0,
+    standardize: bool = True,
+    fill: str = "self",
+    chance: str = "uniform",
+    n_jobs: int | None = None,
+) -> DecodingResult:
     """Decode the class-tree level of every image from its embedding (paper Appendix N).
 
     Args:

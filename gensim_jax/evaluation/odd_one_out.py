@@ -133,9 +133,9 @@ def choice_log_probs(embeddings, trials: Trials, alpha) -> np.ndarray:
     al = np.asarray(alpha, np.float64)
     if np.any(~np.isfinite(al)) or np.any(al <= 0):
         raise ValueError("alpha must be finite and > 0")
-    s = _cosine_pairs(e, trials.items)                                  # (T, 3)
-    tau = np.atleast_1d(al)[:, None] * trials.rt[None, :]               # (A, T)
-    logp = log_softmax(s[None] / tau[..., None], axis=-1)               # (A, T, 3)
+    s = _cosine_pairs(e, trials.items)  # (T, 3)
+    tau = np.atleast_1d(al)[:, None] * trials.rt[None, :]  # (A, T)
+    logp = log_softmax(s[None] / tau[..., None], axis=-1)  # (A, T, 3)
     out = np.take_along_axis(logp, trials.choice[None, :, None], axis=-1)[..., 0]
     return out[0] if al.ndim == 0 else out
 
@@ -144,13 +144,12 @@ def choice_log_probs(embeddings, trials: Trials, alpha) -> np.ndarray:
 class ParticipantFit:
     participant: str
     alpha: float
-    mean_likelihood: float      # mean over the participant's trials of P(choice) at alpha
+    mean_likelihood: float  # mean over the participant's trials of P(choice) at alpha
     mean_log_likelihood: float
     num_trials: int
 
 
-def fit_alpha(embeddings, trials: Trials, alphas=DEFAULT_ALPHAS, objective: str = "mean_likelihood"
-              ) -> ParticipantFit:
+def fit_alpha(embeddings, trials: Trials, alphas=DEFAULT_ALPHAS, objective: str = "mean_likelihood") -> ParticipantFit:
     """Grid-search ``alpha`` for one participant's trials.
 
     Args:
@@ -167,7 +166,7 @@ def fit_alpha(embeddings, trials: Trials, alphas=DEFAULT_ALPHAS, objective: str 
     parts = np.unique(trials.participant)
     if len(parts) != 1:
         raise ValueError(f"fit_alpha takes the trials of one participant, got {len(parts)}")
-    lp = choice_log_probs(embeddings, trials, alphas)                   # (A, T)
+    lp = choice_log_probs(embeddings, trials, alphas)  # (A, T)
     ml = np.exp(lp).mean(axis=1)
     mll = lp.mean(axis=1)
     k = int(np.argmax(ml if objective == "mean_likelihood" else mll))
@@ -178,8 +177,9 @@ def _subset(trials: Trials, mask: np.ndarray) -> Trials:
     return Trials(trials.items[mask], trials.choice[mask], trials.rt[mask], trials.participant[mask])
 
 
-def odd_one_out_likelihood(embeddings, trials: Trials, alphas=DEFAULT_ALPHAS,
-                           objective: str = "mean_likelihood") -> dict[str, object]:
+def odd_one_out_likelihood(
+    embeddings, trials: Trials, alphas=DEFAULT_ALPHAS, objective: str = "mean_likelihood"
+) -> dict[str, object]:
     """Fit ``alpha`` per participant and report the model's likelihood of the human choices (Fig. 4D).
 
     Returns:
@@ -197,4 +197,3 @@ def odd_one_out_likelihood(embeddings, trials: Trials, alphas=DEFAULT_ALPHAS,
 def trials_from_arrays(items, choice, rt, participant) -> Trials:
     """Validated :class:`Trials` from arrays (``items (T, 3)``, ``choice (T,)`` in {0,1,2}, ``rt``, ``participant``)."""
     return _make_trials(items, choice, rt, participant)
-

@@ -165,12 +165,16 @@ def behaviour_correlation(model_error_rate, behaviour_error_rate, method: str = 
     Returns:
       ``(r, p_value)``.
     """
-    return _corr(_check_rates(model_error_rate, "model_error_rate"),
-                 _check_rates(behaviour_error_rate, "behaviour_error_rate"), method)
+    return _corr(
+        _check_rates(model_error_rate, "model_error_rate"),
+        _check_rates(behaviour_error_rate, "behaviour_error_rate"),
+        method,
+    )
 
 
-def subject_correlations(model_error_rate, subjects: Mapping[str, Mapping[str, object]],
-                         method: str = "pearson") -> dict[str, dict[str, float | str]]:
+def subject_correlations(
+    model_error_rate, subjects: Mapping[str, Mapping[str, object]], method: str = "pearson"
+) -> dict[str, dict[str, float | str]]:
     """Correlation of a model's error rates with each subject's (paper Appendix Q, Fig. S2).
 
     Args:
@@ -197,15 +201,14 @@ def subject_correlations(model_error_rate, subjects: Mapping[str, Mapping[str, o
 class RunComparison:
     """Result of :func:`compare_across_runs`."""
 
-    r_human: np.ndarray     # (R,) correlation of each run's error rates with the human rates
-    r_baboon: np.ndarray    # (R,) ... with the baboon rates
-    t: float                # t statistic of r_human vs r_baboon (positive: more human-like)
-    p: float                # two-sided p-value
-    dof: int                # 2 R - 2 (paper: t(18) for 10 runs)
+    r_human: np.ndarray  # (R,) correlation of each run's error rates with the human rates
+    r_baboon: np.ndarray  # (R,) ... with the baboon rates
+    t: float  # t statistic of r_human vs r_baboon (positive: more human-like)
+    p: float  # two-sided p-value
+    dof: int  # 2 R - 2 (paper: t(18) for 10 runs)
 
 
-def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate,
-                        method: str = "pearson") -> RunComparison:
+def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate, method: str = "pearson") -> RunComparison:
     """Is a model more human-like than baboon-like across training runs? (paper Sec. 3.1, t(18)).
 
     For each run ``r``, correlate its error rates with the human and with the baboon rates, then
@@ -240,9 +243,13 @@ def _maybe_corr(a: np.ndarray, b: np.ndarray, method: str = "pearson") -> dict |
     return {"r": r, "p": p}
 
 
-def oddball_summary(run_error_rates: Mapping[str, object], behaviour: Mapping[str, Mapping[str, np.ndarray]] | None = None,
-                    human_populations: Sequence[str] = HUMAN_POPULATIONS, baboon_population: str = "baboons",
-                    method: str = "pearson") -> dict:
+def oddball_summary(
+    run_error_rates: Mapping[str, object],
+    behaviour: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    human_populations: Sequence[str] = HUMAN_POPULATIONS,
+    baboon_population: str = "baboons",
+    method: str = "pearson",
+) -> dict:
     """The numbers of paper Fig. 2B and 2C for several models, each trained ``R`` times.
 
     For every model (``name -> (R, 11)`` error rates in ``SHAPES`` order, one row per run):
@@ -309,9 +316,14 @@ def oddball_summary(run_error_rates: Mapping[str, object], behaviour: Mapping[st
             if np.isfinite(c.t):  # identical correlations in every run leave t undefined
                 entry["comparison"] = {"t": c.t, "p": c.p, "dof": c.dof}
         models[name] = entry
-    return {"shapes": list(SHAPES), "human_error_rate": human, "baboon_error_rate": baboon,
-            "human_populations": list(human_populations), "chance_error_rate": CHANCE_ERROR_RATE,
-            "models": models}
+    return {
+        "shapes": list(SHAPES),
+        "human_error_rate": human,
+        "baboon_error_rate": baboon,
+        "human_populations": list(human_populations),
+        "chance_error_rate": CHANCE_ERROR_RATE,
+        "models": models,
+    }
 
 
 def read_similarity_judgements(path: str | os.PathLike) -> dict[tuple[str, str], float]:
@@ -348,8 +360,9 @@ def read_similarity_judgements(path: str | os.PathLike) -> dict[tuple[str, str],
     return {k: s / n for k, (s, n) in sums.items()}
 
 
-def similarity_judgement_correlation(judgements: Mapping[tuple[str, str], float],
-                                     embeddings: Mapping[str, np.ndarray]) -> tuple[float, float, int]:
+def similarity_judgement_correlation(
+    judgements: Mapping[tuple[str, str], float], embeddings: Mapping[str, np.ndarray]
+) -> tuple[float, float, int]:
     """Spearman rho between mean human ratings and the model's cosine similarity (paper Fig. 2D).
 
     Args:

@@ -39,21 +39,41 @@ __all__ = [
 
 #: The 11 reference quadrilaterals from most to least geometrically regular (paper Fig. 2B, Table 1).
 SHAPES: tuple[str, ...] = (
-    "square", "rectangle", "losange", "parallelogram", "rightKite", "kite", "isoTrapezoid",
-    "hinge", "rustedHinge", "trapezoid", "random",
+    "square",
+    "rectangle",
+    "losange",
+    "parallelogram",
+    "rightKite",
+    "kite",
+    "isoTrapezoid",
+    "hinge",
+    "rustedHinge",
+    "trapezoid",
+    "random",
 )
 
 #: Paper Table 1: (rightAngles, parallels, symmetry, equalSides, equalAngles) per shape.
 TABLE1_REGULARITIES: Mapping[str, tuple[int, int, int, int, int]] = {
-    "square": (4, 2, 4, 4, 4), "rectangle": (4, 2, 2, 2, 4), "losange": (0, 0, 2, 4, 2),
-    "parallelogram": (0, 2, 1, 2, 2), "rightKite": (2, 0, 1, 2, 2), "kite": (0, 0, 1, 2, 2),
-    "isoTrapezoid": (0, 1, 1, 1, 2), "hinge": (1, 0, 0, 1, 0), "rustedHinge": (0, 0, 0, 1, 0),
-    "trapezoid": (0, 1, 0, 0, 0), "random": (0, 0, 0, 0, 0),
+    "square": (4, 2, 4, 4, 4),
+    "rectangle": (4, 2, 2, 2, 4),
+    "losange": (0, 0, 2, 4, 2),
+    "parallelogram": (0, 2, 1, 2, 2),
+    "rightKite": (2, 0, 1, 2, 2),
+    "kite": (0, 0, 1, 2, 2),
+    "isoTrapezoid": (0, 1, 1, 1, 2),
+    "hinge": (1, 0, 0, 1, 0),
+    "rustedHinge": (0, 0, 0, 1, 0),
+    "trapezoid": (0, 1, 0, 0, 0),
+    "random": (0, 0, 0, 0, 0),
 }
 
 #: Human populations of Sable-Meyer et al. (2021) in the error-rate table; the other one is ``baboons``.
 HUMAN_POPULATIONS: tuple[str, ...] = (
-    "french_adults_1", "french_adults_2", "1st_graders", "preschoolers", "himbas",
+    "french_adults_1",
+    "french_adults_2",
+    "1st_graders",
+    "preschoolers",
+    "himbas",
 )
 
 _ASSET = "sable_meyer_error_rates.csv"
@@ -83,8 +103,7 @@ def _parse_error_rate_rows(lines: Iterable[str], where: str) -> dict[str, dict[s
     out: dict[str, dict[str, np.ndarray]] = {}
     for row in reader:
         pop = row["population"]
-        d = out.setdefault(pop, {"trials": np.zeros(len(SHAPES), np.int64),
-                                 "errors": np.zeros(len(SHAPES), np.int64)})
+        d = out.setdefault(pop, {"trials": np.zeros(len(SHAPES), np.int64), "errors": np.zeros(len(SHAPES), np.int64)})
         i = _shape_index(row["shape"], where)
         d["trials"][i] += int(row["trials"])
         d["errors"][i] += int(row["errors"])
@@ -160,13 +179,15 @@ def read_behavior(path: str | os.PathLike) -> list[dict[str, object]]:
             if s not in _TRUE | _FALSE:
                 raise ValueError(f"{path}:{line}: success must be TRUE/FALSE/1/0, got {row['success']!r}")
             _shape_index(row["shape"], f"{path}:{line}")
-            trials.append({"subject": row["ID"], "population": row["population"],
-                           "shape": row["shape"], "success": s in _TRUE})
+            trials.append(
+                {"subject": row["ID"], "population": row["population"], "shape": row["shape"], "success": s in _TRUE}
+            )
     return trials
 
 
-def subject_error_rates(trials: Iterable[Mapping[str, object]], *, min_trials_per_shape: int = 1
-                        ) -> dict[str, dict[str, np.ndarray | str]]:
+def subject_error_rates(
+    trials: Iterable[Mapping[str, object]], *, min_trials_per_shape: int = 1
+) -> dict[str, dict[str, np.ndarray | str]]:
     """Per-subject error rate per shape (paper Appendix Q, Fig. S2).
 
     Args:
@@ -181,9 +202,14 @@ def subject_error_rates(trials: Iterable[Mapping[str, object]], *, min_trials_pe
         raise ValueError(f"min_trials_per_shape must be >= 1, got {min_trials_per_shape}")
     acc: dict[str, dict] = {}
     for t in trials:
-        d = acc.setdefault(str(t["subject"]), {"population": str(t["population"]),
-                                               "trials": np.zeros(len(SHAPES), np.int64),
-                                               "errors": np.zeros(len(SHAPES), np.int64)})
+        d = acc.setdefault(
+            str(t["subject"]),
+            {
+                "population": str(t["population"]),
+                "trials": np.zeros(len(SHAPES), np.int64),
+                "errors": np.zeros(len(SHAPES), np.int64),
+            },
+        )
         i = _shape_index(str(t["shape"]), "trials")
         d["trials"][i] += 1
         d["errors"][i] += 0 if t["success"] else 1

@@ -31,8 +31,16 @@ from scipy import stats
 
 from gensim_jax._extras import require
 
-__all__ = ["METRICS", "accuracy", "evaluate", "format_table", "make_predictor", "plot_accuracy_vs_lambda",
-           "summarize", "t_interval"]
+__all__ = [
+    "METRICS",
+    "accuracy",
+    "evaluate",
+    "format_table",
+    "make_predictor",
+    "plot_accuracy_vs_lambda",
+    "summarize",
+    "t_interval",
+]
 
 #: Per-run metrics summarised by :func:`summarize` (``gap`` is computed from the other two).
 METRICS = ("id_accuracy", "ood_accuracy", "gap")
@@ -113,8 +121,10 @@ def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: 
             for key in ("id_accuracy", "ood_accuracy"):
                 if key not in r:
                     raise ValueError(f"lambda {lam}: a run lacks {key!r} (has {sorted(r)})")
-        values = {"id_accuracy": [float(r["id_accuracy"]) for r in runs],
-                  "ood_accuracy": [float(r["ood_accuracy"]) for r in runs]}
+        values = {
+            "id_accuracy": [float(r["id_accuracy"]) for r in runs],
+            "ood_accuracy": [float(r["ood_accuracy"]) for r in runs],
+        }
         values["gap"] = [a - b for a, b in zip(values["id_accuracy"], values["ood_accuracy"])]
         for m in METRICS:
             v = values[m]
@@ -137,15 +147,18 @@ def _cell(row: Mapping, m: str) -> str:
 def format_table(rows: Sequence[Mapping], confidence: float = 0.95) -> str:
     """Markdown table of :func:`summarize` rows: mean [CI] of ID, OOD accuracy and gap per lambda."""
     pct = f"{100 * confidence:g}%"
-    lines = [f"| lambda | runs | ID accuracy [{pct} CI] | OOD accuracy [{pct} CI] | ID - OOD [{pct} CI] |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"| lambda | runs | ID accuracy [{pct} CI] | OOD accuracy [{pct} CI] | ID - OOD [{pct} CI] |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(f"| {r['lambda']:g} | {r['runs']} | " + " | ".join(_cell(r, m) for m in METRICS) + " |")
     return "\n".join(lines)
 
 
-def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95,
-                            chance: float | None = 0.1) -> None:
+def plot_accuracy_vs_lambda(
+    rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95, chance: float | None = 0.1
+) -> None:
     """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
 
     The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
@@ -162,15 +175,23 @@ def plot_accuracy_vs_lambda(rows: Sequence[Mapping], path, *, title: str = "", c
     fig = Figure(figsize=(6.4, 4.2))
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    for m, label, colour in (("id_accuracy", "in distribution (own pool)", "tab:blue"),
-                             ("ood_accuracy", "out of distribution (swapped pools)", "tab:red")):
+    for m, label, colour in (
+        ("id_accuracy", "in distribution (own pool)", "tab:blue"),
+        ("ood_accuracy", "out of distribution (swapped pools)", "tab:red"),
+    ):
         mean = np.array([r[f"{m}_mean"] for r in rows], float)
         ax.plot(lam, mean, "o-", color=colour, label=label)
         if all(r[f"{m}_low"] is not None for r in rows):
             lo = np.array([r[f"{m}_low"] for r in rows], float)
             hi = np.array([r[f"{m}_high"] for r in rows], float)
-            ax.fill_between(lam, np.clip(lo, 0, 1), np.clip(hi, 0, 1), color=colour, alpha=0.2,
-                            label=f"{100 * confidence:g}% CI over seeds")
+            ax.fill_between(
+                lam,
+                np.clip(lo, 0, 1),
+                np.clip(hi, 0, 1),
+                color=colour,
+                alpha=0.2,
+                label=f"{100 * confidence:g}% CI over seeds",
+            )
     if chance is not None:
         ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
     ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
@@ -217,7 +238,7 @@ def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any]
         b = min(int(batch_size), len(x))
         out = []
         for start in range(0, len(x), b):
-            chunk = x[start:start + b]
+            chunk = x[start : start + b]
             n = len(chunk)
             if n < b:
                 chunk = np.concatenate([chunk, np.zeros((b - n, *chunk.shape[1:]), chunk.dtype)])
@@ -227,8 +248,9 @@ def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any]
     return predict
 
 
-def evaluate(predict: Callable[[Mapping[str, Any], np.ndarray], np.ndarray], variables,
-             sets: Mapping[str, tuple]) -> dict:
+def evaluate(
+    predict: Callable[[Mapping[str, Any], np.ndarray], np.ndarray], variables, sets: Mapping[str, tuple]
+) -> dict:
     """``{"<name>_accuracy": accuracy}`` of ``predict(variables, images)`` on every ``sets[name] = (images, labels)``.
 
     With :func:`gensim_jax.data.spurious_digits.evaluation_sets`: ``{"id_accuracy", "ood_accuracy"}``.

@@ -33,7 +33,9 @@ def _declares_experiment(path: Path) -> bool:
     except (SyntaxError, UnicodeDecodeError, OSError):
         return False
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if any(isinstance(t, ast.Name) and t.id == "EXPERIMENT" for t in targets):
             return True
     return False
@@ -45,8 +47,7 @@ def available(package_dir=None) -> dict:
     Read from the sources, so listing imports nothing.  ``package_dir``: another folder to scan.
     """
     folder = PACKAGE_DIR if package_dir is None else Path(package_dir)
-    return {p.stem: p for p in sorted(folder.glob("*.py"))
-            if not p.name.startswith("_") and _declares_experiment(p)}
+    return {p.stem: p for p in sorted(folder.glob("*.py")) if not p.name.startswith("_") and _declares_experiment(p)}
 
 
 def summary(path: Path) -> str:
@@ -80,16 +81,21 @@ def load(name_or_path: str):
     else:
         known = available()
         if text not in known:
-            raise ValueError(f"unknown experiment {text!r}; known: {', '.join(known)} (or the path of a .py file "
-                             "that defines EXPERIMENT)")
+            raise ValueError(
+                f"unknown experiment {text!r}; known: {', '.join(known)} (or the path of a .py file "
+                "that defines EXPERIMENT)"
+            )
         module = importlib.import_module(f"gensim_jax.experiments.{text}")
         where = f"gensim_jax/experiments/{text}.py"
     experiment = getattr(module, "EXPERIMENT", None)
     if not isinstance(experiment, Experiment):
-        raise ValueError(f"{where} does not define EXPERIMENT = an instance of gensim_jax.training.experiment.Experiment")
+        raise ValueError(
+            f"{where} does not define EXPERIMENT = an instance of gensim_jax.training.experiment.Experiment"
+        )
     if not experiment.name:
         experiment.name = Path(where).stem
     if not experiment.summary:
-        experiment.summary = (module.__doc__ or "").strip().splitlines()[0].removeprefix("Experiment:").strip() \
-            if module.__doc__ else ""
+        experiment.summary = (
+            (module.__doc__ or "").strip().splitlines()[0].removeprefix("Experiment:").strip() if module.__doc__ else ""
+        )
     return experiment

@@ -46,9 +46,12 @@ def _experiments_epilog(available: dict) -> str:
 def _fields_epilog(experiment) -> str:
     types_ = field_types(experiment.Config)
     defaults = {f.name: f.default for f in dataclasses.fields(experiment.Config)}
-    lines = [f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
-             f"(default {experiment.default_config()})", "",
-             f"{experiment.name} config fields (--set KEY=VALUE; defaults of the base Config):"]
+    lines = [
+        f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
+        f"(default {experiment.default_config()})",
+        "",
+        f"{experiment.name} config fields (--set KEY=VALUE; defaults of the base Config):",
+    ]
     width = max(len(k) for k in types_)
     for key, tp in types_.items():
         lines.append(f"  {key:<{width}}  {describe_type(tp)} = {defaults[key]!r}")
@@ -57,33 +60,73 @@ def _fields_epilog(experiment) -> str:
 
 def build_parser(epilog: str) -> argparse.ArgumentParser:
     """The argument parser of ``gensim-jax train``."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""),
-                                     epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0].replace("``", ""),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
     parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
     parser.add_argument("--workdir", default=None, help="output directory (default: runs/EXPERIMENT-CONFIG)")
-    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                        help="override config fields (JSON values: 3, 1e-4, true, null, [16,8], text)")
-    parser.add_argument("--objective", action="append", default=[], metavar="NAME",
-                        help="train these objectives (repeat, or a comma list; sets the config's `objectives`)")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override config fields (JSON values: 3, 1e-4, true, null, [16,8], text)",
+    )
+    parser.add_argument(
+        "--objective",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="train these objectives (repeat, or a comma list; sets the config's `objectives`)",
+    )
     parser.add_argument("--model", default=None, metavar="NAME", help="encoder name (sets the config's `model`)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run whose checkpoints are in the workdir (required when there are any)")
-    parser.add_argument("--benchmark-dir", default=None,
-                        help="official Geoclidean benchmark directory, also evaluated (geoclidean only)")
-    parser.add_argument("--profile-steps", default=None, metavar="START:END",
-                        help="write a jax.profiler trace of these steps of every run (TensorBoard's profile tab)")
-    parser.add_argument("--peak-tflops", type=float, default=None, metavar="T",
-                        help="one device's peak TFLOP/s for the model FLOP utilisation (default: the chip table's "
-                             "bf16 peak of the device, when it is a listed TPU or GPU)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run whose checkpoints are in the workdir (required when there are any)",
+    )
+    parser.add_argument(
+        "--benchmark-dir",
+        default=None,
+        help="official Geoclidean benchmark directory, also evaluated (geoclidean only)",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        default=None,
+        metavar="START:END",
+        help="write a jax.profiler trace of these steps of every run (TensorBoard's profile tab)",
+    )
+    parser.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        metavar="T",
+        help="one device's peak TFLOP/s for the model FLOP utilisation (default: the chip table's "
+        "bf16 peak of the device, when it is a listed TPU or GPU)",
+    )
     dist = parser.add_argument_group("multi-process runs (default: read the SLURM / TPU / Open MPI environment)")
     dist.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="address of process 0's coordinator")
     dist.add_argument("--num-processes", type=int, default=None, metavar="P", help="number of processes")
     dist.add_argument("--process-id", type=int, default=None, metavar="I", help="this process's index in [0, P)")
-    dist.add_argument("--init-timeout", type=int, default=300, metavar="S",
-                      help="seconds to wait for every process to join (default 300)")
-    dist.add_argument("--heartbeat-timeout", type=int, default=None, metavar="S",
-                      help="seconds after which a silent process counts as dead and the others stop (JAX: 100)")
+    dist.add_argument(
+        "--init-timeout",
+        type=int,
+        default=300,
+        metavar="S",
+        help="seconds to wait for every process to join (default 300)",
+    )
+    dist.add_argument(
+        "--heartbeat-timeout",
+        type=int,
+        default=None,
+        metavar="S",
+        help="seconds after which a silent process counts as dead and the others stop (JAX: 100)",
+    )
     return parser
 
 
@@ -96,8 +139,10 @@ def _objectives(args, experiment, types_: dict) -> tuple:
     if experiment.OBJECTIVES:
         bad = [n for n in names if n not in experiment.OBJECTIVES]
         if bad:
-            raise ConfigError(f"--objective: unknown objective(s) {', '.join(map(repr, bad))} for {experiment.name}; "
-                              f"known: {', '.join(experiment.OBJECTIVES)}")
+            raise ConfigError(
+                f"--objective: unknown objective(s) {', '.join(map(repr, bad))} for {experiment.name}; "
+                f"known: {', '.join(experiment.OBJECTIVES)}"
+            )
     if len(set(names)) != len(names):
         raise ConfigError(f"--objective: a name is given twice in {names}")
     return coerce("objectives", names, types_["objectives"])
@@ -121,11 +166,16 @@ def _model(args, experiment, types_: dict):
 def resolve_config(args, experiment):
     """The experiment's config from the parsed arguments; :class:`ConfigError`/``ValueError`` on any problem."""
     if args.config not in experiment.CONFIGS:
-        raise ConfigError(f"unknown config {args.config!r} for {experiment.name}; known: {', '.join(experiment.CONFIGS)}")
+        raise ConfigError(
+            f"unknown config {args.config!r} for {experiment.name}; known: {', '.join(experiment.CONFIGS)}"
+        )
     types_ = field_types(experiment.Config)
     overrides = parse_overrides(experiment.Config, args.set, experiment=experiment.name)
-    for flag, key, value in (("--objective", "objectives", args.objective), ("--model", "model", args.model),
-                             ("--benchmark-dir", "benchmark_dir", args.benchmark_dir)):
+    for flag, key, value in (
+        ("--objective", "objectives", args.objective),
+        ("--model", "model", args.model),
+        ("--benchmark-dir", "benchmark_dir", args.benchmark_dir),
+    ):
         if value and key in overrides:
             raise ConfigError(f"{key} is given by both {flag} and --set")
     if args.objective:
@@ -145,8 +195,10 @@ def check_workdir(workdir: Path, resume: bool) -> list:
     if found and not resume:
         listing = "; ".join(f"{ck.relative_to(workdir)}: step {steps[-1]}" for ck, steps in found[:4])
         more = f" and {len(found) - 4} more" if len(found) > 4 else ""
-        raise ConfigError(f"workdir {workdir} already holds checkpoints of a run ({listing}{more}); pass --resume "
-                          "to continue that run, or choose a new --workdir (or delete this one) to start over")
+        raise ConfigError(
+            f"workdir {workdir} already holds checkpoints of a run ({listing}{more}); pass --resume "
+            "to continue that run, or choose a new --workdir (or delete this one) to start over"
+        )
     return found
 
 
@@ -167,15 +219,20 @@ def _warn_config_changes(workdir: Path, config) -> None:
 def _initialize_distributed(args) -> None:
     explicit = [args.coordinator, args.num_processes, args.process_id]
     if any(v is not None for v in explicit) and not all(v is not None for v in explicit):
-        raise ConfigError("--coordinator, --num-processes and --process-id go together (or none, to read the "
-                          "cluster's environment)")
+        raise ConfigError(
+            "--coordinator, --num-processes and --process-id go together (or none, to read the cluster's environment)"
+        )
     if args.num_processes is not None and not 0 <= args.process_id < args.num_processes:
         raise ConfigError(f"--process-id must lie in [0, {args.num_processes}), got {args.process_id}")
     from gensim_jax import parallel
 
-    parallel.initialize_distributed(args.coordinator, args.num_processes, args.process_id,
-                                    initialization_timeout=args.init_timeout,
-                                    heartbeat_timeout_seconds=args.heartbeat_timeout)
+    parallel.initialize_distributed(
+        args.coordinator,
+        args.num_processes,
+        args.process_id,
+        initialization_timeout=args.init_timeout,
+        heartbeat_timeout_seconds=args.heartbeat_timeout,
+    )
 
 
 def _peak_flops(peak_tflops):
@@ -235,8 +292,13 @@ def main(argv=None) -> int:
         else:
             print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
     try:
-        results = runner.run_experiment(experiment, config, workdir, profile_steps=args.profile_steps,
-                                        peak_flops_per_s=_peak_flops(args.peak_tflops))
+        results = runner.run_experiment(
+            experiment,
+            config,
+            workdir,
+            profile_steps=args.profile_steps,
+            peak_flops_per_s=_peak_flops(args.peak_tflops),
+        )
     except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
         print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
         return 2
@@ -264,13 +326,22 @@ def plan_main(argv=None) -> int:
     from gensim_jax import planning  # first: it prepares the compile-only CUDA / TPU plug-ins
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="gensim-jax plan", description=plan_main.__doc__.split("\n\n")[0]
-                                     .replace("``", ""), epilog=_experiments_epilog(registry.available()),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="gensim-jax plan",
+        description=plan_main.__doc__.split("\n\n")[0].replace("``", ""),
+        epilog=_experiments_epilog(registry.available()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
     parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
-    parser.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
-                        help="override config fields, as for train")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override config fields, as for train",
+    )
     parser.add_argument("--objective", default=None, metavar="ARM", help="the arm to plan (default: the first)")
     planning.add_plan_arguments(parser)
     args = parser.parse_args(argv)
@@ -282,8 +353,10 @@ def plan_main(argv=None) -> int:
         args.objective = []
         config = resolve_config(args, experiment)
         if arm is not None and arm not in experiment.arms(config):
-            raise ConfigError(f"--objective {arm!r} is not an arm of this config; arms: "
-                              f"{', '.join(map(str, experiment.arms(config)))}")
+            raise ConfigError(
+                f"--objective {arm!r} is not an arm of this config; arms: "
+                f"{', '.join(map(str, experiment.arms(config)))}"
+            )
     except (ValueError, TypeError) as err:
         print(f"gensim-jax plan: {err}", file=sys.stderr)
         return 2
@@ -293,6 +366,14 @@ def plan_main(argv=None) -> int:
         fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
         return planning.StepBuild(fn=fn, args=inputs)
 
-    return planning.run_plan_command(build, args.batch_size or config.batch_size, topology=args.topology,
-                                     fsdp=args.fsdp, as_json=args.json, max_batch=args.max_batch, chips=args.chips,
-                                     experiment=experiment.name, config=args.config)
+    return planning.run_plan_command(
+        build,
+        args.batch_size or config.batch_size,
+        topology=args.topology,
+        fsdp=args.fsdp,
+        as_json=args.json,
+        max_batch=args.max_batch,
+        chips=args.chips,
+        experiment=experiment.name,
+        config=args.config,
+    )

@@ -47,8 +47,13 @@ from gensim_jax.training.experiment import Experiment, TrainConfig
 ARM = "gensim"
 MODEL = "mlp"
 #: Paper Appendix H / Fig. S1 numbers; ``distance_ratio`` = 4.84 / 1.64 (the centres of the two CIs).
-PAPER = {"accuracy": 0.997, "spearman_rho": -0.99, "same_ci": [1.62, 1.66], "different_ci": [4.77, 4.91],
-         "distance_ratio": 4.84 / 1.64}
+PAPER = {
+    "accuracy": 0.997,
+    "spearman_rho": -0.99,
+    "same_ci": [1.62, 1.66],
+    "different_ci": [4.77, 4.91],
+    "distance_ratio": 4.84 / 1.64,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +115,7 @@ def make_batches(triplets: dict, config: Config, seed: int, num_steps: int):
         for epoch in range(position // spe, num_epochs):
             perm = np.asarray(jax.random.permutation(epoch_keys[epoch], config.num_triplets))
             for k in range(position % spe if epoch == position // spe else 0, spe):
-                idx = perm[k * b:(k + 1) * b]
+                idx = perm[k * b : (k + 1) * b]
                 yield {name: v[idx] for name, v in triplets.items()}
 
     return batches
@@ -120,8 +125,10 @@ def test_points(config: Config, seed: int):
     """``(fit, test)`` :class:`~gensim_jax.kernels.monte_carlo.Triplets` of the run's evaluation (their anchors are used)."""
     mixture = gm.appendix_h_mixture()
     k_fit, k_eval = jax.random.split(run_keys(seed)[3])
-    return (monte_carlo.sample_gaussian_mixture_triplets(k_fit, config.num_test_points, mixture),
-            monte_carlo.sample_gaussian_mixture_triplets(k_eval, config.num_test_points, mixture))
+    return (
+        monte_carlo.sample_gaussian_mixture_triplets(k_fit, config.num_test_points, mixture),
+        monte_carlo.sample_gaussian_mixture_triplets(k_eval, config.num_test_points, mixture),
+    )
 
 
 def evaluate(model, variables, config: Config, seed: int):
@@ -139,9 +146,17 @@ def evaluate(model, variables, config: Config, seed: int):
         return np.asarray(model.apply(variables, x)["embedding"])
 
     test_e = embed(test_x)
-    report, pairs = protocol.fig_s1_report(embed(fit_x), fit_c, test_x, test_e, test_c,
-                                           lambda a, b: gm.log_similarity(a, b, mixture),
-                                           num_pairs=config.num_pairs, num_bins=config.num_bins, seed=seed + 1)
+    report, pairs = protocol.fig_s1_report(
+        embed(fit_x),
+        fit_c,
+        test_x,
+        test_e,
+        test_c,
+        lambda a, b: gm.log_similarity(a, b, mixture),
+        num_pairs=config.num_pairs,
+        num_bins=config.num_bins,
+        seed=seed + 1,
+    )
     return report, {"x": test_x, "component": test_c, "embedding": test_e, **pairs}
 
 
@@ -155,8 +170,10 @@ class GaussianMixture(Experiment):
     def validate(self, config: Config) -> Config:
         super().validate(config)
         if config.num_triplets < 1 or config.batch_size > config.num_triplets:
-            raise ValueError(f"batch_size={config.batch_size} must not exceed num_triplets={config.num_triplets} "
-                             "(an epoch is num_triplets // batch_size full batches)")
+            raise ValueError(
+                f"batch_size={config.batch_size} must not exceed num_triplets={config.num_triplets} "
+                "(an epoch is num_triplets // batch_size full batches)"
+            )
         if config.hidden < 1:
             raise ValueError(f"hidden must be >= 1, got {config.hidden}")
         if config.loss_form not in TRIPLET_FORMS:
@@ -206,13 +223,17 @@ class GaussianMixture(Experiment):
     def summarize(self, config: Config, data, evaluations: dict, training: dict) -> dict:
         reports = evaluations[ARM]
         records = training[ARM]
-        out = {"experiment": self.name, "report": reports[0], "final_loss": records[0]["final_loss"],
-               "paper": PAPER}
+        out = {"experiment": self.name, "report": reports[0], "final_loss": records[0]["final_loss"], "paper": PAPER}
         if len(reports) > 1:
             keys = ("accuracy", "spearman_rho", "distance_ratio", "distance_ratio_component")
             out["runs"] = reports
-            out["across_runs"] = {k: {"mean": float(np.mean([r[k] for r in reports])),
-                                      "std": float(np.std([r[k] for r in reports], ddof=1))} for k in keys}
+            out["across_runs"] = {
+                k: {
+                    "mean": float(np.mean([r[k] for r in reports])),
+                    "std": float(np.std([r[k] for r in reports], ddof=1)),
+                }
+                for k in keys
+            }
         return out
 
     def plot(self, results: dict, path) -> None:
@@ -223,9 +244,15 @@ class GaussianMixture(Experiment):
         if not export.is_dir():
             return None
         model, variables, _ = load_exported(export)
-        config = self.validate(Config(**{k: tuple(v) if isinstance(v, list) else v
-                                         for k, v in results["config"].items()
-                                         if k in {f.name for f in dataclasses.fields(Config)}}))
+        config = self.validate(
+            Config(
+                **{
+                    k: tuple(v) if isinstance(v, list) else v
+                    for k, v in results["config"].items()
+                    if k in {f.name for f in dataclasses.fields(Config)}
+                }
+            )
+        )
         _, arrays = evaluate(model, variables, config, config.seed)
         history = results["training"][ARM][0]["losses"]
         _plot(path, arrays, history, config.num_bins)
@@ -254,8 +281,9 @@ def _plot(path, arrays: dict, history, num_bins: int) -> None:
     order = np.argsort(dist)
     bins = np.array_split(order, num_bins)
     ax[2].plot([dist[b].mean() for b in bins], [s_gen[b].mean() for b in bins], ".", ms=3)
-    ax[2].set(title="s_gen (Eq. H2) vs embedding distance", xlabel="|phi(x1) - phi(x2)|",
-              ylabel="mean s_gen per quantile bin")
+    ax[2].set(
+        title="s_gen (Eq. H2) vs embedding distance", xlabel="|phi(x1) - phi(x2)|", ylabel="mean s_gen per quantile bin"
+    )
     inset = ax[2].inset_axes([0.55, 0.55, 0.4, 0.4])
     inset.plot(history)
     inset.set_title("train loss", fontsize=8)
@@ -271,13 +299,22 @@ def format_table(results: dict) -> str:
     ci = "[{:.2f}, {:.2f}]".format
     rows = [
         ("test accuracy", f"{r['accuracy']:.3f}", f"{p['accuracy']:.3f}"),
-        (f"Spearman rho({r['spearman_dof']}) distance vs s_gen", f"{r['spearman_rho']:.3f} (p={r['spearman_p']:.1e})",
-         f"{p['spearman_rho']:.2f}"),
+        (
+            f"Spearman rho({r['spearman_dof']}) distance vs s_gen",
+            f"{r['spearman_rho']:.3f} (p={r['spearman_p']:.1e})",
+            f"{p['spearman_rho']:.2f}",
+        ),
         ("95% CI mean distance, same pairs", ci(*r["same_ci"]), ci(*p["same_ci"])),
-        ("95% CI mean distance, different pairs (independent parameters, App. A)", ci(*r["different_ci"]),
-         ci(*p["different_ci"])),
-        ("mean distance ratio different / same (App. A)", f"{r['distance_ratio']:.2f}",
-         f"{p['distance_ratio']:.2f} (4.84 / 1.64)"),
+        (
+            "95% CI mean distance, different pairs (independent parameters, App. A)",
+            ci(*r["different_ci"]),
+            ci(*p["different_ci"]),
+        ),
+        (
+            "mean distance ratio different / same (App. A)",
+            f"{r['distance_ratio']:.2f}",
+            f"{p['distance_ratio']:.2f} (4.84 / 1.64)",
+        ),
         ("95% CI mean distance, pairs from different components", ci(*r["different_component_ci"]), "n/a"),
         ("mean distance ratio different-component / same", f"{r['distance_ratio_component']:.2f}", "n/a"),
     ]
@@ -289,5 +326,18 @@ def format_table(results: dict) -> str:
 
 EXPERIMENT = GaussianMixture()
 
-__all__ = ["ARM", "CONFIGS", "Config", "EXPERIMENT", "GaussianMixture", "PAPER", "evaluate", "format_table",
-           "make_batches", "run_keys", "steps_per_epoch", "test_points", "training_triplets"]
+__all__ = [
+    "ARM",
+    "CONFIGS",
+    "Config",
+    "EXPERIMENT",
+    "GaussianMixture",
+    "PAPER",
+    "evaluate",
+    "format_table",
+    "make_batches",
+    "run_keys",
+    "steps_per_epoch",
+    "test_points",
+    "training_triplets",
+]

@@ -117,8 +117,16 @@ CONFIGS = {
     "paper": Config(),
     # Runs on a 2-core CPU in a few minutes: tiny ResNet, 64 x 64, 384 images, 30 steps of 16, 1 run.
     "cpu_small": Config(
-        num_runs=1, model="resnet18", stage_sizes=(1, 1, 1, 1), image_size=64, num_train_images=384,
-        num_steps=30, batch_size=16, learning_rate=3e-4, projection_dims=(128, 64), eval_batch_size=35,
+        num_runs=1,
+        model="resnet18",
+        stage_sizes=(1, 1, 1, 1),
+        image_size=64,
+        num_train_images=384,
+        num_steps=30,
+        batch_size=16,
+        learning_rate=3e-4,
+        projection_dims=(128, 64),
+        eval_batch_size=35,
         checkpoint_every=10_000,
     ),
 }
@@ -185,8 +193,9 @@ def make_batches(objective: str, source: GeoclideanSource, config: Config, seed:
             yield {"image": preprocess(batch["image"]), "program_id": batch["program_id"], "mask": batch["mask"]}
 
     def class_triplet(position: int) -> Iterator[dict]:
-        ds = pipelines.triplet_batches(source, b, seed=seed, group_key="program_id", keys=["program_id"],
-                                       start_step=position)
+        ds = pipelines.triplet_batches(
+            source, b, seed=seed, group_key="program_id", keys=["program_id"], start_step=position
+        )
         for batch in pipelines.as_numpy(ds):
             x = preprocess(batch["image"])
             yield {"anchor": x[:, 0], "positive": x[:, 1], "negative": x[:, 2], "mask": batch["mask"]}
@@ -247,8 +256,11 @@ def evaluate_embedding(embed, episodes: dict, threshold: str) -> dict:
     embedded, start = {}, 0
     for name in names:
         support, test, kind = episodes[name]
-        embedded[name] = (e[start: start + len(support)], e[start + len(support): start + len(support) + len(test)],
-                          kind)
+        embedded[name] = (
+            e[start : start + len(support)],
+            e[start + len(support) : start + len(support) + len(test)],
+            kind,
+        )
         start += len(support) + len(test)
     res = fewshot.fewshot_evaluate(embedded, threshold=threshold)
     return {k: float(v) for k, v in res.mean.items()}
@@ -287,8 +299,9 @@ class Geoclidean(Experiment):
         return config
 
     def prepare(self, config: Config) -> Data:
-        source = GeoclideanSource(config.num_train_images, config.seed, config.image_size,
-                                  progress=jax.process_index() == 0)
+        source = GeoclideanSource(
+            config.num_train_images, config.seed, config.image_size, progress=jax.process_index() == 0
+        )
         suites = {"sampler": heldout_concepts(config)}
         if config.benchmark_dir:
             suites["official"] = official_concepts(config)
@@ -316,27 +329,30 @@ class Geoclidean(Experiment):
         return make_batches(arm, data.source, config, seed)
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
-        return {suite: evaluate_embedding(embed, episodes, config.eval_threshold)
-                for suite, episodes in data.suites.items()}
+        return {
+            suite: evaluate_embedding(embed, episodes, config.eval_threshold) for suite, episodes in data.suites.items()
+        }
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
         arm = config.objectives[0]
         model = self.model(arm, config)[0]
         variables = self.init_variables(arm, config, model, config.seed)
-        return {"pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
-                "initial": [self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)]}
+        return {
+            "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
+            "initial": [self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)],
+        }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
         return self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""
-        per_run = {suite: {name: [run[suite] for run in runs] for name, runs in evaluations.items()}
-                   for suite in data.suites}
+        per_run = {
+            suite: {name: [run[suite] for run in runs] for name, runs in evaluations.items()} for suite in data.suites
+        }
         summary = {suite: {name: _aggregate(v) for name, v in rows.items()} for suite, rows in per_run.items()}
-        return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run,
-                "training": training}
+        return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run, "training": training}
 
     def plot(self, results: dict, path) -> None:
         _plot(path, results)
@@ -367,13 +383,22 @@ def _plot(path, results: dict) -> None:
     summary = results["summary"]["sampler"]
     names = list(summary)
     training = results["training"]
-    fig, ax = plt.subplots(1, 1 + len(training), figsize=(6 + 3.2 * len(training), 4),
-                           gridspec_kw={"width_ratios": [2] + [1] * len(training)})
+    fig, ax = plt.subplots(
+        1,
+        1 + len(training),
+        figsize=(6 + 3.2 * len(training), 4),
+        gridspec_kw={"width_ratios": [2] + [1] * len(training)},
+    )
     width = 0.2
     x = np.arange(len(names))
     for k, m in enumerate(_METRICS):
-        ax[0].bar(x + (k - 1.5) * width, [summary[n][m] for n in names], width,
-                  yerr=[summary[n][m + "_std"] for n in names], label=m)
+        ax[0].bar(
+            x + (k - 1.5) * width,
+            [summary[n][m] for n in names],
+            width,
+            yerr=[summary[n][m + "_std"] for n in names],
+            label=m,
+        )
     ax[0].axhline(0.5, color="grey", lw=0.8, ls="--")
     ax[0].set_xticks(x, names)
     ax[0].set_ylim(0, 1.05)
@@ -405,7 +430,23 @@ def format_table(results: dict) -> str:
 
 EXPERIMENT = Geoclidean()
 
-__all__ = ["CONFIGS", "Config", "Data", "EXPERIMENT", "Geoclidean", "GeoclideanSource", "OBJECTIVES",
-           "TARGET_TRANSFORMS", "evaluate_embedding", "format_table", "gensim_target", "heldout_concepts",
-           "make_batches", "make_objective", "model_kwargs", "official_concepts", "preprocess",
-           "tree_kernel_log_table"]
+__all__ = [
+    "CONFIGS",
+    "Config",
+    "Data",
+    "EXPERIMENT",
+    "Geoclidean",
+    "GeoclideanSource",
+    "OBJECTIVES",
+    "TARGET_TRANSFORMS",
+    "evaluate_embedding",
+    "format_table",
+    "gensim_target",
+    "heldout_concepts",
+    "make_batches",
+    "make_objective",
+    "model_kwargs",
+    "official_concepts",
+    "preprocess",
+    "tree_kernel_log_table",
+]

@@ -146,9 +146,20 @@ CONFIGS = {
     # About 3 min of CPU time on 2 cores: tiny ResNet, 32 x 32, 18 synthetic classes x 24 images,
     # 40 steps of 32, 1 run.
     "cpu_small": Config(
-        num_runs=1, model="resnet18", stage_sizes=(1, 1, 1, 1), image_size=32, num_steps=40, batch_size=32,
-        learning_rate=1e-3, dataset="synthetic", branching=(2, 3, 3), train_per_leaf=24, eval_per_leaf=10,
-        projection_dims=(128, 64), eval_batch_size=180, checkpoint_every=10_000,
+        num_runs=1,
+        model="resnet18",
+        stage_sizes=(1, 1, 1, 1),
+        image_size=32,
+        num_steps=40,
+        batch_size=32,
+        learning_rate=1e-3,
+        dataset="synthetic",
+        branching=(2, 3, 3),
+        train_per_leaf=24,
+        eval_per_leaf=10,
+        projection_dims=(128, 64),
+        eval_batch_size=180,
+        checkpoint_every=10_000,
     ),
 }
 
@@ -210,8 +221,15 @@ class HierarchySource(ArraySource):
 
     def __init__(self, config: Config, per_class: int, image_seed: int):
         tree, nodes = class_tree(config)
-        images, labels = hierarchy_images(tree, nodes, per_class, config.image_size, attribute_seed=config.seed,
-                                          image_seed=image_seed, noise=config.synthetic_noise)
+        images, labels = hierarchy_images(
+            tree,
+            nodes,
+            per_class,
+            config.image_size,
+            attribute_seed=config.seed,
+            image_seed=image_seed,
+            noise=config.synthetic_noise,
+        )
         super().__init__({"image": images, "label": labels})
 
     @property
@@ -283,13 +301,19 @@ def synthetic_batches(objective: str, source: HierarchySource, config: Config, s
         ds = pipelines.triplet_batches(source, b, seed=seed, group_key="label", keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
             x = preprocess(batch["image"])
-            yield {"anchor": x[:, 0], "positive": x[:, 1], "negative": x[:, 2], "label": batch["label"],
-                   "mask": batch["mask"]}
+            yield {
+                "anchor": x[:, 0],
+                "positive": x[:, 1],
+                "negative": x[:, 2],
+                "label": batch["label"],
+                "mask": batch["mask"],
+            }
 
     def simclr(position: int) -> Iterator[dict]:
         s = config.image_size
-        aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
-                             grayscale_p=config.grayscale_p)
+        aug = simclr_augment(
+            (s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p, grayscale_p=config.grayscale_p
+        )
         ds = pipelines.view_batches(source, b, aug, seed=seed, keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
             x = preprocess(batch["image"])
@@ -328,20 +352,33 @@ def imagenet_triplet_batches(config: Config, seed: int, position: int, *, split:
     from gensim_jax.data.pipelines import as_numpy
 
     b, pi, pc = _hosts(config)
-    ds = imagenet_dataset(split or config.train_split, b, seed=seed, train=True, data_dir=config.data_dir,
-                          image_size=config.image_size, shuffle_buffer=config.shuffle_buffer,
-                          start_step=2 * int(position), process_index=pi, process_count=pc)
+    ds = imagenet_dataset(
+        split or config.train_split,
+        b,
+        seed=seed,
+        train=True,
+        data_dir=config.data_dir,
+        image_size=config.image_size,
+        shuffle_buffer=config.shuffle_buffer,
+        start_step=2 * int(position),
+        process_index=pi,
+        process_count=pc,
+    )
     ds = ds.unbatch().map(lambda ex: {"image": ex["image"], "label": ex["label"]})
-    ds = ds.group_by_window(key_func=lambda ex: ex["label"], reduce_func=lambda _, w: w.batch(2),
-                            window_size=2)
+    ds = ds.group_by_window(key_func=lambda ex: ex["label"], reduce_func=lambda _, w: w.batch(2), window_size=2)
     ds = ds.batch(b, drop_remainder=True).prefetch(2)
     for batch in as_numpy(ds):
         img, lab = batch["image"], batch["label"]
         j = next_other_class(lab[:, 1])
         ok = j >= 0
         j = np.where(ok, j, np.arange(len(j)))
-        yield {"anchor": img[:, 0], "positive": img[:, 1], "negative": img[j, 1],
-               "label": np.stack([lab[:, 0], lab[:, 1], lab[j, 1]], axis=1), "mask": ok}
+        yield {
+            "anchor": img[:, 0],
+            "positive": img[:, 1],
+            "negative": img[j, 1],
+            "label": np.stack([lab[:, 0], lab[:, 1], lab[j, 1]], axis=1),
+            "mask": ok,
+        }
 
 
 def imagenet_batches(objective: str, config: Config, seed: int):
@@ -355,10 +392,23 @@ def imagenet_batches(objective: str, config: Config, seed: int):
     b, pi, pc = _hosts(config)
 
     def stream(position: int, views: int):
-        return as_numpy(imagenet_dataset(
-            config.train_split, b, seed=seed, train=True, data_dir=config.data_dir, image_size=config.image_size,
-            num_views=views, grayscale_p=config.grayscale_p, blur_p=config.blur_p,
-            shuffle_buffer=config.shuffle_buffer, start_step=position, process_index=pi, process_count=pc))
+        return as_numpy(
+            imagenet_dataset(
+                config.train_split,
+                b,
+                seed=seed,
+                train=True,
+                data_dir=config.data_dir,
+                image_size=config.image_size,
+                num_views=views,
+                grayscale_p=config.grayscale_p,
+                blur_p=config.blur_p,
+                shuffle_buffer=config.shuffle_buffer,
+                start_step=position,
+                process_index=pi,
+                process_count=pc,
+            )
+        )
 
     def gensim(position: int) -> Iterator[dict]:
         for batch in stream(position, 1):
@@ -369,8 +419,12 @@ def imagenet_batches(objective: str, config: Config, seed: int):
 
     def simclr(position: int) -> Iterator[dict]:
         for batch in stream(position, 2):
-            yield {"view1": batch["image"][:, 0], "view2": batch["image"][:, 1], "label": batch["label"],
-                   "mask": batch["mask"]}
+            yield {
+                "view1": batch["image"][:, 0],
+                "view2": batch["image"][:, 1],
+                "label": batch["label"],
+                "mask": batch["mask"],
+            }
 
     fn = {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
     return lambda position: _as_global_rows(fn(position), config.batch_size)
@@ -398,7 +452,8 @@ def check_imagenet(config: Config) -> None:
             f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
             "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
             "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
-            "--set data_dir=DATA_DIR (see docs/api/experiment_imagenet_hierarchy.md), or use --config cpu_small.")
+            "--set data_dir=DATA_DIR (see docs/api/experiment_imagenet_hierarchy.md), or use --config cpu_small."
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,13 +492,21 @@ def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
     b = min(config.eval_batch_size, config.eval_num_images)
     steps = -(-config.eval_num_images // b)
     images, labels = [], []
-    for batch in as_numpy(imagenet_dataset(config.eval_split, b, seed=config.eval_seed, train=False,
-                                           data_dir=config.data_dir, image_size=config.image_size,
-                                           num_steps=steps)):
+    for batch in as_numpy(
+        imagenet_dataset(
+            config.eval_split,
+            b,
+            seed=config.eval_seed,
+            train=False,
+            data_dir=config.data_dir,
+            image_size=config.image_size,
+            num_steps=steps,
+        )
+    ):
         keep = batch["mask"]
         images.append(batch["image"][keep].astype(np.float16))
         labels.append(batch["label"][keep])
-    images, labels = np.concatenate(images)[:config.eval_num_images], np.concatenate(labels)[:config.eval_num_images]
+    images, labels = np.concatenate(images)[: config.eval_num_images], np.concatenate(labels)[: config.eval_num_images]
     return images, labels.astype(np.int32)
 
 
@@ -457,7 +520,7 @@ def pixel_embedding(images: np.ndarray, size: int) -> np.ndarray:
     n, s = x.shape[0], x.shape[1]
     out = []
     for start in range(0, n, 500):
-        chunk = _as_model_input(x[start:start + 500])
+        chunk = _as_model_input(x[start : start + 500])
         edges = np.linspace(0, s, size + 1).round().astype(int)
         rows = np.add.reduceat(chunk, edges[:-1], axis=1) / np.diff(edges)[None, :, None, None]
         cells = np.add.reduceat(rows, edges[:-1], axis=2) / np.diff(edges)[None, None, :, None]
@@ -469,7 +532,7 @@ def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np
     """``embed_images`` (penultimate layer) of the held-out images, in chunks of at most 2,000 images."""
     out = []
     for start in range(0, len(images), 2000):
-        out.append(embed_images(model, variables, _as_model_input(images[start:start + 2000]), batch_size=batch_size))
+        out.append(embed_images(model, variables, _as_model_input(images[start : start + 2000]), batch_size=batch_size))
     return np.concatenate(out)
 
 
@@ -480,10 +543,27 @@ def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Confi
     fold_accuracies}], "score_uniform", "score_majority"}``.
     """
     tree, nodes = class_tree(config)
-    res = decode_levels(embeddings, labels, tree, nodes, folds=config.eval_folds, seed=config.eval_seed,
-                        chance="uniform", n_jobs=config.svm_n_jobs)
-    levels = [{"level": r.level, "num_labels": r.num_labels, "accuracy": r.accuracy, "chance_uniform": r.chance,
-               "chance_majority": r.majority, "fold_accuracies": list(r.fold_accuracies)} for r in res.levels]
+    res = decode_levels(
+        embeddings,
+        labels,
+        tree,
+        nodes,
+        folds=config.eval_folds,
+        seed=config.eval_seed,
+        chance="uniform",
+        n_jobs=config.svm_n_jobs,
+    )
+    levels = [
+        {
+            "level": r.level,
+            "num_labels": r.num_labels,
+            "accuracy": r.accuracy,
+            "chance_uniform": r.chance,
+            "chance_majority": r.majority,
+            "fold_accuracies": list(r.fold_accuracies),
+        }
+        for r in res.levels
+    ]
     acc = np.array([r["accuracy"] for r in levels])
     acc = np.maximum(acc, 0.5 / len(labels))  # the floor decode_levels applies (log of a zero accuracy)
     score_majority = aggregate_score(acc, [r["chance_majority"] for r in levels])
@@ -525,15 +605,19 @@ class ImagenetHierarchy(Experiment):
         if config.dataset == "synthetic" and math.prod(config.branching) < 2:
             raise ValueError(f"branching must give at least 2 classes, got {config.branching}")
         if config.train_per_leaf < 2:
-            raise ValueError(f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}")
+            raise ValueError(
+                f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}"
+            )
         if config.batch_size < 2 or config.batch_size > num_train_images(config):
-            raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images(config)}], "
-                             f"got {config.batch_size}")
+            raise ValueError(
+                f"batch_size must lie in [2, num_train_images={num_train_images(config)}], got {config.batch_size}"
+            )
         if config.eval_folds < 2:
             raise ValueError(f"eval_folds must be >= 2, got {config.eval_folds}")
         if config.eval_per_leaf < config.eval_folds:
-            raise ValueError(f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), "
-                             f"got {config.eval_per_leaf}")
+            raise ValueError(
+                f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), got {config.eval_per_leaf}"
+            )
         if config.eval_num_images < 2 * config.eval_folds:
             raise ValueError(f"eval_num_images must be >= 2 * eval_folds, got {config.eval_num_images}")
         if config.pixel_size < 1 or config.pixel_size > config.image_size:
@@ -548,8 +632,11 @@ class ImagenetHierarchy(Experiment):
         """ImageNet: :func:`check_imagenet` first (:class:`ImageNetNotPrepared`); then the held-out images."""
         if config.dataset == "imagenet2012":
             check_imagenet(config)
-        source = (HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
-                  if config.dataset == "synthetic" else None)
+        source = (
+            HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
+            if config.dataset == "synthetic"
+            else None
+        )
         images, labels = heldout_images(config)
         return Data(source, images, labels)
 
@@ -572,8 +659,10 @@ class ImagenetHierarchy(Experiment):
         model = self.model(arm, config)[0]
         variables = self.init_variables(arm, config, model, config.seed)
         emb = model_embedding(model, variables, data.images, config.eval_batch_size)
-        return {"pixels": [evaluate_embedding(pixel_embedding(data.images, config.pixel_size), data.labels, config)],
-                "initial": [evaluate_embedding(emb, data.labels, config)]}
+        return {
+            "pixels": [evaluate_embedding(pixel_embedding(data.images, config.pixel_size), data.labels, config)],
+            "initial": [evaluate_embedding(emb, data.labels, config)],
+        }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
         emb = model_embedding(model, variables, data.images, config.eval_batch_size)
@@ -581,10 +670,14 @@ class ImagenetHierarchy(Experiment):
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         _, nodes = class_tree(config)
-        return {"num_classes": int(len(nodes)), "num_eval_images": int(len(data.labels)),
-                "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
-                "summary": {name: _aggregate(per_run) for name, per_run in evaluations.items()},
-                "per_run": evaluations, "training": training}
+        return {
+            "num_classes": int(len(nodes)),
+            "num_eval_images": int(len(data.labels)),
+            "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
+            "summary": {name: _aggregate(per_run) for name, per_run in evaluations.items()},
+            "per_run": evaluations,
+            "training": training,
+        }
 
     def plot(self, results: dict, path) -> None:
         _plot(path, results)
@@ -626,8 +719,13 @@ def _plot(path, results: dict) -> None:
     x = np.arange(len(names))
     w = 0.38
     for k, (key, label) in enumerate((("score_uniform", "chance 1/n_l"), ("score_majority", "chance = majority"))):
-        ax[0].bar(x + (k - 0.5) * w, [summary[n][key] for n in names], w,
-                  yerr=[summary[n][key + "_std"] for n in names], label=label)
+        ax[0].bar(
+            x + (k - 0.5) * w,
+            [summary[n][key] for n in names],
+            w,
+            yerr=[summary[n][key + "_std"] for n in names],
+            label=label,
+        )
     ax[0].axhline(0, color="grey", lw=0.8)
     ax[0].set_xticks(x, names, rotation=20)
     ax[0].set(title="Accuracy over chance across tree levels", ylabel="sum_l log(a_l / c_l)")
@@ -639,9 +737,13 @@ def _plot(path, results: dict) -> None:
         ax[1].errorbar(levels, s["accuracy"], yerr=s["accuracy_std"], marker="o", ms=3, lw=1, capsize=2, label=n)
     ax[1].plot(levels, first["chance_uniform"], "r--", lw=1, label="chance 1/n_l")
     ax[1].plot(levels, first["chance_majority"], "r:", lw=1, label="majority")
-    ax[1].set(title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
-              f"{results['config']['eval_folds']}-fold CV)", xlabel="tree level (depth)", ylabel="accuracy",
-              ylim=(0, 1.02))
+    ax[1].set(
+        title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
+        f"{results['config']['eval_folds']}-fold CV)",
+        xlabel="tree level (depth)",
+        ylabel="accuracy",
+        ylim=(0, 1.02),
+    )
     ax[1].set_xticks(levels)
     ax[1].legend(fontsize=7, ncol=2)
     fig.tight_layout()
@@ -659,25 +761,57 @@ def format_table(results: dict) -> str:
         return (fmt + " +- " + fmt).format(mean, std) if runs > 1 else fmt.format(mean)
 
     head = " | ".join(f"L{lv} ({n})" for lv, n in zip(levels, first["num_labels"]))
-    lines = [f"Hierarchy decoding ({results['config']['dataset']}, {results['num_eval_images']} held-out images; "
-             f"level (labels): accuracy):",
-             f"| row | runs | {head} | sum log(a/c), uniform | sum log(a/c), majority |",
-             "|---|---|" + "---|" * len(levels) + "---|---|",
-             "| chance (uniform) | | " + " | ".join(f"{c:.3f}" for c in first["chance_uniform"]) + " | 0 | |",
-             "| chance (majority) | | " + " | ".join(f"{c:.3f}" for c in first["chance_majority"]) + " | | 0 |"]
+    lines = [
+        f"Hierarchy decoding ({results['config']['dataset']}, {results['num_eval_images']} held-out images; "
+        f"level (labels): accuracy):",
+        f"| row | runs | {head} | sum log(a/c), uniform | sum log(a/c), majority |",
+        "|---|---|" + "---|" * len(levels) + "---|---|",
+        "| chance (uniform) | | " + " | ".join(f"{c:.3f}" for c in first["chance_uniform"]) + " | 0 | |",
+        "| chance (majority) | | " + " | ".join(f"{c:.3f}" for c in first["chance_majority"]) + " | | 0 |",
+    ]
     for name, s in summary.items():
         accs = [cell(m, sd, s["runs"]) for m, sd in zip(s["accuracy"], s["accuracy_std"])]
-        lines.append(f"| {name} | {s['runs']} | " + " | ".join(accs) + " | "
-                     + cell(s["score_uniform"], s["score_uniform_std"], s["runs"], "{:.2f}") + " | "
-                     + cell(s["score_majority"], s["score_majority_std"], s["runs"], "{:.2f}") + " |")
+        lines.append(
+            f"| {name} | {s['runs']} | "
+            + " | ".join(accs)
+            + " | "
+            + cell(s["score_uniform"], s["score_uniform_std"], s["runs"], "{:.2f}")
+            + " | "
+            + cell(s["score_majority"], s["score_majority_std"], s["runs"], "{:.2f}")
+            + " |"
+        )
     return "\n".join(lines)
 
 
 EXPERIMENT = ImagenetHierarchy()
 
-__all__ = ["CONFIGS", "Config", "DATASETS", "Data", "EXPERIMENT", "HierarchySource", "ImageNetNotPrepared",
-           "ImagenetHierarchy", "OBJECTIVES", "TARGET_TRANSFORMS", "check_imagenet", "class_tree",
-           "evaluate_embedding", "format_table", "gensim_target", "heldout_images",
-           "hierarchy_log_table", "imagenet_batches", "imagenet_triplet_batches", "make_batches", "make_objective",
-           "model_embedding", "model_kwargs", "next_other_class", "num_train_images", "pixel_embedding", "preprocess",
-           "synthetic_batches"]
+__all__ = [
+    "CONFIGS",
+    "Config",
+    "DATASETS",
+    "Data",
+    "EXPERIMENT",
+    "HierarchySource",
+    "ImageNetNotPrepared",
+    "ImagenetHierarchy",
+    "OBJECTIVES",
+    "TARGET_TRANSFORMS",
+    "check_imagenet",
+    "class_tree",
+    "evaluate_embedding",
+    "format_table",
+    "gensim_target",
+    "heldout_images",
+    "hierarchy_log_table",
+    "imagenet_batches",
+    "imagenet_triplet_batches",
+    "make_batches",
+    "make_objective",
+    "model_embedding",
+    "model_kwargs",
+    "next_other_class",
+    "num_train_images",
+    "pixel_embedding",
+    "preprocess",
+    "synthetic_batches",
+]

@@ -21,8 +21,17 @@ import typing
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ConfigError", "coerce", "config_differences", "describe_type", "field_types",
-           "find_checkpoints", "parse_overrides", "parse_value"]
+__all__ = [
+    "ConfigError",
+    "coerce",
+    "config_differences",
+    "describe_type",
+    "field_types",
+    "find_checkpoints",
+    "parse_overrides",
+    "parse_value",
+]
+
 
 class ConfigError(ValueError):
     """A command-line config value that does not fit the experiment's ``Config``."""
@@ -83,7 +92,9 @@ def describe_type(tp) -> str:
 
 
 def _fail(key: str, tp, value) -> ConfigError:
-    shown = json.dumps(value) if isinstance(value, (str, int, float, bool, list, dict)) or value is None else repr(value)
+    shown = (
+        json.dumps(value) if isinstance(value, (str, int, float, bool, list, dict)) or value is None else repr(value)
+    )
     return ConfigError(f"--set {key}: expected {describe_type(tp)}, got {shown} ({type(value).__name__})")
 
 
@@ -155,8 +166,10 @@ def coerce(key: str, value, tp):
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(coerce(f"{key}[{i}]", v, args[0]) for i, v in enumerate(value))
         if len(args) != len(value):
-            raise ConfigError(f"--set {key}: expected {describe_type(tp)} ({len(args)} entries), got "
-                              f"{json.dumps(list(value))} ({len(value)} entries)")
+            raise ConfigError(
+                f"--set {key}: expected {describe_type(tp)} ({len(args)} entries), got "
+                f"{json.dumps(list(value))} ({len(value)} entries)"
+            )
         return tuple(coerce(f"{key}[{i}]", v, a) for i, (v, a) in enumerate(zip(value, args)))
     if tp is list or origin is list:
         if not isinstance(value, (list, tuple)):
@@ -216,8 +229,10 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
         if key not in types_:
             close = difflib.get_close_matches(key, list(types_), n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise ConfigError(f"--set expects KEY=VALUE with KEY a field of {experiment}'s Config: unknown key "
-                              f"{key!r}{hint}; fields: {', '.join(sorted(types_))}")
+            raise ConfigError(
+                f"--set expects KEY=VALUE with KEY a field of {experiment}'s Config: unknown key "
+                f"{key!r}{hint}; fields: {', '.join(sorted(types_))}"
+            )
         if key in out:
             raise ConfigError(f"--set {key} given twice")
         out[key] = parse_value(key, text, types_[key])

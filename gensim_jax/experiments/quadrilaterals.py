@@ -64,7 +64,8 @@ OBJECTIVES = ("gensim", "supervised", "simclr")
 PRETRAINED_NOTE = (
     "No pretrained weights can be downloaded here, so the CORnet is trained from scratch. The paper "
     "fine-tunes the ImageNet CORnet-S; with its PyTorch checkpoint: python -m train quadrilaterals "
-    "--config paper --set pretrained=/path/to/cornet_s-1d3f7974.pth")
+    "--config paper --set pretrained=/path/to/cornet_s-1d3f7974.pth"
+)
 NUM_SHAPES = len(quads.SHAPE_NAMES)
 IMAGENET_CLASSES = 1000
 
@@ -115,9 +116,19 @@ CONFIGS = {
     # The README demo: CORnet-Z from scratch at 64 x 64, 2,200 images, 2 runs; minutes on 2 CPU cores.
     # From scratch every objective uses Adam 1e-3 (5e-6 is a fine-tuning rate).
     "cpu_small": Config(
-        num_runs=2, model="cornet_z", image_size=64, num_train_images=2_200, num_steps=120, batch_size=32,
-        learning_rate=1e-3, lr_supervised=None, projection_dims=(256, 64), crop_scale=(0.3, 1.0),
-        eval_trials_per_condition=10, eval_batch_size=220, checkpoint_every=10_000,
+        num_runs=2,
+        model="cornet_z",
+        image_size=64,
+        num_train_images=2_200,
+        num_steps=120,
+        batch_size=32,
+        learning_rate=1e-3,
+        lr_supervised=None,
+        projection_dims=(256, 64),
+        crop_scale=(0.3, 1.0),
+        eval_trials_per_condition=10,
+        eval_batch_size=220,
+        checkpoint_every=10_000,
     ),
 }
 #: ``make demo``: ``cpu_small`` with GenSim and the supervised baseline only (SimCLR, the slowest
@@ -136,16 +147,20 @@ def training_source(config: Config, seed: int) -> GreyImageSource:
     Metadata: ``label`` (shape index 0..10, :data:`~gensim_jax.stimuli.quadrilaterals.SHAPE_NAMES`
     order) and ``features`` (22 binary geometric features, float32).
     """
-    stim = quads.sample_training_stimuli(np.random.default_rng(seed), config.num_train_images,
-                                         rotation_range_deg=tuple(config.rotation_range_deg),
-                                         scale_range=tuple(config.scale_range))
+    stim = quads.sample_training_stimuli(
+        np.random.default_rng(seed),
+        config.num_train_images,
+        rotation_range_deg=tuple(config.rotation_range_deg),
+        scale_range=tuple(config.scale_range),
+    )
     images = np.empty((config.num_train_images, config.image_size, config.image_size), np.uint8)
     vertices = stim.vertices()
     chunk = 512  # bounds the float32 render buffer (512 x 224 x 224 x 4 B = 100 MB)
     for start in range(0, config.num_train_images, chunk):
         stop = min(start + chunk, config.num_train_images)
-        grey = quads.render_quadrilaterals(vertices[start:stop], stim.rotation_deg[start:stop],
-                                           stim.scale[start:stop], config.image_size)
+        grey = quads.render_quadrilaterals(
+            vertices[start:stop], stim.rotation_deg[start:stop], stim.scale[start:stop], config.image_size
+        )
         images[start:stop] = np.round(grey * 255.0).astype(np.uint8)
     return GreyImageSource(images, label=stim.shape.astype(np.int32), features=stim.features.astype(np.float32))
 
@@ -170,8 +185,13 @@ def make_batches(objective: str, source: GreyImageSource, config: Config, seed: 
 
     def simclr(position: int) -> Iterator[dict]:
         s = config.image_size
-        aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p,
-                             rotation_deg=config.simclr_rotation_deg, fill_value=0.0)  # black canvas
+        aug = simclr_augment(
+            (s, s),
+            crop_scale=tuple(config.crop_scale),
+            blur_p=config.blur_p,
+            rotation_deg=config.simclr_rotation_deg,
+            fill_value=0.0,
+        )  # black canvas
         yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
 
     return {"gensim": gensim, "supervised": supervised, "simclr": simclr}[objective]
@@ -180,8 +200,13 @@ def make_batches(objective: str, source: GreyImageSource, config: Config, seed: 
 def make_objective(objective: str, config: Config):
     """The :mod:`gensim_jax.training` objective for ``objective``."""
     if objective == "gensim":
-        return DistanceRegression(input_key="image", feature_key="features", embedding_distance="euclidean",
-                                  feature_distance="euclidean", exclude_diagonal=config.gensim_exclude_diagonal)
+        return DistanceRegression(
+            input_key="image",
+            feature_key="features",
+            embedding_distance="euclidean",
+            feature_distance="euclidean",
+            exclude_diagonal=config.gensim_exclude_diagonal,
+        )
     if objective == "supervised":
         return CrossEntropy(input_key="image", label_key="label")
     if objective == "simclr":
@@ -212,8 +237,13 @@ def pretrained_variables(objective: Optional[str], config: Config, seed: int) ->
 
     kw = model_kwargs(objective, config)
     key = jax.random.key(seed)
-    _, variables = load_pretrained(config.model, config.pretrained, strict=kw.get("projection_dims") is None,
-                                   rng=key, **{**kw, "num_classes": IMAGENET_CLASSES})
+    _, variables = load_pretrained(
+        config.model,
+        config.pretrained,
+        strict=kw.get("projection_dims") is None,
+        rng=key,
+        **{**kw, "num_classes": IMAGENET_CLASSES},
+    )
     variables = dict(variables)
     if objective == "supervised":  # Appendix L: 11 new categories added to the ImageNet read-out
         return extend_classifier(variables, NUM_SHAPES, jax.random.fold_in(key, 1))
@@ -326,24 +356,34 @@ class Quadrilaterals(Experiment):
     def baselines(self, config: Config, data: Data) -> dict:
         kw = model_kwargs(None, config)
         model = get_model(config.model, **kw)
-        variables = (pretrained_variables(None, config, config.seed) if config.pretrained
-                     else super().init_variables(None, config, model, config.seed))
+        variables = (
+            pretrained_variables(None, config, config.seed)
+            if config.pretrained
+            else super().init_variables(None, config, model, config.seed)
+        )
         name = "pretrained" if config.pretrained else "initial"
-        return {"pixels": [trial_error_rates(_pixel_embed, data.trials)],
-                name: [trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)]}
+        return {
+            "pixels": [trial_error_rates(_pixel_embed, data.trials)],
+            name: [trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)],
+        }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int):
         return trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        return {"num_trials": int(data.trials[0].shape[0]),
-                "summary": ob.oddball_summary({name: np.stack(v) for name, v in evaluations.items()}),
-                "training": training}
+        return {
+            "num_trials": int(data.trials[0].shape[0]),
+            "summary": ob.oddball_summary({name: np.stack(v) for name, v in evaluations.items()}),
+            "training": training,
+        }
 
     def plot(self, results: dict, path) -> None:
         cfg = results["config"]
-        figures.plot_oddball(results["summary"], path, title=f"Oddball error per shape: {cfg['model']}, "
-                                                             f"{cfg['image_size']} px, {cfg['num_runs']} run(s)")
+        figures.plot_oddball(
+            results["summary"],
+            path,
+            title=f"Oddball error per shape: {cfg['model']}, {cfg['image_size']} px, {cfg['num_runs']} run(s)",
+        )
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
@@ -357,33 +397,56 @@ def format_table(results: dict) -> str:
     """Two Markdown tables: the summary per model (Fig. 2B/2C statistics) and the error rate per shape."""
     s = results["summary"]
     models = s["models"]
-    lines = [f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}); "
-             "rho = Spearman with irregularity rank (paper: GenSim 0.88, supervised 0.472); "
-             "r = Pearson with the pooled human / baboon error rates, mean over runs; "
-             "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).", "",
-             "| model | runs | mean error | rho(9) | p | r human | r baboon | t (dof) | p(t) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}); "
+        "rho = Spearman with irregularity rank (paper: GenSim 0.88, supervised 0.472); "
+        "r = Pearson with the pooled human / baboon error rates, mean over runs; "
+        "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).",
+        "",
+        "| model | runs | mean error | rho(9) | p | r human | r baboon | t (dof) | p(t) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, m in models.items():
         reg, cmp_ = m["regularity"], m["comparison"]
         lines.append(
             f"| {name} | {m['runs']} | {np.mean(m['error_rate_mean']):.3f} | "
             f"{_fmt(reg and reg['rho'], '.2f')} | {_fmt(reg and reg['p'], '.3g')} | "
             f"{_fmt(m['r_human_mean'], '.2f')} | {_fmt(m['r_baboon_mean'], '.2f')} | "
-            + (f"{cmp_['t']:.2f} ({cmp_['dof']}) | {cmp_['p']:.3g} |" if cmp_ else "n/a | n/a |"))
-    lines += ["", "Error rate per shape (most to least regular):", "",
-              "| shape | humans | baboons | " + " | ".join(models) + " |",
-              "|---|---|---|" + "---|" * len(models)]
+            + (f"{cmp_['t']:.2f} ({cmp_['dof']}) | {cmp_['p']:.3g} |" if cmp_ else "n/a | n/a |")
+        )
+    lines += [
+        "",
+        "Error rate per shape (most to least regular):",
+        "",
+        "| shape | humans | baboons | " + " | ".join(models) + " |",
+        "|---|---|---|" + "---|" * len(models),
+    ]
     if not results["config"].get("pretrained"):
         lines.insert(1, "\n" + PRETRAINED_NOTE + "\n")
     for i, shape in enumerate(s["shapes"]):
         cells = [f"{models[n]['error_rate_mean'][i]:.3f}" for n in models]
-        lines.append(f"| {shape} | {s['human_error_rate'][i]:.3f} | {s['baboon_error_rate'][i]:.3f} | "
-                     + " | ".join(cells) + " |")
+        lines.append(
+            f"| {shape} | {s['human_error_rate'][i]:.3f} | {s['baboon_error_rate'][i]:.3f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     return "\n".join(lines)
 
 
 EXPERIMENT = Quadrilaterals()
 
-__all__ = ["CONFIGS", "Config", "EXPERIMENT", "OBJECTIVES", "Quadrilaterals", "format_table", "make_batches",
-           "make_objective", "model_kwargs", "pretrained_variables", "test_trials", "trial_error_rates",
-           "training_source"]
+__all__ = [
+    "CONFIGS",
+    "Config",
+    "EXPERIMENT",
+    "OBJECTIVES",
+    "Quadrilaterals",
+    "format_table",
+    "make_batches",
+    "make_objective",
+    "model_kwargs",
+    "pretrained_variables",
+    "test_trials",
+    "trial_error_rates",
+    "training_source",
+]

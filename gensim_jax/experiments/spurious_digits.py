@@ -117,9 +117,19 @@ CONFIGS = {
     # images over 2 backgrounds per digit pool (a strong spurious cue), the whole lambda grid x 3 seeds,
     # 4 epochs of batch 32 (125 steps), 500 + 500 test images, evaluated at the end of each run.
     "cpu_small": Config(
-        num_runs=3, data="synthetic", num_train_images=1000, num_test_images=500, per_class=2,
-        num_backgrounds=100, num_ood_backgrounds=50, digit_jitter=1.3, epochs=4.0, batch_size=32,
-        evals_per_run=0, log_every=5, checkpoint_every=10_000,
+        num_runs=3,
+        data="synthetic",
+        num_train_images=1000,
+        num_test_images=500,
+        per_class=2,
+        num_backgrounds=100,
+        num_ood_backgrounds=50,
+        digit_jitter=1.3,
+        epochs=4.0,
+        batch_size=32,
+        evals_per_run=0,
+        log_every=5,
+        checkpoint_every=10_000,
     ),
 }
 
@@ -136,8 +146,7 @@ def make_batches(source, config: Config, seed: int):
     def batches(position: int) -> Iterator[dict]:
         ds = pipelines.labelled_batches(source, config.batch_size, seed=seed, keys=["label"], start_step=position)
         for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "label": batch["label"].astype(np.int32),
-                   "mask": batch["mask"]}
+            yield {"image": preprocess(batch["image"]), "label": batch["label"].astype(np.int32), "mask": batch["mask"]}
 
     return batches
 
@@ -200,17 +209,21 @@ class SpuriousDigits(Experiment):
     def validate(self, config: Config) -> Config:
         super().validate(config)
         lams = config.lambdas
-        if not lams or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
-                           for v in lams):
+        if not lams or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 for v in lams
+        ):
             raise ValueError(f"lambdas must be a non-empty tuple of finite numbers >= 0, got {lams!r}")
         if len(set(lambda_dir(v) for v in lams)) != len(lams):
-            raise ValueError(f"lambdas must be distinct (to 6 significant digits: they name the run "
-                             f"directories), got {lams!r}")
+            raise ValueError(
+                f"lambdas must be distinct (to 6 significant digits: they name the run directories), got {lams!r}"
+            )
         check_data_config(config)
-        if config.batch_size < 2 or (config.num_train_images is not None
-                                     and config.batch_size > config.num_train_images):
-            raise ValueError(f"batch_size must lie in [2, num_train_images={config.num_train_images}], "
-                             f"got {config.batch_size}")
+        if config.batch_size < 2 or (
+            config.num_train_images is not None and config.batch_size > config.num_train_images
+        ):
+            raise ValueError(
+                f"batch_size must lie in [2, num_train_images={config.num_train_images}], got {config.batch_size}"
+            )
         if not config.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
         if config.evals_per_run < 0:
@@ -265,16 +278,30 @@ class SpuriousDigits(Experiment):
         for arm, lam in arm_lambdas(config).items():
             rows = per_run.setdefault(f"{lam:g}", [])
             for acc, record in zip(evaluations.get(arm, []), training.get(arm, [])):
-                row = {"seed": record["seed"], **acc, "seconds": record["seconds"],
-                       "final_loss": record["final_loss"], "losses": record["losses"]}
+                row = {
+                    "seed": record["seed"],
+                    **acc,
+                    "seconds": record["seconds"],
+                    "final_loss": record["final_loss"],
+                    "losses": record["losses"],
+                }
                 if "evals" in record:  # the runner's eval/ lines, when it passes them on
-                    row["curve"] = [{"step": m["step"], "id_accuracy": m["eval/id_accuracy"],
-                                     "ood_accuracy": m["eval/ood_accuracy"]} for m in record["evals"]]
+                    row["curve"] = [
+                        {
+                            "step": m["step"],
+                            "id_accuracy": m["eval/id_accuracy"],
+                            "ood_accuracy": m["eval/ood_accuracy"],
+                        }
+                        for m in record["evals"]
+                    ]
                 rows.append(row)
         return {
             "experiment": self.name,
-            "data": ("offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
-                     if config.data == "synthetic" else "tfds mnist on cifar10"),
+            "data": (
+                "offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
+                if config.data == "synthetic"
+                else "tfds mnist on cifar10"
+            ),
             "num_train": len(data.splits["train"]),
             "num_test": {k: int(len(v[1])) for k, v in data.sets.items()},
             "summary": protocol.summarize(per_run, config.confidence),
@@ -286,8 +313,11 @@ class SpuriousDigits(Experiment):
         cfg = results["config"]
         data = "procedural stand-ins" if cfg["data"] == "synthetic" else "MNIST on CIFAR-10"
         protocol.plot_accuracy_vs_lambda(
-            results["summary"], path, confidence=cfg["confidence"],
-            title=f"Spurious digits ({data}): LeNet-5, CE + lambda L_sim, {cfg['num_runs']} seeds")
+            results["summary"],
+            path,
+            confidence=cfg["confidence"],
+            title=f"Spurious digits ({data}): LeNet-5, CE + lambda L_sim, {cfg['num_runs']} seeds",
+        )
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
@@ -296,13 +326,27 @@ class SpuriousDigits(Experiment):
 def format_table(results: dict) -> str:
     """Lambda x ID / OOD accuracy (mean and t-interval over seeds) as Markdown, with a line on the data."""
     cfg = results["config"]
-    head = (f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
-            f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['ood']} backgrounds:")
+    head = (
+        f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
+        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['ood']} backgrounds:"
+    )
     return head + "\n" + protocol.format_table(results["summary"], cfg["confidence"])
 
 
 EXPERIMENT = SpuriousDigits()
 
-__all__ = ["CONFIGS", "Config", "DATA_SOURCES", "EXPERIMENT", "LAMBDAS",
-           "OOD_MODES", "SpuriousDigits", "TFDS_DATASETS", "arm_lambdas", "format_table", "lambda_dir",
-           "make_batches", "make_model"]
+__all__ = [
+    "CONFIGS",
+    "Config",
+    "DATA_SOURCES",
+    "EXPERIMENT",
+    "LAMBDAS",
+    "OOD_MODES",
+    "SpuriousDigits",
+    "TFDS_DATASETS",
+    "arm_lambdas",
+    "format_table",
+    "lambda_dir",
+    "make_batches",
+    "make_model",
+]

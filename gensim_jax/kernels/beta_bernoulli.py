@@ -180,9 +180,7 @@ def _log_similarity(f1, f2, alpha, beta) -> jax.Array:
     x = jnp.asarray(f1, dtype)
     y = jnp.asarray(f2, dtype)
     t11, t10, t00 = _table_entries(alpha, beta, dtype)
-    per_feature = (
-        x * y * t11 + (x * (1 - y) + (1 - x) * y) * t10 + (1 - x) * (1 - y) * t00
-    )
+    per_feature = x * y * t11 + (x * (1 - y) + (1 - x) * y) * t10 + (1 - x) * (1 - y) * t00
     return jnp.sum(per_feature, axis=-1)
 
 

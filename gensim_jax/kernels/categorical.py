@@ -186,11 +186,7 @@ def _noisy_table(pi, label_noise):
     c = pi.shape[0]
     u = eps / c
     keep = 1.0 - eps
-    same = (
-        keep * keep * jnp.diag(pi)
-        + keep * u * (pi[:, None] + pi[None, :])
-        + u * u
-    )
+    same = keep * keep * jnp.diag(pi) + keep * u * (pi[:, None] + pi[None, :]) + u * u
     log_q = jnp.log(keep * pi + u)
     return jnp.log(same) - log_q[:, None] - log_q[None, :]
 

@@ -145,16 +145,16 @@ class Tree:
         par = np.asarray(parents)
         if par.ndim != 1 or par.size == 0:
             raise ValueError(f"parents must be a non-empty 1-D sequence, got shape {par.shape}")
-        if par.dtype == bool or not (np.issubdtype(par.dtype, np.integer) or (
-                np.issubdtype(par.dtype, np.floating) and np.all(np.isfinite(par))
-                and np.all(par == np.round(par)))):
+        if par.dtype == bool or not (
+            np.issubdtype(par.dtype, np.integer)
+            or (np.issubdtype(par.dtype, np.floating) and np.all(np.isfinite(par)) and np.all(par == np.round(par)))
+        ):
             raise ValueError(f"parents must be integers, got dtype {par.dtype}")
         par = par.astype(np.int64)
         n = par.size
         bad = np.flatnonzero((par < -1) | (par >= n))
         if bad.size:
-            raise ValueError(
-                f"parents[{bad[0]}] = {par[bad[0]]} is out of range [-1, {n}) for {n} nodes")
+            raise ValueError(f"parents[{bad[0]}] = {par[bad[0]]} is out of range [-1, {n}) for {n} nodes")
         roots = np.flatnonzero(par == -1)
         if roots.size != 1:
             raise ValueError(f"parents must have exactly one root (-1), found {roots.size}")
@@ -175,8 +175,8 @@ class Tree:
         unreached = np.flatnonzero(depth < 0)
         if unreached.size:
             raise ValueError(
-                f"parents contains a cycle: node {unreached[0]} (and {unreached.size - 1} more) "
-                "cannot reach the root")
+                f"parents contains a cycle: node {unreached[0]} (and {unreached.size - 1} more) cannot reach the root"
+            )
 
         if edge_probs is None:
             log_p = np.zeros(n)
@@ -193,8 +193,7 @@ class Tree:
             sums = np.bincount(par[par >= 0], weights=prob[par >= 0], minlength=n)
             over = np.flatnonzero(sums > 1 + _PROB_SUM_TOL)
             if over.size:
-                raise ValueError(
-                    f"edge_probs of the children of node {over[0]} sum to {sums[over[0]]:.6g} > 1")
+                raise ValueError(f"edge_probs of the children of node {over[0]} sum to {sums[over[0]]:.6g} > 1")
             log_p = np.log(prob)
             log_p[root] = 0.0
         if names is not None:
@@ -238,8 +237,7 @@ class Tree:
         arr = arr.astype(np.int64)
         bad = (arr < 0) | (arr >= self.num_nodes)
         if np.any(bad):
-            raise ValueError(
-                f"{name} contains {arr[bad].ravel()[0]}, out of range [0, {self.num_nodes})")
+            raise ValueError(f"{name} contains {arr[bad].ravel()[0]}, out of range [0, {self.num_nodes})")
         return arr
 
 
@@ -283,14 +281,15 @@ def log_similarity_from_path(neg_log_probs, separation_depth):
         batch = jnp.broadcast_shapes(x.shape[:-1], k.shape)
     except ValueError:
         raise ValueError(
-            f"separation_depth shape {k.shape} does not broadcast with neg_log_probs batch "
-            f"shape {x.shape[:-1]}") from None
+            f"separation_depth shape {k.shape} does not broadcast with neg_log_probs batch shape {x.shape[:-1]}"
+        ) from None
     depth = x.shape[-1]
     if _is_concrete(x, k):
         kk = np.asarray(k)
         if np.any((kk < 0) | (kk > depth)):
-            raise ValueError(f"separation_depth must be in [0, {depth}] (path length), got "
-                             f"values in [{kk.min()}, {kk.max()}]")
+            raise ValueError(
+                f"separation_depth must be in [0, {depth}] (path length), got values in [{kk.min()}, {kk.max()}]"
+            )
         xx = np.asarray(x)
         if not np.all(np.isfinite(xx)) or np.any(xx < 0):
             raise ValueError("neg_log_probs must be finite and >= 0 (edge probabilities in (0, 1])")
@@ -583,8 +582,9 @@ def imagenet1k_hierarchy() -> ClassHierarchy:
       >>> h.num_classes, h.tree.max_depth, h.tree.names[0]
       (1000, 18, 'tench.n.01')
     """
-    text = importlib.resources.files("gensim_jax").joinpath(
-        "assets/imagenet1k_hierarchy.json").read_text(encoding="utf-8")
+    text = (
+        importlib.resources.files("gensim_jax").joinpath("assets/imagenet1k_hierarchy.json").read_text(encoding="utf-8")
+    )
     data = json.loads(text)
     tree = Tree.from_parents(np.asarray(data["parents"], dtype=np.int64), names=data["names"])
     if tree.depth.tolist() != data["depth"]:

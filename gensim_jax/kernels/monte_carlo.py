@@ -252,9 +252,7 @@ def gaussian_mixture_likelihood(mixture: _gm.GaussianMixture) -> LikelihoodSampl
     return sample
 
 
-def sample_gaussian_mixture_triplets(
-    key: jax.Array, num: int, mixture: _gm.GaussianMixture | None = None
-) -> Triplets:
+def sample_gaussian_mixture_triplets(key: jax.Array, num: int, mixture: _gm.GaussianMixture | None = None) -> Triplets:
     """Eq. A3 triplets from a Gaussian mixture (paper Appendices F-H); default: the Appendix H mixture.
 
     ``theta`` is the component index (prior = mixture weights), ``p(x | theta)`` the component
@@ -274,7 +272,9 @@ def sample_gaussian_mixture_triplets(
     if mixture is None:
         mixture = _gm.appendix_h_mixture()
     if not isinstance(mixture, _gm.GaussianMixture):
-        raise TypeError(f"mixture must be a GaussianMixture (see gaussian_mixture.make_mixture); got {type(mixture).__name__}")
+        raise TypeError(
+            f"mixture must be a GaussianMixture (see gaussian_mixture.make_mixture); got {type(mixture).__name__}"
+        )
     return _gaussian_mixture_triplets(key, mixture, num)
 
 

@@ -124,10 +124,7 @@ class Tree:
         kids = tuple(children)
         for i, c in enumerate(kids):
             if not isinstance(c, Tree):
-                raise TypeError(
-                    f"Tree children must be Tree instances; child {i} of {label!r} is "
-                    f"{type(c).__name__}"
-                )
+                raise TypeError(f"Tree children must be Tree instances; child {i} of {label!r} is {type(c).__name__}")
         object.__setattr__(self, "label", label)
         object.__setattr__(self, "children", kids)
         object.__setattr__(self, "_hash", hash((label, tuple(c._hash for c in kids))))
@@ -487,10 +484,8 @@ def _log_kernel_pair(t1: Tree, t2: Tree, kind: str, lam: float, mu: float) -> fl
         keys1 = [ids.setdefault(lab, len(ids)) for lab in f1.labels]
         keys2 = [ids.setdefault(lab, len(ids)) for lab in f2.labels]
     else:
-        keys1 = [ids.setdefault(f1.production_key(i), len(ids)) if f1.kids[i] else None
-                 for i in range(len(f1.labels))]
-        keys2 = [ids.setdefault(f2.production_key(j), len(ids)) if f2.kids[j] else None
-                 for j in range(len(f2.labels))]
+        keys1 = [ids.setdefault(f1.production_key(i), len(ids)) if f1.kids[i] else None for i in range(len(f1.labels))]
+        keys2 = [ids.setdefault(f2.production_key(j), len(ids)) if f2.kids[j] else None for j in range(len(f2.labels))]
     pairs = _matching_pairs(keys1, keys2)
     delta: dict[tuple[int, int], float] = {}
     total = _NEG_INF
@@ -526,9 +521,7 @@ def _log_kernel_pair(t1: Tree, t2: Tree, kind: str, lam: float, mu: float) -> fl
     return total
 
 
-def log_tree_kernel(
-    t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0
-) -> float:
+def log_tree_kernel(t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0) -> float:
     """Log of Moschitti's tree kernel ``K(T1, T2) = sum_{n1, n2} Delta(n1, n2)``.
 
     Implements Moschitti (2006) Eq. 1 with the ST / SST ``Delta`` of Sec. 2 (decay ``lam``) or
@@ -558,9 +551,7 @@ def log_tree_kernel(
     return _log_kernel_pair(t1, t2, kind, lam, mu)
 
 
-def tree_kernel(
-    t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0
-) -> float:
+def tree_kernel(t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0) -> float:
     """Moschitti's tree kernel ``K(T1, T2)`` (Moschitti 2006 Eq. 1), as ``exp(log_tree_kernel)``.
 
     Args and kinds as in :func:`log_tree_kernel`. Returns a float >= 0 (``inf`` only if the
@@ -576,9 +567,7 @@ def tree_kernel(
     return math.inf if logk > _MAX_LOG_FLOAT else math.exp(logk)
 
 
-def normalized_tree_kernel(
-    t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0
-) -> float:
+def normalized_tree_kernel(t1: Tree, t2: Tree, kind: TreeKind = "st", lam: float = 1.0, mu: float = 1.0) -> float:
     """Normalized kernel ``K(T1, T2) / sqrt(K(T1, T1) K(T2, T2))`` in ``[0, 1]``.
 
     Cosine normalization of Moschitti (2006) Eq. 1; equals 1 for identical trees.
@@ -951,11 +940,7 @@ def _log_gram_shared(trees: list[Tree], kind: str, lam: float, mu: float) -> np.
         return _log_bilinear_diag(counts, logw.astype(np.float64))
     groups = _sst_deltas(corpus, lam) if kind == "sst" else _ptk_deltas(corpus, lam, mu)
     counts_csc = corpus.counts.tocsc()
-    blocks = [
-        (counts_csc[:, mem].tocsr(), groups.logd[g])
-        for g, mem in enumerate(groups.members)
-        if len(mem)
-    ]
+    blocks = [(counts_csc[:, mem].tocsr(), groups.logd[g]) for g, mem in enumerate(groups.members) if len(mem)]
     return _log_bilinear_sum(blocks, corpus.n_trees)
 
 

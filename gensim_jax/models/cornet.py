@@ -59,6 +59,7 @@ def _check_image(x: Array) -> None:
 # CORnet-Z
 # ----------------------------------------------------------------------------------------------
 
+
 class CORblockZ(nn.Module):
     """CORnet-Z area: ``maxpool3x3/2(relu(conv(x)))``, conv with bias and padding ``k // 2``."""
 
@@ -71,9 +72,16 @@ class CORblockZ(nn.Module):
     @nn.compact
     def __call__(self, x: Array) -> Array:
         """``(B, H, W, C) -> (B, H', W', out_channels)``."""
-        x = Conv2d(self.out_channels, self.kernel_size, stride=self.stride,
-                   padding=self.kernel_size // 2, use_bias=True, dtype=self.dtype,
-                   param_dtype=self.param_dtype, name="conv")(x)
+        x = Conv2d(
+            self.out_channels,
+            self.kernel_size,
+            stride=self.stride,
+            padding=self.kernel_size // 2,
+            use_bias=True,
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            name="conv",
+        )(x)
         return max_pool(nn.relu(x), 3, 2, 1)
 
 
@@ -119,6 +127,7 @@ class CORnetZ(Encoder):
 # CORnet-RT
 # ----------------------------------------------------------------------------------------------
 
+
 class CORblockRT(nn.Module):
     """CORnet-RT area: ``state' = relu(norm1(conv1(relu(norm_input(conv_input(inp))) + state)))``.
 
@@ -134,8 +143,9 @@ class CORblockRT(nn.Module):
 
     def setup(self) -> None:
         kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        self.conv_input = Conv2d(self.out_channels, self.kernel_size, stride=self.stride,
-                                 padding=self.kernel_size // 2, use_bias=True, **kw)
+        self.conv_input = Conv2d(
+            self.out_channels, self.kernel_size, stride=self.stride, padding=self.kernel_size // 2, use_bias=True, **kw
+        )
         self.norm_input = nn.GroupNorm(num_groups=32, epsilon=BN_EPSILON, use_fast_variance=False, **kw)
         self.conv1 = Conv2d(self.out_channels, 3, padding=1, use_bias=False, **kw)
         self.norm1 = nn.GroupNorm(num_groups=32, epsilon=BN_EPSILON, use_fast_variance=False, **kw)
@@ -182,10 +192,12 @@ class CORnetRT(Encoder):
         if int(self.times) < 1:
             raise ValueError(f"times must be >= 1, got {self.times}")
         kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        blocks = [CORblockRT(64, kernel_size=7, stride=4, name="V1", **kw),
-                  CORblockRT(128, stride=2, name="V2", **kw),
-                  CORblockRT(256, stride=2, name="V4", **kw),
-                  CORblockRT(512, stride=2, name="IT", **kw)]
+        blocks = [
+            CORblockRT(64, kernel_size=7, stride=4, name="V1", **kw),
+            CORblockRT(128, stride=2, name="V2", **kw),
+            CORblockRT(256, stride=2, name="V4", **kw),
+            CORblockRT(512, stride=2, name="IT", **kw),
+        ]
         shapes = []
         shape = x.shape
         for blk in blocks:
@@ -206,6 +218,7 @@ class CORnetRT(Encoder):
 # ----------------------------------------------------------------------------------------------
 # CORnet-S
 # ----------------------------------------------------------------------------------------------
+
 
 class CORblockS(nn.Module):
     """CORnet-S recurrent bottleneck area (weights shared over ``times``, one BatchNorm set per step)."""

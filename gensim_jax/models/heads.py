@@ -62,14 +62,24 @@ class ProjectionHead(nn.Module):
         if len(feats) == 0 or any(int(f) <= 0 for f in feats):
             raise ValueError(f"projection features must be a non-empty tuple of positive ints, got {feats}")
         for i, f in enumerate(feats[:-1]):
-            h = nn.Dense(f, use_bias=not self.use_batchnorm, dtype=self.dtype,
-                         param_dtype=self.param_dtype, kernel_init=dense_kernel_init,
-                         name=f"dense_{i}")(h)
+            h = nn.Dense(
+                f,
+                use_bias=not self.use_batchnorm,
+                dtype=self.dtype,
+                param_dtype=self.param_dtype,
+                kernel_init=dense_kernel_init,
+                name=f"dense_{i}",
+            )(h)
             if self.use_batchnorm:
                 h = batch_norm(train, name=f"bn_{i}", dtype=self.dtype, param_dtype=self.param_dtype)(h)
             h = nn.relu(h)
-        return nn.Dense(feats[-1], dtype=self.dtype, param_dtype=self.param_dtype,
-                        kernel_init=dense_kernel_init, name=f"dense_{len(feats) - 1}")(h)
+        return nn.Dense(
+            feats[-1],
+            dtype=self.dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=dense_kernel_init,
+            name=f"dense_{len(feats) - 1}",
+        )(h)
 
 
 class Encoder(nn.Module):
@@ -91,13 +101,22 @@ class Encoder(nn.Module):
         if num_classes is not None:
             if int(num_classes) <= 0:
                 raise ValueError(f"num_classes must be positive or None, got {num_classes}")
-            logits = nn.Dense(int(num_classes), dtype=self.dtype, param_dtype=self.param_dtype,
-                              kernel_init=dense_kernel_init, name="classifier")(embedding)
+            logits = nn.Dense(
+                int(num_classes),
+                dtype=self.dtype,
+                param_dtype=self.param_dtype,
+                kernel_init=dense_kernel_init,
+                name="classifier",
+            )(embedding)
             out["logits"] = logits.astype(jnp.float32)
         if proj is not None:
-            z = ProjectionHead(tuple(proj), use_batchnorm=getattr(self, "projection_batchnorm", False),
-                               dtype=self.dtype, param_dtype=self.param_dtype, name="projector")(
-                embedding, train)
+            z = ProjectionHead(
+                tuple(proj),
+                use_batchnorm=getattr(self, "projection_batchnorm", False),
+                dtype=self.dtype,
+                param_dtype=self.param_dtype,
+                name="projector",
+            )(embedding, train)
             out["projection"] = z.astype(jnp.float32)
         return out
 
@@ -140,8 +159,7 @@ def _classifier_params(variables: Mapping[str, Any]) -> Mapping[str, Any]:
     try:
         return variables["params"]["classifier"]
     except (KeyError, TypeError) as err:
-        raise ValueError("variables have no params['classifier']: the model was built with "
-                         "num_classes=None") from err
+        raise ValueError("variables have no params['classifier']: the model was built with num_classes=None") from err
 
 
 def _with_classifier(variables: Mapping[str, Any], kernel: Array, bias: Array) -> dict[str, Any]:
@@ -179,8 +197,11 @@ def extend_classifier(variables: Mapping[str, Any], num_new: int, key: jax.Array
     kernel, bias = head["kernel"], head["bias"]
     d = kernel.shape[0]
     new_k = dense_kernel_init(key, (d, int(num_new)), kernel.dtype)
-    return _with_classifier(variables, jnp.concatenate([kernel, new_k], axis=1),
-                            jnp.concatenate([bias, jnp.zeros((int(num_new),), bias.dtype)]))
+    return _with_classifier(
+        variables,
+        jnp.concatenate([kernel, new_k], axis=1),
+        jnp.concatenate([bias, jnp.zeros((int(num_new),), bias.dtype)]),
+    )
 
 
 def replace_classifier(variables: Mapping[str, Any], num_classes: int, key: jax.Array) -> dict[str, Any]:
@@ -199,5 +220,6 @@ def replace_classifier(variables: Mapping[str, Any], num_classes: int, key: jax.
     head = _classifier_params(variables)
     d = head["kernel"].shape[0]
     dt = head["kernel"].dtype
-    return _with_classifier(variables, dense_kernel_init(key, (d, int(num_classes)), dt),
-                            jnp.zeros((int(num_classes),), head["bias"].dtype))
+    return _with_classifier(
+        variables, dense_kernel_init(key, (d, int(num_classes)), dt), jnp.zeros((int(num_classes),), head["bias"].dtype)
+    )

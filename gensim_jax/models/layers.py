@@ -76,10 +76,8 @@ class Conv2d(nn.Module):
         if x.ndim != 4:
             raise ValueError(f"Conv2d expects x of shape (B, H, W, C), got shape {x.shape}")
         k = self.kernel_size
-        kernel = self.param("kernel", self.kernel_init, (k, k, x.shape[-1], self.features),
-                            self.param_dtype)
-        bias = (self.param("bias", self.bias_init, (self.features,), self.param_dtype)
-                if self.use_bias else None)
+        kernel = self.param("kernel", self.kernel_init, (k, k, x.shape[-1], self.features), self.param_dtype)
+        bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype) if self.use_bias else None
         x, kernel, bias = promote_dtype(x, kernel, bias, dtype=self.dtype)
         s = self.stride if stride is None else stride
         p = self.padding
@@ -135,8 +133,9 @@ def max_pool(x: Array, kernel_size: int = 3, stride: int = 2, padding: int = 1) 
     Returns:
       ``(B, H', W', C)`` with ``H' = floor((H + 2p - k) / s) + 1``.
     """
-    return nn.max_pool(x, (kernel_size, kernel_size), strides=(stride, stride),
-                       padding=((padding, padding), (padding, padding)))
+    return nn.max_pool(
+        x, (kernel_size, kernel_size), strides=(stride, stride), padding=((padding, padding), (padding, padding))
+    )
 
 
 def global_avg_pool(x: Array) -> Array:
@@ -144,13 +143,19 @@ def global_avg_pool(x: Array) -> Array:
     return jnp.mean(x, axis=(1, 2))
 
 
-def batch_norm(train: bool, *, name: str, dtype: Dtype | None,
-               param_dtype: Dtype = jnp.float32) -> nn.BatchNorm:
+def batch_norm(train: bool, *, name: str, dtype: Dtype | None, param_dtype: Dtype = jnp.float32) -> nn.BatchNorm:
     """A ``flax.linen.BatchNorm`` configured like ``torch.nn.BatchNorm2d`` (eps 1e-5, momentum 0.1).
 
     In train mode it normalises by batch statistics and updates ``batch_stats`` (when that
     collection is mutable); in eval mode it uses the running statistics and updates nothing.
     Statistics are reduced in float32 even under bfloat16 compute.
     """
-    return nn.BatchNorm(use_running_average=not train, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
-                        dtype=dtype, param_dtype=param_dtype, use_fast_variance=False, name=name)
+    return nn.BatchNorm(
+        use_running_average=not train,
+        momentum=BN_MOMENTUM,
+        epsilon=BN_EPSILON,
+        dtype=dtype,
+        param_dtype=param_dtype,
+        use_fast_variance=False,
+        name=name,
+    )

@@ -21,12 +21,12 @@ from gensim_jax.models import cornet, lenet, mlp, resnet
 _REGISTRY: dict[str, Callable[..., nn.Module]] = {}
 
 
-def register_model(name: str, factory: Callable[..., nn.Module] | None = None, *,
-                   overwrite: bool = False) -> Any:
+def register_model(name: str, factory: Callable[..., nn.Module] | None = None, *, overwrite: bool = False) -> Any:
     """Register ``factory`` under ``name``; usable as ``register_model("x", f)`` or as a decorator.
 
     Raises ``ValueError`` if the name is taken (unless ``overwrite=True``).
     """
+
     def _register(f: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         if not isinstance(name, str) or not name:
             raise ValueError(f"model name must be a non-empty string, got {name!r}")

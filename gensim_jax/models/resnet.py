@@ -135,7 +135,7 @@ class ResNet(Encoder):
         for stage, n_blocks in enumerate(self.stage_sizes):
             for i in range(n_blocks):
                 stride = 2 if (stage > 0 and i == 0) else 1
-                h = block_cls(64 * 2 ** stage, stride=stride, name=f"layer{stage + 1}_{i}", **kw)(h, train)
+                h = block_cls(64 * 2**stage, stride=stride, name=f"layer{stage + 1}_{i}", **kw)(h, train)
         return self.heads(global_avg_pool(h), train)
 
     @staticmethod

@@ -86,8 +86,10 @@ def load_state_dict(source: str | os.PathLike | Mapping[str, Any]) -> dict[str, 
             try:
                 import torch
             except ImportError as err:
-                raise ImportError(f"reading {path!r} needs PyTorch (pip install 'gensim-jax[torch]'), or convert the "
-                                  "checkpoint to .safetensors, which loads without it") from err
+                raise ImportError(
+                    f"reading {path!r} needs PyTorch (pip install 'gensim-jax[torch]'), or convert the "
+                    "checkpoint to .safetensors, which loads without it"
+                ) from err
             raw = torch.load(path, map_location="cpu", weights_only=True)
     if isinstance(raw, Mapping) and "state_dict" in raw and isinstance(raw["state_dict"], Mapping):
         raw = raw["state_dict"]
@@ -97,7 +99,7 @@ def load_state_dict(source: str | os.PathLike | Mapping[str, Any]) -> dict[str, 
     for key, value in raw.items():
         k = str(key)
         while k.startswith("module."):
-            k = k[len("module."):]
+            k = k[len("module.") :]
         out[k] = _to_numpy(value)
     return out
 
@@ -119,8 +121,9 @@ def _convert(value: np.ndarray, target_shape: tuple[int, ...]) -> np.ndarray:
     return value
 
 
-def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bool = True,
-                  rng: jax.Array | None = None) -> dict[str, Any]:
+def torch_to_flax(
+    model: nn.Module, state_dict: Mapping[str, Any], *, strict: bool = True, rng: jax.Array | None = None
+) -> dict[str, Any]:
     """Convert a PyTorch state dict into the Flax variables of ``model``.
 
     Args:
@@ -140,12 +143,15 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
     :func:`gensim_jax.models.extend_classifier` or :func:`~gensim_jax.models.replace_classifier`.
     """
     if not hasattr(model, "torch_module_name"):
-        raise TypeError(f"{type(model).__name__} does not define torch_module_name(path); "
-                        "it cannot be imported from PyTorch")
+        raise TypeError(
+            f"{type(model).__name__} does not define torch_module_name(path); it cannot be imported from PyTorch"
+        )
     if not isinstance(state_dict, Mapping):
-        raise TypeError(f"state_dict must be a mapping of names to tensors, got {type(state_dict).__name__}; "
-                        "use load_state_dict(path) for files")
-    sd = {k[len("module."):] if k.startswith("module.") else k: v for k, v in state_dict.items()}
+        raise TypeError(
+            f"state_dict must be a mapping of names to tensors, got {type(state_dict).__name__}; "
+            "use load_state_dict(path) for files"
+        )
+    sd = {k[len("module.") :] if k.startswith("module.") else k: v for k, v in state_dict.items()}
     template = jax.eval_shape(lambda: model.init(jax.random.key(0), model.example_input(1, minimal=True)))
     flat = traverse_util.flatten_dict(template)
 
@@ -166,8 +172,10 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
     missing = sorted(expected - used)
     unexpected = sorted(used - expected)
     if missing or unexpected:
-        msg = (f"checkpoint does not match {type(model).__name__}: "
-               f"{len(missing)} missing key(s) {missing}, {len(unexpected)} unexpected key(s) {unexpected}")
+        msg = (
+            f"checkpoint does not match {type(model).__name__}: "
+            f"{len(missing)} missing key(s) {missing}, {len(unexpected)} unexpected key(s) {unexpected}"
+        )
         if strict:
             raise CheckpointMismatchError(msg)
         if missing and rng is None:
@@ -190,16 +198,23 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
         raise CheckpointMismatchError(
             f"shape mismatch importing into {type(model).__name__} ({len(bad_shapes)}): {bad_shapes}. "
             "For a different number of classes, import with the checkpoint's num_classes and use "
-            "extend_classifier / replace_classifier.")
+            "extend_classifier / replace_classifier."
+        )
     if fresh:
         if rng is None:
             names = sorted("/".join(k) for k in fresh)
-            raise ValueError(f"{len(fresh)} weight(s) are not in the checkpoint and need rng= to be "
-                             f"initialised: {names[:8]}{' ...' if len(names) > 8 else ''}")
+            raise ValueError(
+                f"{len(fresh)} weight(s) are not in the checkpoint and need rng= to be "
+                f"initialised: {names[:8]}{' ...' if len(names) > 8 else ''}"
+            )
         if all(k[1] == "projector" for k in fresh):
             # only the projection head is new: initialise it alone (cheap), not the whole model
-            head = ProjectionHead(tuple(model.projection_dims), use_batchnorm=model.projection_batchnorm,
-                                  dtype=model.dtype, param_dtype=model.param_dtype)
+            head = ProjectionHead(
+                tuple(model.projection_dims),
+                use_batchnorm=model.projection_batchnorm,
+                dtype=model.dtype,
+                param_dtype=model.param_dtype,
+            )
             dim = flat[("params", "projector", "dense_0", "kernel")].shape[0]
             init_head = traverse_util.flatten_dict(head.init(rng, jnp.zeros((1, dim), jnp.float32)))
             init = {(k[0], "projector", *k[1:]): val for k, val in init_head.items()}
@@ -210,9 +225,14 @@ def torch_to_flax(model: nn.Module, state_dict: Mapping[str, Any], *, strict: bo
     return traverse_util.unflatten_dict(out)
 
 
-def load_pretrained(model: str | nn.Module, source: str | os.PathLike | Mapping[str, Any], *,
-                    strict: bool = True, rng: jax.Array | None = None,
-                    **model_kwargs: Any) -> tuple[nn.Module, dict[str, Any]]:
+def load_pretrained(
+    model: str | nn.Module,
+    source: str | os.PathLike | Mapping[str, Any],
+    *,
+    strict: bool = True,
+    rng: jax.Array | None = None,
+    **model_kwargs: Any,
+) -> tuple[nn.Module, dict[str, Any]]:
     """Build a model (by registry name or instance) and load a PyTorch checkpoint into it: one call.
 
     Args:

@@ -18,6 +18,25 @@ from gensim_jax.planning.report import PlanReport, fmt_bytes
 from gensim_jax.planning.roofline import roofline
 from gensim_jax.planning.topology import PlannerSetupError, Topology, build_devices, parse_topology
 
-__all__ = ["CHIPS", "Chip", "chip_table_markdown", "get_chip", "CompiledStep", "compile_step", "max_global_batch",
-           "StepBuild", "default_shardings", "largest_intermediates", "plan_step", "PlanReport", "fmt_bytes",
-           "roofline", "add_plan_arguments", "run_plan_command", "PlannerSetupError", "Topology", "build_devices", "parse_topology"]
+__all__ = [
+    "CHIPS",
+    "Chip",
+    "chip_table_markdown",
+    "get_chip",
+    "CompiledStep",
+    "compile_step",
+    "max_global_batch",
+    "StepBuild",
+    "default_shardings",
+    "largest_intermediates",
+    "plan_step",
+    "PlanReport",
+    "fmt_bytes",
+    "roofline",
+    "add_plan_arguments",
+    "run_plan_command",
+    "PlannerSetupError",
+    "Topology",
+    "build_devices",
+    "parse_topology",
+]

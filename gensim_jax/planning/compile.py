@@ -57,7 +57,7 @@ class CompiledStep:
     hlo_text: str = dataclasses.field(default="", repr=False)
 
 
-_UNITS = {"": 1, "B": 1, "K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
+_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def _size(s: str) -> float:
@@ -99,8 +99,16 @@ def per_device_bytes(tree, shardings) -> float:
     return total
 
 
-def compile_step(fn: Callable, args: Sequence[Any], in_shardings, out_shardings, *, num_devices: int,
-                 donate_argnums: Sequence[int] = (0,), keep_hlo: bool = False) -> CompiledStep:
+def compile_step(
+    fn: Callable,
+    args: Sequence[Any],
+    in_shardings,
+    out_shardings,
+    *,
+    num_devices: int,
+    donate_argnums: Sequence[int] = (0,),
+    keep_hlo: bool = False,
+) -> CompiledStep:
     """Compile ``jax.jit(fn, in_shardings, out_shardings, donate_argnums).lower(*args)`` for the devices of
     the shardings' mesh and collect the compiler's analyses (see the module docstring).
 
@@ -118,22 +126,43 @@ def compile_step(fn: Callable, args: Sequence[Any], in_shardings, out_shardings,
             raise
         req, avail = parse_oom(str(e))
         first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
-        return CompiledStep(platform=platform, num_devices=num_devices, compile_seconds=time.perf_counter() - t0,
-                            oom=first, oom_required_bytes=req, oom_available_bytes=avail)
+        return CompiledStep(
+            platform=platform,
+            num_devices=num_devices,
+            compile_seconds=time.perf_counter() - t0,
+            oom=first,
+            oom_required_bytes=req,
+            oom_available_bytes=avail,
+        )
     dt = time.perf_counter() - t0
     out = CompiledStep(platform=platform, num_devices=num_devices, compile_seconds=dt)
     ma = compiled.memory_analysis()
     if ma is not None:
-        mem = {k: int(getattr(ma, k)) for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                                                "temp_size_in_bytes", "generated_code_size_in_bytes")}
-        mem["total_bytes"] = (mem["argument_size_in_bytes"] + mem["output_size_in_bytes"] - mem["alias_size_in_bytes"]
-                              + mem["temp_size_in_bytes"] + mem["generated_code_size_in_bytes"])
+        mem = {
+            k: int(getattr(ma, k))
+            for k in (
+                "argument_size_in_bytes",
+                "output_size_in_bytes",
+                "alias_size_in_bytes",
+                "temp_size_in_bytes",
+                "generated_code_size_in_bytes",
+            )
+        }
+        mem["total_bytes"] = (
+            mem["argument_size_in_bytes"]
+            + mem["output_size_in_bytes"]
+            - mem["alias_size_in_bytes"]
+            + mem["temp_size_in_bytes"]
+            + mem["generated_code_size_in_bytes"]
+        )
         out.memory = mem
     ca = compiled.cost_analysis()
     if isinstance(ca, (list, tuple)):
         ca = ca[0] if ca else None
     if ca:
-        out.cost = {k: float(v) for k, v in ca.items() if k in ("flops", "bytes accessed", "transcendentals", "optimal_seconds")}
+        out.cost = {
+            k: float(v) for k, v in ca.items() if k in ("flops", "bytes accessed", "transcendentals", "optimal_seconds")
+        }
         if "flops" in ca:
             out.flops, out.flops_source = float(ca["flops"]), "compiler cost analysis"
         if "bytes accessed" in ca:

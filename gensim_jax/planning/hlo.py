@@ -21,29 +21,83 @@ it, else once.  These are estimates from the program text, not measurements.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections import defaultdict
 from typing import Optional
 
-__all__ = ["Instruction", "HloModule", "parse_hlo", "array_bytes", "Collective", "collectives", "hbm_bytes",
-           "matmul_flops", "largest_arrays", "COLLECTIVE_OPS"]
+__all__ = [
+    "Instruction",
+    "HloModule",
+    "parse_hlo",
+    "array_bytes",
+    "Collective",
+    "collectives",
+    "hbm_bytes",
+    "matmul_flops",
+    "largest_arrays",
+    "COLLECTIVE_OPS",
+]
 
-_DTYPE_BYTES = {"pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 4, "u32": 4,
-                "s64": 8, "u64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16,
-                "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3": 1, "f8e5m2fnuz": 1, "f8e4m3fnuz": 1, "f8e4m3b11fnuz": 1,
-                "f4e2m1fn": 0.5, "f8e8m0fnu": 1, "token": 0}
+_DTYPE_BYTES = {
+    "pred": 1,
+    "s4": 0.5,
+    "u4": 0.5,
+    "s8": 1,
+    "u8": 1,
+    "s16": 2,
+    "u16": 2,
+    "s32": 4,
+    "u32": 4,
+    "s64": 8,
+    "u64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "c64": 8,
+    "c128": 16,
+    "f8e4m3fn": 1,
+    "f8e5m2": 1,
+    "f8e4m3": 1,
+    "f8e5m2fnuz": 1,
+    "f8e4m3fnuz": 1,
+    "f8e4m3b11fnuz": 1,
+    "f4e2m1fn": 0.5,
+    "f8e8m0fnu": 1,
+    "token": 0,
+}
 _ARRAY = re.compile(r"\b(" + "|".join(sorted(_DTYPE_BYTES, key=len, reverse=True)) + r")\[([0-9,]*)\](\{[^{}]*\})?")
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*->.*\{\s*$")
 _INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _CALLS = re.compile(r"\b(body|condition|calls|to_apply|true_computation|false_computation)=%?([\w.\-]+)")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 
-COLLECTIVE_OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-                  "collective-broadcast", "ragged-all-to-all")
-_NO_TRAFFIC = {"parameter", "get-tuple-element", "tuple", "constant", "bitcast", "after-all", "partition-id",
-               "replica-id", "while", "conditional", "call", "opt-barrier", "add-dependency", "domain",
-               "iota"}
+COLLECTIVE_OPS = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+    "ragged-all-to-all",
+)
+_NO_TRAFFIC = {
+    "parameter",
+    "get-tuple-element",
+    "tuple",
+    "constant",
+    "bitcast",
+    "after-all",
+    "partition-id",
+    "replica-id",
+    "while",
+    "conditional",
+    "call",
+    "opt-barrier",
+    "add-dependency",
+    "domain",
+    "iota",
+}
 
 
 @dataclasses.dataclass
@@ -58,10 +112,10 @@ class Instruction:
 
 @dataclasses.dataclass
 class HloModule:
-    computations: dict          # name -> list[Instruction]
+    computations: dict  # name -> list[Instruction]
     entry: str
-    fusion_bodies: set          # computations that are not kernels of their own: fusion bodies, async wrappers, reducers
-    multiplier: dict            # computation -> how many times it runs per step (while trip counts)
+    fusion_bodies: set  # computations that are not kernels of their own: fusion bodies, async wrappers, reducers
+    multiplier: dict  # computation -> how many times it runs per step (while trip counts)
 
 
 def _match_paren(s: str, start: int) -> int:
@@ -99,7 +153,7 @@ def _tuple_elements(type_str: str) -> list[str]:
     s = type_str.strip()
     if not s.startswith("("):
         return [s]
-    inner = s[1:_match_paren(s, 0)]
+    inner = s[1 : _match_paren(s, 0)]
     out, depth, cur = [], 0, ""
     for c in inner:
         if c in "([{":
@@ -123,19 +177,19 @@ def _parse_instruction(line: str, comp: str) -> Optional[Instruction]:
     name, rest = m.group(2), m.group(3)
     if rest.startswith("("):
         end = _match_paren(rest, 0)
-        type_str, rest = rest[:end + 1], rest[end + 1:].lstrip()
+        type_str, rest = rest[: end + 1], rest[end + 1 :].lstrip()
     else:
         sp = rest.find(" ")
         if sp < 0:
             return None
-        type_str, rest = rest[:sp], rest[sp + 1:].lstrip()
+        type_str, rest = rest[:sp], rest[sp + 1 :].lstrip()
     om = re.match(r"([a-z][a-z0-9\-]*)\(", rest)
     if not om:
         return None
     opcode = om.group(1)
     end = _match_paren(rest, om.end() - 1)
-    operands = re.findall(r"%([\w.\-]+)", rest[om.end():end])
-    return Instruction(name, type_str, opcode, operands, rest[end + 1:], comp)
+    operands = re.findall(r"%([\w.\-]+)", rest[om.end() : end])
+    return Instruction(name, type_str, opcode, operands, rest[end + 1 :], comp)
 
 
 def parse_hlo(text: str) -> HloModule:
@@ -160,7 +214,7 @@ def parse_hlo(text: str) -> HloModule:
     if entry is None and comps:
         entry = list(comps)[-1]
     fusion_bodies = set()
-    children = defaultdict(list)   # comp -> [(child, factor)]
+    children = defaultdict(list)  # comp -> [(child, factor)]
     for cname, instrs in comps.items():
         for ins in instrs:
             trip = 1
@@ -255,7 +309,7 @@ def collectives(mod: HloModule, num_devices: int) -> list[Collective]:
             seen.add(key)
             t = ins.type_str
             if op.endswith("-start") and base != "all-reduce":
-                els = _tuple_elements(t)     # async start: (operands, outputs, context...)
+                els = _tuple_elements(t)  # async start: (operands, outputs, context...)
                 t = els[1] if len(els) > 1 else t
             size = array_bytes(t)
             g = _group_size(ins.attrs, num_devices)
@@ -268,8 +322,18 @@ def collectives(mod: HloModule, num_devices: int) -> list[Collective]:
             else:
                 wire = (g - 1) / g * size
             short = t if len(t) <= 80 else t[:77] + "..."
-            out.append(Collective(base, ins.name, re.sub(r"\{[^{}]*\}", "", short), size, g, wire,
-                                  mod.multiplier.get(cname, 1), _op_name(ins.attrs)))
+            out.append(
+                Collective(
+                    base,
+                    ins.name,
+                    re.sub(r"\{[^{}]*\}", "", short),
+                    size,
+                    g,
+                    wire,
+                    mod.multiplier.get(cname, 1),
+                    _op_name(ins.attrs),
+                )
+            )
     return out
 
 
@@ -324,7 +388,9 @@ def matmul_flops(mod: HloModule) -> float:
         for ins in instrs:
             out_t = _tuple_elements(ins.type_str)[0]
             f = 0.0
-            if ins.opcode == "dot" or (ins.opcode == "custom-call" and re.search(r'custom_call_target="__cublas', ins.attrs)):
+            if ins.opcode == "dot" or (
+                ins.opcode == "custom-call" and re.search(r'custom_call_target="__cublas', ins.attrs)
+            ):
                 m = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", ins.attrs)
                 idx = [int(x) for x in m.group(1).split(",") if x] if m else None
                 if idx is None:
@@ -333,7 +399,9 @@ def matmul_flops(mod: HloModule) -> float:
                 lhs = _dims(shapes.get(ins.operands[0], "")) if ins.operands else []
                 k = _prod(lhs[i] for i in idx if i < len(lhs))
                 f = 2.0 * _prod(_dims(out_t)) * k
-            elif ins.opcode == "convolution" or (ins.opcode == "custom-call" and re.search(r'custom_call_target="__cudnn\$conv', ins.attrs)):
+            elif ins.opcode == "convolution" or (
+                ins.opcode == "custom-call" and re.search(r'custom_call_target="__cudnn\$conv', ins.attrs)
+            ):
                 m = re.search(r"dim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)", ins.attrs)
                 if m and len(ins.operands) > 1:
                     kern = _dims(shapes.get(ins.operands[1], ""))
@@ -360,14 +428,22 @@ def largest_arrays(mod: HloModule, k: int = 3, include_fused: bool = False) -> l
     never whole in HBM): the per-device size of every intermediate of the program.
     """
     rows = []
-    for cname, ins in (_all_instructions(mod) if include_fused else _top_level(mod)):
-        if ins.opcode in ("parameter", "tuple", "get-tuple-element", "bitcast", "constant") or ins.opcode.endswith("-done"):
+    for _computation, ins in _all_instructions(mod) if include_fused else _top_level(mod):
+        if ins.opcode in ("parameter", "tuple", "get-tuple-element", "bitcast", "constant") or ins.opcode.endswith(
+            "-done"
+        ):
             continue
         for el in _tuple_elements(ins.type_str):
             b = array_bytes(el, skip_memory_space=not include_fused)
             if b:
-                rows.append({"bytes": b, "shape": re.sub(r"\{[^{}]*\}", "", el), "instruction": ins.name,
-                             "op_name": _op_name(ins.attrs)})
+                rows.append(
+                    {
+                        "bytes": b,
+                        "shape": re.sub(r"\{[^{}]*\}", "", el),
+                        "instruction": ins.name,
+                        "op_name": _op_name(ins.attrs),
+                    }
+                )
     rows.sort(key=lambda r: -r["bytes"])
     out, seen = [], set()
     for r in rows:

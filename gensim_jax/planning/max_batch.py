@@ -10,8 +10,17 @@ from gensim_jax.planning.topology import Topology, build_devices, parse_topology
 __all__ = ["max_global_batch"]
 
 
-def max_global_batch(build: Callable, topology: str | Topology, *, fsdp: int = 1, start: Optional[int] = None,
-                     limit: int = 1 << 24, rel_tol: float = 1 / 16, experiment: str = "", config: str = "") -> dict:
+def max_global_batch(
+    build: Callable,
+    topology: str | Topology,
+    *,
+    fsdp: int = 1,
+    start: Optional[int] = None,
+    limit: int = 1 << 24,
+    rel_tol: float = 1 / 16,
+    experiment: str = "",
+    config: str = "",
+) -> dict:
     """Largest global batch ``B`` (a multiple of the device count) whose step fits in the chips' memory.
 
     Doubles ``B`` from ``start`` (default: one example per device) until a compile does not fit (or
@@ -40,10 +49,25 @@ def max_global_batch(build: Callable, topology: str | Topology, *, fsdp: int = 1
 
     def fits(b: int) -> bool:
         sb = build(b, fsdp)
-        rep = plan_step(sb.fn, sb.args, topology=topo, shardings=sb.shardings, fsdp=fsdp,
-                        donate_argnums=sb.donate_argnums, devices=devs, experiment=experiment, config=config)
-        trials.append({"global_batch": b, "fits": rep.fits, "memory_per_device_bytes": rep["memory_per_device_bytes"],
-                       "compile_seconds": rep["compile_seconds"]})
+        rep = plan_step(
+            sb.fn,
+            sb.args,
+            topology=topo,
+            shardings=sb.shardings,
+            fsdp=fsdp,
+            donate_argnums=sb.donate_argnums,
+            devices=devs,
+            experiment=experiment,
+            config=config,
+        )
+        trials.append(
+            {
+                "global_batch": b,
+                "fits": rep.fits,
+                "memory_per_device_bytes": rep["memory_per_device_bytes"],
+                "compile_seconds": rep["compile_seconds"],
+            }
+        )
         return rep.fits
 
     b = max(n, (start // n) * n if start else n)
@@ -69,6 +93,13 @@ def max_global_batch(build: Callable, topology: str | Topology, *, fsdp: int = 1
                 lo = mid
             else:
                 hi = mid
-    return {"max_global_batch": lo, "per_device": lo // n, "fsdp": fsdp, "topology": topo.name,
-            "fits_at_limit": hi is None, "upper_bound_that_failed": hi, "trials": trials,
-            "seconds": time.perf_counter() - t0}
+    return {
+        "max_global_batch": lo,
+        "per_device": lo // n,
+        "fsdp": fsdp,
+        "topology": topo.name,
+        "fits_at_limit": hi is None,
+        "upper_bound_that_failed": hi,
+        "trials": trials,
+        "seconds": time.perf_counter() - t0,
+    }

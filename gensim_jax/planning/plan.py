@@ -17,7 +17,6 @@ from typing import Any, Callable, Optional, Sequence
 import jax
 import numpy as np
 
-from gensim_jax.planning import chips as chips_mod
 from gensim_jax.planning.compile import CompiledStep, compile_step, per_device_bytes
 from gensim_jax.planning.report import PlanReport
 from gensim_jax.planning.roofline import roofline
@@ -75,10 +74,16 @@ def _walk(jaxpr, rows):
                 b = float(np.prod(aval.shape, dtype=np.float64)) * np.dtype(aval.dtype).itemsize
             except TypeError:
                 continue
-            rows.append({"bytes_global": b, "shape": f"{aval.dtype}{list(aval.shape)}", "primitive": eqn.primitive.name,
-                         "source": source_info_util.summarize(eqn.source_info)})
+            rows.append(
+                {
+                    "bytes_global": b,
+                    "shape": f"{aval.dtype}{list(aval.shape)}",
+                    "primitive": eqn.primitive.name,
+                    "source": source_info_util.summarize(eqn.source_info),
+                }
+            )
         for p in eqn.params.values():
-            for sub in (p if isinstance(p, (list, tuple)) else [p]):
+            for sub in p if isinstance(p, (list, tuple)) else [p]:
                 inner = getattr(sub, "jaxpr", sub)
                 if hasattr(inner, "eqns"):
                     _walk(inner, rows)
@@ -103,23 +108,39 @@ def largest_intermediates(fn: Callable, args: Sequence[Any], k: int = 3) -> list
 
 def _state_groups(state) -> dict:
     if all(hasattr(state, a) for a in ("params", "opt_state")):
-        return {"params": state.params, "opt_state": state.opt_state,
-                "batch_stats": getattr(state, "batch_stats", {}),
-                "step_and_rng": [getattr(state, "step", None), getattr(state, "rng", None)]}
+        return {
+            "params": state.params,
+            "opt_state": state.opt_state,
+            "batch_stats": getattr(state, "batch_stats", {}),
+            "step_and_rng": [getattr(state, "step", None), getattr(state, "rng", None)],
+        }
     return {"state": state}
 
 
 def _sharding_groups(state, st_sh) -> dict:
     if all(hasattr(state, a) for a in ("params", "opt_state")) and hasattr(st_sh, "params"):
-        return {"params": st_sh.params, "opt_state": st_sh.opt_state, "batch_stats": st_sh.batch_stats,
-                "step_and_rng": [st_sh.step, st_sh.rng]}
+        return {
+            "params": st_sh.params,
+            "opt_state": st_sh.opt_state,
+            "batch_stats": st_sh.batch_stats,
+            "step_and_rng": [st_sh.step, st_sh.rng],
+        }
     return {"state": st_sh}
 
 
-def plan_step(step_fn: Callable, abstract_args: Sequence[Any], *, topology: str | Topology,
-              shardings: Optional[Callable] = None, fsdp: int = 1, donate_argnums: Sequence[int] = (0,),
-              devices: Optional[list] = None, experiment: str = "", config: str = "",
-              keep_hlo: bool = False) -> PlanReport:
+def plan_step(
+    step_fn: Callable,
+    abstract_args: Sequence[Any],
+    *,
+    topology: str | Topology,
+    shardings: Optional[Callable] = None,
+    fsdp: int = 1,
+    donate_argnums: Sequence[int] = (0,),
+    devices: Optional[list] = None,
+    experiment: str = "",
+    config: str = "",
+    keep_hlo: bool = False,
+) -> PlanReport:
     """Compile ``step_fn(*abstract_args)`` for ``topology`` and build the :class:`PlanReport`.
 
     Args:
@@ -140,24 +161,29 @@ def plan_step(step_fn: Callable, abstract_args: Sequence[Any], *, topology: str 
 
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     # concrete arrays (e.g. an objective's tables) live on this host's devices: keep only shape and dtype
-    args = tuple(jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype) if hasattr(x, "dtype") else x, a)
-                 for a in abstract_args)
+    args = tuple(
+        jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype) if hasattr(x, "dtype") else x, a)
+        for a in abstract_args
+    )
     if len(args) < 2:
         raise ValueError("abstract_args must be (state, batch, ...)")
     gb = global_batch_of(args[1])
     n = topo.num_devices
     if gb % n:
         lo, hi = (gb // n) * n, (gb // n + 1) * n
-        raise ValueError(f"global batch {gb} is not divisible by the {n} devices of {topo.name}; "
-                         f"use a multiple of {n} (e.g. {lo or hi} or {hi})")
+        raise ValueError(
+            f"global batch {gb} is not divisible by the {n} devices of {topo.name}; "
+            f"use a multiple of {n} (e.g. {lo or hi} or {hi})"
+        )
     if fsdp < 1 or n % fsdp:
         raise ValueError(f"fsdp={fsdp} must divide the {n} devices of {topo.name}")
     devs = build_devices(topo) if devices is None else devices
     mesh = parallel.make_mesh(data=n // fsdp, fsdp=fsdp, devices=devs)
     make = shardings or default_shardings(args, fsdp > 1)
     in_sh, out_sh = make(mesh)
-    comp: CompiledStep = compile_step(step_fn, args, in_sh, out_sh, num_devices=n, donate_argnums=donate_argnums,
-                                      keep_hlo=keep_hlo)
+    comp: CompiledStep = compile_step(
+        step_fn, args, in_sh, out_sh, num_devices=n, donate_argnums=donate_argnums, keep_hlo=keep_hlo
+    )
     comp.platform = topo.platform
 
     # the inputs, per device, by what they are
@@ -172,6 +198,14 @@ def plan_step(step_fn: Callable, abstract_args: Sequence[Any], *, topology: str 
     largest_jaxpr = []
     if comp.oom is not None:
         largest_jaxpr = largest_intermediates(step_fn, args)
-    return PlanReport.build(topo=topo, global_batch=gb, fsdp=fsdp, compiled=comp, inputs=groups,
-                            largest_intermediates=largest_jaxpr, experiment=experiment, config=config,
-                            roofline_fn=roofline)
+    return PlanReport.build(
+        topo=topo,
+        global_batch=gb,
+        fsdp=fsdp,
+        compiled=comp,
+        inputs=groups,
+        largest_intermediates=largest_jaxpr,
+        experiment=experiment,
+        config=config,
+        roofline_fn=roofline,
+    )

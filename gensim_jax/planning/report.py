@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 __all__ = ["PlanReport", "fmt_bytes"]
 
@@ -16,7 +16,7 @@ def fmt_bytes(b: Optional[float]) -> str:
     b = float(b)
     sign = "-" if b < 0 else ""
     b = abs(b)
-    for unit, f in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+    for unit, f in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= f:
             return f"{sign}{b / f:.2f} {unit}"
     return f"{sign}{b:.0f} B"
@@ -49,21 +49,25 @@ _LABELS = {
 }
 
 PROVENANCE = {
-    "compiler": ["memory per device and its parts: argument / output / aliased / temporary / code bytes "
-                 "(XLA memory_analysis of the compiled executable; the split of the arguments into parameters, "
-                 "optimizer state, batch and tables is computed from their shapes and shardings)",
-                 "fits / does not fit when the compiler itself refused the program (out of memory)",
-                 "FLOPs per device (XLA cost_analysis) where the backend gives them",
-                 "the collectives and their array sizes (read from the compiled HLO)"],
-    "estimates": ["FLOPs when the backend gives no cost analysis (GPU): matmuls and convolutions counted from "
-                  "the compiled HLO, elementwise work left out",
-                  "HBM bytes: each top-level kernel of the compiled HLO reads its operands and writes its result "
-                  "once (TPU on-chip buffers excluded)",
-                  "collective bytes on the wire: ring algorithm, all-reduce 2(g-1)/g, all-gather / "
-                  "reduce-scatter (g-1)/g of the full array",
-                  "chip figures: vendor peak numbers from the chip table (sources in `gensim-jax plan --chips`)",
-                  "step time and examples/s: roofline max(FLOPs/peak, HBM bytes/bandwidth) + collective "
-                  "bytes/interconnect bandwidth, a lower bound on time"],
+    "compiler": [
+        "memory per device and its parts: argument / output / aliased / temporary / code bytes "
+        "(XLA memory_analysis of the compiled executable; the split of the arguments into parameters, "
+        "optimizer state, batch and tables is computed from their shapes and shardings)",
+        "fits / does not fit when the compiler itself refused the program (out of memory)",
+        "FLOPs per device (XLA cost_analysis) where the backend gives them",
+        "the collectives and their array sizes (read from the compiled HLO)",
+    ],
+    "estimates": [
+        "FLOPs when the backend gives no cost analysis (GPU): matmuls and convolutions counted from "
+        "the compiled HLO, elementwise work left out",
+        "HBM bytes: each top-level kernel of the compiled HLO reads its operands and writes its result "
+        "once (TPU on-chip buffers excluded)",
+        "collective bytes on the wire: ring algorithm, all-reduce 2(g-1)/g, all-gather / "
+        "reduce-scatter (g-1)/g of the full array",
+        "chip figures: vendor peak numbers from the chip table (sources in `gensim-jax plan --chips`)",
+        "step time and examples/s: roofline max(FLOPs/peak, HBM bytes/bandwidth) + collective "
+        "bytes/interconnect bandwidth, a lower bound on time",
+    ],
 }
 
 
@@ -82,8 +86,19 @@ class PlanReport:
         return self.data[k]
 
     @classmethod
-    def build(cls, *, topo, global_batch: int, fsdp: int, compiled, inputs: dict, largest_intermediates: list,
-              experiment: str, config: str, roofline_fn: Callable) -> "PlanReport":
+    def build(
+        cls,
+        *,
+        topo,
+        global_batch: int,
+        fsdp: int,
+        compiled,
+        inputs: dict,
+        largest_intermediates: list,
+        experiment: str,
+        config: str,
+        roofline_fn: Callable,
+    ) -> "PlanReport":
         chip = topo.chip
         n = topo.num_devices
         capacity = float(chip.hbm_bytes)
@@ -109,8 +124,12 @@ class PlanReport:
                 dom["largest_array"] = {"shape": a["shape"], "bytes_per_device": a["bytes"], "op_name": a["op_name"]}
             elif largest_intermediates:
                 a = largest_intermediates[0]
-                dom["largest_array"] = {"shape": a["shape"] + " (global shape)", "bytes_global": a["bytes_global"],
-                                        "primitive": a["primitive"], "source": a["source"]}
+                dom["largest_array"] = {
+                    "shape": a["shape"] + " (global shape)",
+                    "bytes_global": a["bytes_global"],
+                    "primitive": a["primitive"],
+                    "source": a["source"],
+                }
         flops = compiled.flops
         coll_bytes = sum(c.wire_bytes * c.count for c in compiled.collectives)
         hbm = compiled.hbm_bytes_estimate
@@ -151,10 +170,14 @@ class PlanReport:
             "collectives": [c.as_dict() for c in compiled.collectives],
             "collective_bytes_per_device": coll_bytes,
             "roofline": roof,
-            "chip_figures": {"peak_bf16_flops": chip.peak_bf16_flops, "hbm_bytes": chip.hbm_bytes,
-                             "hbm_bytes_per_s": chip.hbm_bytes_per_s,
-                             "interconnect_bytes_per_s": chip.interconnect_bytes_per_s,
-                             "network_bytes_per_s": chip.network_bytes_per_s, "sources": dict(chip.sources)},
+            "chip_figures": {
+                "peak_bf16_flops": chip.peak_bf16_flops,
+                "hbm_bytes": chip.hbm_bytes,
+                "hbm_bytes_per_s": chip.hbm_bytes_per_s,
+                "interconnect_bytes_per_s": chip.interconnect_bytes_per_s,
+                "network_bytes_per_s": chip.network_bytes_per_s,
+                "sources": dict(chip.sources),
+            },
             "provenance": PROVENANCE,
         }
         return cls(d, compiled.hlo_text)
@@ -169,24 +192,30 @@ class PlanReport:
         d = self.data
         dom = d["dominant_buffer"]
         if d["fits"]:
-            return (f"fits: {fmt_bytes(d['memory_per_device_bytes'])} of {fmt_bytes(d['memory_capacity_bytes'])} per device "
-                    f"({fmt_bytes(d['margin_bytes'])} to spare); largest part: {dom['label']} ({fmt_bytes(dom['bytes'])})")
+            return (
+                f"fits: {fmt_bytes(d['memory_per_device_bytes'])} of {fmt_bytes(d['memory_capacity_bytes'])} per device "
+                f"({fmt_bytes(d['margin_bytes'])} to spare); largest part: {dom['label']} ({fmt_bytes(dom['bytes'])})"
+            )
         extra = ""
         la = dom.get("largest_array")
         if la:
             where = la.get("op_name") or la.get("source") or ""
             extra = f"; largest array {la['shape']}" + (f" from {where}" if where else "")
-        return (f"does not fit: needs {fmt_bytes(d['memory_per_device_bytes'])} per device, "
-                f"{fmt_bytes(-d['margin_bytes'])} over the {fmt_bytes(d['memory_capacity_bytes'])} of a {d['chip']} chip; "
-                f"dominated by {dom['label']} ({fmt_bytes(dom['bytes'])}){extra}")
+        return (
+            f"does not fit: needs {fmt_bytes(d['memory_per_device_bytes'])} per device, "
+            f"{fmt_bytes(-d['margin_bytes'])} over the {fmt_bytes(d['memory_capacity_bytes'])} of a {d['chip']} chip; "
+            f"dominated by {dom['label']} ({fmt_bytes(dom['bytes'])}){extra}"
+        )
 
     def to_text(self) -> str:
         d = self.data
         L = []
         title = " ".join(x for x in (d["experiment"], d["config"] and f"--config {d['config']}") if x)
-        L.append(f"plan {title} on {d['topology']}: {d['num_devices']} x {d['chip_full_name']} ({d['hosts']} host(s)), "
-                 f"global batch {d['global_batch']} ({d['per_device_batch']} per device), "
-                 f"fsdp axis {d['fsdp']}; compiled in {d['compile_seconds']:.1f} s")
+        L.append(
+            f"plan {title} on {d['topology']}: {d['num_devices']} x {d['chip_full_name']} ({d['hosts']} host(s)), "
+            f"global batch {d['global_batch']} ({d['per_device_batch']} per device), "
+            f"fsdp axis {d['fsdp']}; compiled in {d['compile_seconds']:.1f} s"
+        )
         L.append("")
         L.append("memory per device [compiler]")
         for k, v in d["memory_breakdown_bytes"].items():
@@ -197,31 +226,46 @@ class PlanReport:
         if d["compiler_error"]:
             L.append(f"  compiler: {d['compiler_error']}")
         if d["largest_arrays"]:
-            L.append("  largest arrays in the compiled program: " + "; ".join(
-                f"{a['shape']} ({fmt_bytes(a['bytes'])})" for a in d["largest_arrays"]))
+            L.append(
+                "  largest arrays in the compiled program: "
+                + "; ".join(f"{a['shape']} ({fmt_bytes(a['bytes'])})" for a in d["largest_arrays"])
+            )
         if d["flops_per_device"] is not None:
             L.append("")
             src = "compiler" if d["flops_source"].startswith("compiler") else "estimate"
             L.append(f"FLOPs [{src}: {d['flops_source']}]")
-            L.append(f"  per device per step {_fmt_num(d['flops_per_device'])}FLOP, per step {_fmt_num(d['flops_per_step'])}FLOP, "
-                     f"per example {_fmt_num(d['flops_per_example'])}FLOP")
-            L.append(f"HBM bytes per device per step [estimate from the HLO] {fmt_bytes(d['hbm_bytes_per_device'])}"
-                     + (f"; compiler's cost analysis says {fmt_bytes(d['compiler_bytes_accessed_per_device'])}"
-                        if d["compiler_bytes_accessed_per_device"] is not None else ""))
+            L.append(
+                f"  per device per step {_fmt_num(d['flops_per_device'])}FLOP, per step {_fmt_num(d['flops_per_step'])}FLOP, "
+                f"per example {_fmt_num(d['flops_per_example'])}FLOP"
+            )
+            L.append(
+                f"HBM bytes per device per step [estimate from the HLO] {fmt_bytes(d['hbm_bytes_per_device'])}"
+                + (
+                    f"; compiler's cost analysis says {fmt_bytes(d['compiler_bytes_accessed_per_device'])}"
+                    if d["compiler_bytes_accessed_per_device"] is not None
+                    else ""
+                )
+            )
         if d["collectives"] or d["compiler_error"] is None:
             L.append("")
-            L.append(f"collectives [compiler HLO; wire bytes: ring estimate] {len(d['collectives'])}, "
-                     f"{fmt_bytes(d['collective_bytes_per_device'])} per device per step on the wire")
+            L.append(
+                f"collectives [compiler HLO; wire bytes: ring estimate] {len(d['collectives'])}, "
+                f"{fmt_bytes(d['collective_bytes_per_device'])} per device per step on the wire"
+            )
             for c in sorted(d["collectives"], key=lambda c: -c["wire_bytes"] * c["count"])[:12]:
-                L.append(f"  {c['op']:<18} {c['shape'][:44]:<44} {fmt_bytes(c['bytes']):>11} group {c['group_size']:<4}"
-                         f" x{c['count']}  {c['op_name'][-40:]}")
+                L.append(
+                    f"  {c['op']:<18} {c['shape'][:44]:<44} {fmt_bytes(c['bytes']):>11} group {c['group_size']:<4}"
+                    f" x{c['count']}  {c['op_name'][-40:]}"
+                )
         r = d["roofline"]
         if r:
             L.append("")
             L.append("roofline [estimate from the chip table]")
-            L.append(f"  compute {_ms(r['compute_seconds'])}, HBM {_ms(r['memory_seconds'])}, "
-                     f"collectives {_ms(r['collective_seconds'])} -> step >= {_ms(r['step_seconds'])} "
-                     f"({r['bound']}-bound), <= {r['examples_per_second']:,.0f} examples/s")
+            L.append(
+                f"  compute {_ms(r['compute_seconds'])}, HBM {_ms(r['memory_seconds'])}, "
+                f"collectives {_ms(r['collective_seconds'])} -> step >= {_ms(r['step_seconds'])} "
+                f"({r['bound']}-bound), <= {r['examples_per_second']:,.0f} examples/s"
+            )
         L.append("")
         L.append("from the compiler: " + "; ".join(PROVENANCE["compiler"]) + ".")
         L.append("estimates: " + "; ".join(PROVENANCE["estimates"]) + ".")

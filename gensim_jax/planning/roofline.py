@@ -15,8 +15,9 @@ from gensim_jax.planning.chips import Chip
 __all__ = ["roofline"]
 
 
-def roofline(flops: float, hbm_bytes: float, collective_bytes: float, chip: Chip, hosts: int,
-             global_batch: int) -> dict:
+def roofline(
+    flops: float, hbm_bytes: float, collective_bytes: float, chip: Chip, hosts: int, global_batch: int
+) -> dict:
     """The roofline terms (seconds), the bound step time and the examples/s it implies.
 
     Args:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any, Optional
 
 from gensim_jax.planning.chips import Chip, get_chip
 
@@ -71,8 +70,10 @@ def parse_topology(name: str) -> Topology:
     s = str(name).strip().lower()
     m = _NAME.match(s)
     if not m:
-        raise ValueError(f"cannot parse topology {name!r}: expected CHIP:SHAPE such as 'v5e:4x4', 'v4:2x2x2' "
-                         f"or 'h100:8x8' (8 hosts x 8 GPUs)")
+        raise ValueError(
+            f"cannot parse topology {name!r}: expected CHIP:SHAPE such as 'v5e:4x4', 'v4:2x2x2' "
+            f"or 'h100:8x8' (8 hosts x 8 GPUs)"
+        )
     chip = get_chip(m.group(1))
     dims = tuple(int(d) for d in m.group(2).split("x"))
     if any(d < 1 for d in dims):
@@ -103,9 +104,19 @@ def parse_topology(name: str) -> Topology:
 # name: (device_description_str, SM count, FP32 lanes per SM, compute capability, boost clock GHz,
 #        memory bytes as the driver reports it, memory bandwidth bytes/s, L2 bytes, shared memory per SM)
 _GPU_SPECS = {
-    "a100": ("NVIDIA A100-SXM4-80GB", 108, 64, (8, 0), 1.41, 85_100_068_864, 2_039_040_000_000, 40 * 2 ** 20, 167_936),
-    "h100": ("NVIDIA H100 80GB HBM3", 132, 128, (9, 0), 1.98, 84_942_979_072, 3_352_320_000_000, 50 * 2 ** 20, 233_472),
-    "h200": ("NVIDIA H200 141GB HBM3e", 132, 128, (9, 0), 1.98, 151_397_597_184, 4_800_000_000_000, 50 * 2 ** 20, 233_472),
+    "a100": ("NVIDIA A100-SXM4-80GB", 108, 64, (8, 0), 1.41, 85_100_068_864, 2_039_040_000_000, 40 * 2**20, 167_936),
+    "h100": ("NVIDIA H100 80GB HBM3", 132, 128, (9, 0), 1.98, 84_942_979_072, 3_352_320_000_000, 50 * 2**20, 233_472),
+    "h200": (
+        "NVIDIA H200 141GB HBM3e",
+        132,
+        128,
+        (9, 0),
+        1.98,
+        151_397_597_184,
+        4_800_000_000_000,
+        50 * 2**20,
+        233_472,
+    ),
 }
 
 
@@ -154,8 +165,12 @@ def _quiet_libtpu_env() -> None:
 
     if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
         return
-    for k, v in (("TPU_SKIP_MDS_QUERY", "1"), ("TPU_WORKER_HOSTNAMES", "localhost"), ("TPU_WORKER_ID", "0"),
-                 ("TPU_ACCELERATOR_TYPE", "v5litepod-4")):
+    for k, v in (
+        ("TPU_SKIP_MDS_QUERY", "1"),
+        ("TPU_WORKER_HOSTNAMES", "localhost"),
+        ("TPU_WORKER_ID", "0"),
+        ("TPU_ACCELERATOR_TYPE", "v5litepod-4"),
+    ):
         os.environ.setdefault(k, v)
 
 
@@ -166,8 +181,10 @@ def _tpu_devices(topo: Topology) -> list:
     try:
         import libtpu  # noqa: F401
     except ImportError:
-        raise PlannerSetupError(f"planning for {topo.name} needs the TPU compiler (libtpu), which is not installed: "
-                                "pip install 'gensim-jax[tpu]'") from None
+        raise PlannerSetupError(
+            f"planning for {topo.name} needs the TPU compiler (libtpu), which is not installed: "
+            "pip install 'gensim-jax[tpu]'"
+        ) from None
     from jax.experimental import topologies
 
     dims = "x".join(str(d) for d in topo.shape)
@@ -186,19 +203,24 @@ def _gpu_devices(topo: Topology) -> list:
     try:
         import jax_plugins.xla_cuda12  # noqa: F401
     except ImportError:
-        raise PlannerSetupError(f"planning for {topo.name} needs the XLA CUDA compiler plugin, which is not installed: "
-                                "pip install 'jax[cuda12]' (the same version as jax; no GPU is needed)") from None
+        raise PlannerSetupError(
+            f"planning for {topo.name} needs the XLA CUDA compiler plugin, which is not installed: "
+            "pip install 'jax[cuda12]' (the same version as jax; no GPU is needed)"
+        ) from None
     from jax.experimental import topologies
 
     hosts, per_host = topo.shape
     try:
-        desc = topologies.get_topology_desc(platform="cuda", target_config=gpu_target_config(topo.chip.name),
-                                            topology=f"1x{hosts}x{per_host}")
+        desc = topologies.get_topology_desc(
+            platform="cuda", target_config=gpu_target_config(topo.chip.name), topology=f"1x{hosts}x{per_host}"
+        )
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PlannerSetupError(f"the CUDA plugin could not describe {topo.name!r} ({msg}); on a machine without a GPU "
-                                "start the process with JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (and CUDA_VISIBLE_DEVICES=-1), "
-                                "and install jax[cuda12] at the version of jax") from None
+        raise PlannerSetupError(
+            f"the CUDA plugin could not describe {topo.name!r} ({msg}); on a machine without a GPU "
+            "start the process with JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (and CUDA_VISIBLE_DEVICES=-1), "
+            "and install jax[cuda12] at the version of jax"
+        ) from None
     return list(desc.devices)
 
 
@@ -208,5 +230,7 @@ def build_devices(topo: Topology | str) -> list:
         topo = parse_topology(topo)
     devs = _tpu_devices(topo) if topo.chip.kind == "tpu" else _gpu_devices(topo)
     if len(devs) != topo.num_devices:
-        raise ValueError(f"topology {topo.name!r} should have {topo.num_devices} devices, the compiler built {len(devs)}")
+        raise ValueError(
+            f"topology {topo.name!r} should have {topo.num_devices} devices, the compiler built {len(devs)}"
+        )
     return devs

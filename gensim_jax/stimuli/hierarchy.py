@@ -61,7 +61,7 @@ def node_attributes(tree: Tree, seed: int) -> np.ndarray:
         v = raw[kids]
         if len(kids) > 1:
             v = v - v.mean(axis=0)
-        v = v / max(float(np.sqrt(np.mean(np.sum(v ** 2, axis=1)) / 5)), 1e-12)
+        v = v / max(float(np.sqrt(np.mean(np.sum(v**2, axis=1)) / 5)), 1e-12)
         attr[kids] = v * col_scale * 0.6 ** (tree.depth[kids][:, None] - 1)
     return attr
 
@@ -72,8 +72,9 @@ def class_attributes(tree: Tree, class_nodes, seed: int) -> np.ndarray:
     return np.stack([attr[tree.path(int(n))].sum(axis=0) for n in np.asarray(class_nodes)])
 
 
-def hierarchy_images(tree: Tree, class_nodes, per_class: int, size: int, *, attribute_seed: int,
-                     image_seed: int, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+def hierarchy_images(
+    tree: Tree, class_nodes, per_class: int, size: int, *, attribute_seed: int, image_seed: int, noise: float = 0.1
+) -> tuple[np.ndarray, np.ndarray]:
     """A labelled image set whose classes follow ``tree`` (the imagenet_hierarchy ``cpu_small`` stand-in for ImageNet).
 
     Each image is a grey background with one disc (centre, radius ``0.25..0.4 size`` random) filled
@@ -118,8 +119,14 @@ def hierarchy_images(tree: Tree, class_nodes, per_class: int, size: int, *, attr
     return np.clip(np.round(img * 255), 0, 255).astype(np.uint8), labels
 
 
-def synthetic_hierarchy_images(rng: np.random.Generator, branching=(2, 3, 3), per_leaf: int = 12,
-                               size: int = 16, noise: float = 0.5, scale_decay: float = 0.8):
+def synthetic_hierarchy_images(
+    rng: np.random.Generator,
+    branching=(2, 3, 3),
+    per_leaf: int = 12,
+    size: int = 16,
+    noise: float = 0.5,
+    scale_decay: float = 0.8,
+):
     """A small labelled image set generated from a balanced class tree (offline stand-in for ImageNet).
 
     Every tree node (except the root) gets a random ``size x size x 3`` pattern; an image of leaf

@@ -99,9 +99,7 @@ TRIAL_ROTATIONS_DEG: tuple[float, ...] = tuple(float(r) for r in _asset()["trial
 #: Scalings of the six items of a trial in the human task (all populations but french_adults_1).
 TRIAL_SCALES: tuple[float, ...] = tuple(float(s) for s in _asset()["trial_scales"])
 #: Scalings used with the first group of French adults (0.75 ... 1.25).
-TRIAL_SCALES_FRENCH_ADULTS_1: tuple[float, ...] = tuple(
-    float(s) for s in _asset()["trial_scales_french_adults_1"]
-)
+TRIAL_SCALES_FRENCH_ADULTS_1: tuple[float, ...] = tuple(float(s) for s in _asset()["trial_scales_french_adults_1"])
 
 #: At scale 1 the square canvas spans this many shape units (224 / 3 px per unit at size 224).
 CANVAS_UNITS = 3.0
@@ -249,9 +247,7 @@ def variant_vertices(shape: str | int, variant: str | int = 0) -> np.ndarray:
 @functools.lru_cache(maxsize=1)
 def _variant_table() -> np.ndarray:
     """All variants of all shapes, ``(11, 5, 4, 2)``, read-only."""
-    table = np.stack(
-        [np.stack([variant_vertices(s, v) for v in range(5)]) for s in range(len(SHAPE_NAMES))]
-    )
+    table = np.stack([np.stack([variant_vertices(s, v) for v in range(5)]) for s in range(len(SHAPE_NAMES))])
     table.setflags(write=False)
     return table
 
@@ -332,8 +328,7 @@ def geometric_features(
     v = _as_quads(vertices)
     if not angle_tolerance > 0 or not length_tolerance > 0:
         raise ValueError(
-            f"tolerances must be > 0, got angle_tolerance={angle_tolerance}, "
-            f"length_tolerance={length_tolerance}"
+            f"tolerances must be > 0, got angle_tolerance={angle_tolerance}, length_tolerance={length_tolerance}"
         )
     a, b, bp, ap = v[..., 0, :], v[..., 1, :], v[..., 2, :], v[..., 3, :]
     ab, aap, bbp, apbp = b - a, ap - a, bp - b, bp - ap
@@ -463,11 +458,15 @@ def _rasterize_chunk(polygons: np.ndarray, height: int, width: int, out: np.ndar
     c0, c1 = int(col.min()), int(col.max())
     nr, nc = r1 - r0 + 2, c1 - c0 + 1
     idx = (poly * nr + (row - r0)) * nc + (col - c0)
-    acc = np.bincount(
-        np.concatenate([idx, idx + nc]),
-        np.concatenate([dx * (1.0 - frac), dx * frac]),
-        minlength=n * nr * nc,
-    ).astype(np.float64, copy=False).reshape(n, nr, nc)
+    acc = (
+        np.bincount(
+            np.concatenate([idx, idx + nc]),
+            np.concatenate([dx * (1.0 - frac), dx * frac]),
+            minlength=n * nr * nc,
+        )
+        .astype(np.float64, copy=False)
+        .reshape(n, nr, nc)
+    )
     rows = min(r1 + 1, height) - r0
     for r in range(1, rows):  # cumulative sum down the columns (faster than np.cumsum here)
         np.add(acc[:, r], acc[:, r - 1], out=acc[:, r])
@@ -551,16 +550,14 @@ def render_quadrilaterals(vertices, rotation_deg=0.0, scale=1.0, size: int = DEF
     n = v.shape[0]
     if np.ndim(rotation_deg) > 1 or np.ndim(scale) > 1:
         raise ValueError(
-            f"rotation_deg {np.shape(rotation_deg)} and scale {np.shape(scale)} must be scalars or "
-            f"shape ({n},)"
+            f"rotation_deg {np.shape(rotation_deg)} and scale {np.shape(scale)} must be scalars or shape ({n},)"
         )
     try:
         rot = np.broadcast_to(np.asarray(rotation_deg, dtype=np.float64), (n,))
         sc = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n,))
     except ValueError as err:
         raise ValueError(
-            f"rotation_deg {np.shape(rotation_deg)} and scale {np.shape(scale)} must be scalars or "
-            f"shape ({n},)"
+            f"rotation_deg {np.shape(rotation_deg)} and scale {np.shape(scale)} must be scalars or shape ({n},)"
         ) from err
     if not np.all(np.isfinite(rot)):
         raise ValueError("rotation_deg must be finite")
@@ -723,7 +720,11 @@ def sample_oddball_trials(
       :class:`OddballTrials` with ``T = len(shapes) * 4 * trials_per_condition``.
     """
     gen = _rng(rng)
-    if isinstance(trials_per_condition, bool) or not isinstance(trials_per_condition, (int, np.integer)) or trials_per_condition < 1:
+    if (
+        isinstance(trials_per_condition, bool)
+        or not isinstance(trials_per_condition, (int, np.integer))
+        or trials_per_condition < 1
+    ):
         raise ValueError(f"trials_per_condition must be a positive integer, got {trials_per_condition!r}")
     rots = np.asarray(rotations_deg, dtype=np.float64)
     scs = np.asarray(scales, dtype=np.float64)
@@ -763,7 +764,9 @@ def oddball_test_set(
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an int, got {seed!r}")
-    return sample_oddball_trials(np.random.default_rng(int(seed)), trials_per_condition, None, TRIAL_ROTATIONS_DEG, scales)
+    return sample_oddball_trials(
+        np.random.default_rng(int(seed)), trials_per_condition, None, TRIAL_ROTATIONS_DEG, scales
+    )
 
 
 @dataclasses.dataclass(frozen=True)

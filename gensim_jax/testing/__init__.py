@@ -24,8 +24,8 @@ from gensim_jax.testing.estimate import LogSimilarityEstimate, estimate_log_simi
 from gensim_jax.testing.models import (
     GenerativeModel,
     Proposal,
-    beta_bernoulli_posterior_proposal,
     beta_bernoulli_model,
+    beta_bernoulli_posterior_proposal,
     categorical_model,
     gaussian_mixture_model,
     hierarchy_eq4_model,
@@ -35,9 +35,20 @@ from gensim_jax.testing.models import (
 )
 
 __all__ = [
-    "GenerativeModel", "Proposal", "path_prior", "sample_pairs",
-    "beta_bernoulli_model", "beta_bernoulli_posterior_proposal", "hierarchy_model", "hierarchy_eq4_model",
-    "gaussian_mixture_model", "categorical_model",
-    "LogSimilarityEstimate", "estimate_log_similarity",
-    "KernelCheckReport", "KernelMismatchError", "assert_log_similarity_close", "compare_log_similarity",
+    "GenerativeModel",
+    "Proposal",
+    "path_prior",
+    "sample_pairs",
+    "beta_bernoulli_model",
+    "beta_bernoulli_posterior_proposal",
+    "hierarchy_model",
+    "hierarchy_eq4_model",
+    "gaussian_mixture_model",
+    "categorical_model",
+    "LogSimilarityEstimate",
+    "estimate_log_similarity",
+    "KernelCheckReport",
+    "KernelMismatchError",
+    "assert_log_similarity_close",
+    "compare_log_similarity",
 ]

@@ -82,7 +82,8 @@ class KernelCheckReport:
             f"worst pair #{self.worst_index}: closed form {self.worst_closed_form:.6g}, Monte Carlo "
             f"{self.worst_estimate:.6g} +- {self.worst_stderr:.3g} (z = {self.worst_z:.3g}, ESS "
             f"{self.worst_ess:.4g}); x1 = {_short(self.worst_x1)}, x2 = {_short(self.worst_x2)}; "
-            f"max z over pairs {self.max_z:.3g}, min ESS {self.min_ess:.4g}")
+            f"max z over pairs {self.max_z:.3g}, min ESS {self.min_ess:.4g}"
+        )
 
 
 class KernelMismatchError(AssertionError):
@@ -139,7 +140,11 @@ def compare_log_similarity(
     with np.errstate(invalid="ignore"):
         both_neg_inf = np.isneginf(closed) & np.isneginf(est)
         diff = np.where(both_neg_inf, 0.0, np.abs(closed - est))
-        tol = num_se * np.where(np.isfinite(se), se, np.inf) + atol + rtol * np.where(np.isfinite(closed), np.abs(closed), 0)
+        tol = (
+            num_se * np.where(np.isfinite(se), se, np.inf)
+            + atol
+            + rtol * np.where(np.isfinite(closed), np.abs(closed), 0)
+        )
         finite = np.isfinite(diff)
         ratio = np.where(finite, diff / tol, np.inf)
         ratio = np.where(both_neg_inf, 0.0, ratio)
@@ -207,8 +212,9 @@ def assert_log_similarity_close(
     if estimate is None:
         if model is None or key is None:
             raise ValueError("pass model and key (or a ready estimate=)")
-        estimate = estimate_log_similarity(model, inputs[0], inputs[1], key, num_samples,
-                                           proposal=proposal, chunk_size=chunk_size)
+        estimate = estimate_log_similarity(
+            model, inputs[0], inputs[1], key, num_samples, proposal=proposal, chunk_size=chunk_size
+        )
     report = compare_log_similarity(kernel_fn, estimate, inputs, num_se=num_se, atol=atol, rtol=rtol)
     if not report.passed:
         raise KernelMismatchError(report)

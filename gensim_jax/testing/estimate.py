@@ -86,8 +86,9 @@ def _leading_size(tree, name: str) -> int:
         raise ValueError(f"{name} must contain at least one array")
     sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) else -1 for leaf in leaves}
     if len(sizes) != 1 or -1 in sizes:
-        raise ValueError(f"every array in {name} must have the same leading (pair) axis; got leading sizes "
-                         f"{sorted(sizes)}")
+        raise ValueError(
+            f"every array in {name} must have the same leading (pair) axis; got leading sizes {sorted(sizes)}"
+        )
     return sizes.pop()
 
 
@@ -109,18 +110,29 @@ def _chunk_log_sums(log_w, l1, l2):
     e_a, m_a = _shifted(l1 + l2 + log_w)
     e_b, m_b = _shifted(l1 + log_w)
     e_c, m_c = _shifted(l2 + log_w)
-    sums = jnp.stack([
-        e_a.sum(0), e_b.sum(0), e_c.sum(0),
-        (e_a * e_a).sum(0), (e_b * e_b).sum(0), (e_c * e_c).sum(0),
-        (e_a * e_b).sum(0), (e_a * e_c).sum(0), (e_b * e_c).sum(0)])
+    sums = jnp.stack(
+        [
+            e_a.sum(0),
+            e_b.sum(0),
+            e_c.sum(0),
+            (e_a * e_a).sum(0),
+            (e_b * e_b).sum(0),
+            (e_c * e_c).sum(0),
+            (e_a * e_b).sum(0),
+            (e_a * e_c).sum(0),
+            (e_b * e_c).sum(0),
+        ]
+    )
     shifts = jnp.stack([m_a, m_b, m_c, 2 * m_a, 2 * m_b, 2 * m_c, m_a + m_b, m_a + m_c, m_b + m_c])
     return jnp.log(sums) + shifts
 
 
 def _pair_log_likelihoods(model, x1, x2, thetas):
     """``(c, P)`` tables ``log p(x1[p] | theta_s)`` and ``log p(x2[p] | theta_s)``."""
-    per_theta = lambda th: (jax.vmap(lambda x: model.log_likelihood(x, th))(x1),  # noqa: E731
-                            jax.vmap(lambda x: model.log_likelihood(x, th))(x2))
+    per_theta = lambda th: (
+        jax.vmap(lambda x: model.log_likelihood(x, th))(x1),  # noqa: E731
+        jax.vmap(lambda x: model.log_likelihood(x, th))(x2),
+    )
     return jax.vmap(per_theta)(thetas)
 
 
@@ -143,11 +155,15 @@ def _log_sums(model: GenerativeModel, x1, x2, key, num_samples, chunk: int, prop
             l1, l2 = _pair_log_likelihoods(model, x1, x2, thetas)
             log_w = (jax.vmap(model.log_prior)(thetas) - jax.vmap(proposal.log_prob)(thetas))[:, None]
         else:
+
             def per_pair(a, b):
                 th = jax.vmap(lambda k: proposal.sampler(k, a, b))(keys)
                 lw = jax.vmap(model.log_prior)(th) - jax.vmap(lambda t: proposal.log_prob(t, a, b))(th)
-                return (lw, jax.vmap(lambda t: model.log_likelihood(a, t))(th),
-                        jax.vmap(lambda t: model.log_likelihood(b, t))(th))
+                return (
+                    lw,
+                    jax.vmap(lambda t: model.log_likelihood(a, t))(th),
+                    jax.vmap(lambda t: model.log_likelihood(b, t))(th),
+                )
 
             log_w, l1, l2 = (v.T for v in jax.vmap(per_pair)(x1, x2))
         log_w = jnp.where(valid, log_w.astype(l1.dtype), -jnp.inf)
@@ -170,8 +186,15 @@ def _finish(log_sums: np.ndarray, n: int) -> LogSimilarityEstimate:
         def moment(ij, i, j):  # E[(X_i / mean X_i)(X_j / mean X_j)]
             return np.exp(s[ij] - s[i] - s[j] + log_n)
 
-        var_u = (moment(_AA, _A, _A) + moment(_BB, _B, _B) + moment(_CC, _C, _C)
-                 - 2 * moment(_AB, _A, _B) - 2 * moment(_AC, _A, _C) + 2 * moment(_BC, _B, _C) - 1.0)
+        var_u = (
+            moment(_AA, _A, _A)
+            + moment(_BB, _B, _B)
+            + moment(_CC, _C, _C)
+            - 2 * moment(_AB, _A, _B)
+            - 2 * moment(_AC, _A, _C)
+            + 2 * moment(_BC, _B, _C)
+            - 1.0
+        )
         stderr = np.sqrt(np.maximum(var_u, 0.0) / (n - 1))
         ess = np.exp(2 * s[_A] - s[_AA])
     stderr = np.where(np.isneginf(log_s), np.inf, stderr)

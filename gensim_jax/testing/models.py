@@ -128,9 +128,9 @@ class Proposal:
         _check_callable("log_prob", self.log_prob, "theta -> scalar (or (theta, x1, x2) -> scalar)")
 
 
-def path_prior(init_sampler: Callable[[jax.Array], Any],
-               step_sampler: Callable[[jax.Array, Any, jax.Array], Any],
-               num_levels: int) -> Callable[[jax.Array], Any]:
+def path_prior(
+    init_sampler: Callable[[jax.Array], Any], step_sampler: Callable[[jax.Array, Any, jax.Array], Any], num_levels: int
+) -> Callable[[jax.Array], Any]:
     """Prior sampler of a hierarchical process that draws a path of parameters level by level (App. K).
 
     ``state_0 = init_sampler(key_0)``, ``state_{l+1} = step_sampler(key_{l+1}, state_l, l)`` for
@@ -194,7 +194,8 @@ def sample_pairs(model: GenerativeModel, key: jax.Array, num_pairs: int, same_fr
     n_same = int(round(same_fraction * num_pairs))
     idx = jnp.arange(num_pairs)
     x2 = jax.tree_util.tree_map(
-        lambda p, n: jnp.where((idx < n_same).reshape((-1,) + (1,) * (p.ndim - 1)), p, n), t.positive, t.negative)
+        lambda p, n: jnp.where((idx < n_same).reshape((-1,) + (1,) * (p.ndim - 1)), p, n), t.positive, t.negative
+    )
     return t.anchor, x2
 
 
@@ -220,8 +221,9 @@ def _log_gamma_sample(key, a, shape):
     c = 1.0 / jnp.sqrt(9.0 * d)
     k_norm, k_unif = jax.random.split(key)
     normals = jax.random.normal(k_norm, (_GAMMA_ROUNDS,) + tuple(shape))  # two random-bit calls for all rounds
-    log_us = jnp.log(jax.random.uniform(k_unif, (_GAMMA_ROUNDS + 1,) + tuple(shape),
-                                        minval=jnp.finfo(jnp.float32).tiny))
+    log_us = jnp.log(
+        jax.random.uniform(k_unif, (_GAMMA_ROUNDS + 1,) + tuple(shape), minval=jnp.finfo(jnp.float32).tiny)
+    )
     out = jnp.zeros(shape, jnp.float32)
     done = jnp.zeros(shape, bool)
     for r in range(_GAMMA_ROUNDS):
@@ -284,8 +286,9 @@ def beta_bernoulli_model(num_features: int, alpha=1.0, beta=1.0) -> GenerativeMo
     def log_prior(theta):
         return jnp.sum(_beta_log_pdf(theta["log_p"], theta["log_q"], a_j, b_j))
 
-    return GenerativeModel(prior, likelihood_sampler, log_likelihood, log_prior,
-                           name=f"beta_bernoulli(F={f}, alpha={alpha}, beta={beta})")
+    return GenerativeModel(
+        prior, likelihood_sampler, log_likelihood, log_prior, name=f"beta_bernoulli(F={f}, alpha={alpha}, beta={beta})"
+    )
 
 
 def beta_bernoulli_posterior_proposal(num_features: int, alpha=1.0, beta=1.0) -> Proposal:
@@ -371,8 +374,10 @@ def hierarchy_model(tree: _hier.Tree, stop_depth_probs) -> GenerativeModel:
     sums = np.bincount(par[par >= 0], weights=prob[par >= 0], minlength=n)
     bad = np.flatnonzero((tree.num_children > 0) & (np.abs(sums - 1.0) > 1e-5))
     if bad.size:
-        raise ValueError(f"the child edge probabilities of node {bad[0]} sum to {sums[bad[0]]:.6g}, not 1: "
-                         "hierarchy_model needs a proper walk")
+        raise ValueError(
+            f"the child edge probabilities of node {bad[0]} sum to {sums[bad[0]]:.6g}, not 1: "
+            "hierarchy_model needs a proper walk"
+        )
     max_children = int(tree.num_children.max(initial=0))
     children = np.zeros((n, max(max_children, 1)), np.int32)
     child_logits = np.full((n, max(max_children, 1)), -np.inf, np.float32)
@@ -388,7 +393,7 @@ def hierarchy_model(tree: _hier.Tree, stop_depth_probs) -> GenerativeModel:
     cum = np.zeros(n, np.float64)
     for v in range(n):
         path = tree.path(v)
-        anc[v, :path.size] = path
+        anc[v, : path.size] = path
         cum[v] = float(np.sum(tree.log_edge_prob[path[1:]]))
     children_j, logits_j = jnp.asarray(children), jnp.asarray(child_logits)
     has_children = jnp.asarray(tree.num_children > 0)
@@ -428,8 +433,9 @@ def hierarchy_model(tree: _hier.Tree, stop_depth_probs) -> GenerativeModel:
     def log_prior(theta):
         return log_q[theta["stop"]] + cum_j[theta["path"][-1]]
 
-    return GenerativeModel(prior, likelihood_sampler, log_likelihood, log_prior,
-                           name=f"hierarchy(nodes={n}, depth={depth_max})")
+    return GenerativeModel(
+        prior, likelihood_sampler, log_likelihood, log_prior, name=f"hierarchy(nodes={n}, depth={depth_max})"
+    )
 
 
 def hierarchy_eq4_model(tree: _hier.Tree, separation_depth: int) -> GenerativeModel:
@@ -451,7 +457,7 @@ def hierarchy_eq4_model(tree: _hier.Tree, separation_depth: int) -> GenerativeMo
     if k == 0:
         q[0] = 1.0
     else:
-        q[1:k + 1] = 1.0 / k
+        q[1 : k + 1] = 1.0 / k
     return hierarchy_model(tree, q)
 
 
@@ -484,8 +490,13 @@ def gaussian_mixture_model(mixture: _gm.GaussianMixture) -> GenerativeModel:
         z = inv_sqrt[k] @ (x - means[k])
         return -0.5 * jnp.sum(z * z) - 0.5 * log_det[k] - 0.5 * dim * np.log(2.0 * np.pi)
 
-    return GenerativeModel(prior, _mc.gaussian_mixture_likelihood(mixture), log_likelihood,
-                           lambda k: log_w[k], name=f"gaussian_mixture(K={means.shape[0]}, D={means.shape[1]})")
+    return GenerativeModel(
+        prior,
+        _mc.gaussian_mixture_likelihood(mixture),
+        log_likelihood,
+        lambda k: log_w[k],
+        name=f"gaussian_mixture(K={means.shape[0]}, D={means.shape[1]})",
+    )
 
 
 def categorical_model(class_probs, label_noise: float = 0.0) -> GenerativeModel:
@@ -514,5 +525,6 @@ def categorical_model(class_probs, label_noise: float = 0.0) -> GenerativeModel:
     def log_likelihood(y, cls):
         return jnp.log((1.0 - eps) * (y == cls) + eps / c)
 
-    return GenerativeModel(prior, likelihood_sampler, log_likelihood, lambda cls: log_pi[cls],
-                           name=f"categorical(C={c}, eps={eps})")
+    return GenerativeModel(
+        prior, likelihood_sampler, log_likelihood, lambda cls: log_pi[cls], name=f"categorical(C={c}, eps={eps})"
+    )

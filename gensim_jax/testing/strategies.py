@@ -25,7 +25,8 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without hypothesis
     raise ImportError(
         "gensim_jax.testing.strategies needs the 'hypothesis' package: pip install hypothesis "
-        "(or pip install 'gensim-jax[test]')") from err
+        "(or pip install 'gensim-jax[test]')"
+    ) from err
 
 import numpy as np
 

@@ -9,6 +9,12 @@
 ``gensim_jax.training.export``      :func:`export_variables` / :func:`load_exported` (variables + model description)
 """
 
+from gensim_jax._extras import require
+
+require("optax", "train")
+require("orbax.checkpoint", "train")
+require("tqdm", "train")
+
 from gensim_jax.training.objectives import (
     BetaBernoulliTarget,
     CenterLoss,
@@ -29,23 +35,50 @@ from gensim_jax.training.state import TrainState, create_train_state, step_key
 from gensim_jax.training.step import eval_step, make_eval_step, make_train_step, split_microbatches, train_step
 
 __all__ = [
-    "BetaBernoulliTarget", "CenterLoss", "CrossEntropy", "DistanceRegression", "GaussianMixtureTarget",
-    "GenSimRegression", "NTXent", "Objective", "Sincere", "SupCon", "TableTarget", "Target",
-    "TrainState", "TripletObjective", "create_train_state", "eval_step", "forward", "make_eval_step",
-    "make_train_step", "split_microbatches", "step_key", "train_step",
+    "BetaBernoulliTarget",
+    "CenterLoss",
+    "CrossEntropy",
+    "DistanceRegression",
+    "GaussianMixtureTarget",
+    "GenSimRegression",
+    "NTXent",
+    "Objective",
+    "Sincere",
+    "SupCon",
+    "TableTarget",
+    "Target",
+    "TrainState",
+    "TripletObjective",
+    "create_train_state",
+    "eval_step",
+    "forward",
+    "make_eval_step",
+    "make_train_step",
+    "split_microbatches",
+    "step_key",
+    "train_step",
 ]
 
 from gensim_jax.training.checkpoints import (  # noqa: E402
-    CheckpointFallbackWarning,
     Checkpointer,
+    CheckpointFallbackWarning,
     CheckpointRestoreError,
     PreemptionGuard,
     restore_or_init,
 )
 from gensim_jax.training.loop import TrainResult, read_metrics, save_run_config, train  # noqa: E402
 
-__all__ += ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard", "TrainResult", "read_metrics", "restore_or_init",
-            "save_run_config", "train"]
+__all__ += [
+    "CheckpointFallbackWarning",
+    "CheckpointRestoreError",
+    "Checkpointer",
+    "PreemptionGuard",
+    "TrainResult",
+    "read_metrics",
+    "restore_or_init",
+    "save_run_config",
+    "train",
+]
 from gensim_jax.training.export import export_variables, load_exported  # noqa: E402
 
 __all__ += ["export_variables", "load_exported"]

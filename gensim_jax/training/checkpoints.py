@@ -42,8 +42,7 @@ import flax.serialization
 import jax
 import orbax.checkpoint as ocp
 
-__all__ = ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard",
-           "restore_or_init"]
+__all__ = ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard", "restore_or_init"]
 
 _MAX_ERROR_CHARS = 400  # tensorstore errors carry the whole spec; the head says what went wrong
 
@@ -100,14 +99,14 @@ class Checkpointer:
       (0, 0)
     """
 
-    def __init__(self, directory, *, save_every: int = 1000, max_to_keep: Optional[int] = 3,
-                 async_save: bool = True):
+    def __init__(self, directory, *, save_every: int = 1000, max_to_keep: Optional[int] = 3, async_save: bool = True):
         if save_every < 1:
             raise ValueError(f"save_every must be >= 1, got {save_every}")
         self.directory = Path(directory).absolute()
         self.save_every = int(save_every)
-        options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
-                                               enable_async_checkpointing=async_save)
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=max_to_keep, create=True, enable_async_checkpointing=async_save
+        )
         self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "data"))
 
     # -- saving --------------------------------------------------------------------------------
@@ -116,8 +115,10 @@ class Checkpointer:
         step = int(jax.device_get(state.step)) if step is None else int(step)
         if step in self.manager.all_steps():
             return False
-        args = ocp.args.Composite(state=ocp.args.StandardSave(flax.serialization.to_state_dict(state)),
-                                  data=ocp.args.JsonSave(dict(data or {})))
+        args = ocp.args.Composite(
+            state=ocp.args.StandardSave(flax.serialization.to_state_dict(state)),
+            data=ocp.args.JsonSave(dict(data or {})),
+        )
         return self.manager.save(step, args=args, force=True)
 
     def maybe_save(self, state, data: Optional[dict] = None) -> bool:
@@ -191,20 +192,29 @@ class Checkpointer:
             except Exception as err:  # tensorstore, JSON and orbax raise many types for broken files
                 damaged[step] = _describe(err)
                 then = f"falling back to step {steps[i + 1]}" if i + 1 < len(steps) else "no older checkpoint left"
-                warnings.warn(f"checkpoint step {step} in {self.directory} could not be restored "
-                              f"({damaged[step]}); {then}", CheckpointFallbackWarning, stacklevel=2)
+                warnings.warn(
+                    f"checkpoint step {step} in {self.directory} could not be restored ({damaged[step]}); {then}",
+                    CheckpointFallbackWarning,
+                    stacklevel=2,
+                )
                 continue
             return state, data, step, damaged
         listing = "\n".join(f"  step {s}: {e}" for s, e in damaged.items())
         raise CheckpointRestoreError(
             f"none of the {len(steps)} checkpoints in {self.directory} could be restored:\n{listing}\n"
             "They are damaged, or were written for a different model/state structure than the one being "
-            "restored. Delete the directory (or use a new workdir) to start the run over.", damaged)
+            "restored. Delete the directory (or use a new workdir) to start the run over.",
+            damaged,
+        )
 
     def _restore_step(self, target, step: int) -> tuple[Any, dict]:
         target_dict = flax.serialization.to_state_dict(target)
-        restored = self.manager.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(_abstract(target_dict)), data=ocp.args.JsonRestore()))
+        restored = self.manager.restore(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(_abstract(target_dict)), data=ocp.args.JsonRestore()
+            ),
+        )
         if restored.get("state") is None:
             raise ValueError(f"checkpoint step {step} has no 'state' item")
         state_dict = _fill_empty(target_dict, restored["state"])
@@ -255,9 +265,12 @@ def restore_or_init(checkpointer: Checkpointer, init_state) -> tuple[Any, dict, 
         if bad > step:
             checkpointer.delete(bad)
     if damaged:
-        warnings.warn(f"resumed from checkpoint step {step} in {checkpointer.directory}; deleted the damaged "
-                      f"step(s) {sorted(damaged)}, which the run will write again", CheckpointFallbackWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"resumed from checkpoint step {step} in {checkpointer.directory}; deleted the damaged "
+            f"step(s) {sorted(damaged)}, which the run will write again",
+            CheckpointFallbackWarning,
+            stacklevel=2,
+        )
     return state, data, True
 
 

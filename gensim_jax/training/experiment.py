@@ -97,7 +97,9 @@ def check_train_config(config: TrainConfig) -> None:
     if config.dtype not in COMPUTE_DTYPES:
         raise ValueError(f"dtype must be one of {COMPUTE_DTYPES}, got {config.dtype!r}")
     if config.mesh_fsdp < 1 or (config.mesh_data < 1 and config.mesh_data != -1):
-        raise ValueError(f"mesh_data must be -1 or >= 1 and mesh_fsdp >= 1, got {config.mesh_data} x {config.mesh_fsdp}")
+        raise ValueError(
+            f"mesh_data must be -1 or >= 1 and mesh_fsdp >= 1, got {config.mesh_data} x {config.mesh_fsdp}"
+        )
     if config.log_every < 1:
         raise ValueError(f"log_every must be >= 1, got {config.log_every}")
     if config.checkpoint_every < 1:

@@ -43,8 +43,14 @@ __all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "gather_to_host",
 from gensim_jax.parallel import gather_to_host  # noqa: E402  (re-exported: exports gather with it)
 
 
-def export_variables(directory, variables: Mapping[str, Any], *, model: str,
-                     model_kwargs: Optional[Mapping[str, Any]] = None, **metadata: Any) -> Path:
+def export_variables(
+    directory,
+    variables: Mapping[str, Any],
+    *,
+    model: str,
+    model_kwargs: Optional[Mapping[str, Any]] = None,
+    **metadata: Any,
+) -> Path:
     """Write ``variables`` and the model description to ``directory``; returns the directory.
 
     Args:
@@ -68,8 +74,10 @@ def export_variables(directory, variables: Mapping[str, Any], *, model: str,
     if "params" not in variables:
         raise ValueError(f"variables must contain 'params', got collections {sorted(variables)}")
     directory = Path(directory)
-    payload = {"params": gather_to_host(variables["params"]),
-               "batch_stats": gather_to_host(variables.get("batch_stats", {}))}
+    payload = {
+        "params": gather_to_host(variables["params"]),
+        "batch_stats": gather_to_host(variables.get("batch_stats", {})),
+    }
     description = {"model": model, "model_kwargs": dict(model_kwargs or {}), **metadata}
     text = json.dumps(description, indent=2)  # fails here, before writing, if not serialisable
     if jax.process_index() != 0:
@@ -122,6 +130,8 @@ def load_exported(directory) -> tuple[Any, dict, dict]:
         got = jax.tree_util.tree_map(lambda x: x.shape, variables)
         want = jax.tree_util.tree_map(lambda x: x.shape, expected)
         if got != want or set(variables) != set(expected):
-            raise ValueError(f"{directory}: stored variables do not match model {metadata['model']!r} "
-                             f"with {kwargs}; check model_kwargs")
+            raise ValueError(
+                f"{directory}: stored variables do not match model {metadata['model']!r} "
+                f"with {kwargs}; check model_kwargs"
+            )
     return model, variables, metadata

@@ -35,9 +35,15 @@ from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init
 from gensim_jax.training.profiling import ProfileWindow
 from gensim_jax.training.records import RunRecorder, image_grid
-from gensim_jax.training.timing import (InputBoundDetector, MetricWindow, StepTimer, compiled_flops,
-                                        injected_learning_rate, param_norm)
 from gensim_jax.training.step import make_train_step
+from gensim_jax.training.timing import (
+    InputBoundDetector,
+    MetricWindow,
+    StepTimer,
+    compiled_flops,
+    injected_learning_rate,
+    param_norm,
+)
 
 __all__ = ["TrainResult", "train", "save_run_config", "read_metrics", "to_jsonable"]
 
@@ -68,8 +74,12 @@ def save_run_config(workdir, config: Mapping[str, Any], seed: int) -> Path:
     path = Path(workdir) / "config.json"
     if jax.process_index() == 0:
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"seed": int(seed), "config": to_jsonable(dict(config)), "devices": parallel.device_summary(),
-                  "argv": list(sys.argv)}
+        record = {
+            "seed": int(seed),
+            "config": to_jsonable(dict(config)),
+            "devices": parallel.device_summary(),
+            "argv": list(sys.argv),
+        }
         path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -236,8 +246,14 @@ def train(
             out = eval_fn(state, step)
             log(step, {f"eval/{k}": v for k, v in dict(out).items()})
 
-    bar = tqdm(total=num_steps, initial=start, disable=not (progress and is_main), unit="step",
-               dynamic_ncols=True, desc="train")
+    bar = tqdm(
+        total=num_steps,
+        initial=start,
+        disable=not (progress and is_main),
+        unit="step",
+        dynamic_ncols=True,
+        desc="train",
+    )
     step = start
     try:
         # multi-host: JAX's preemption sync manager owns SIGTERM and orbax makes all hosts agree on
@@ -252,9 +268,12 @@ def train(
                     with timer.excluded():
                         recorder.write_images(0, {"train/stimuli": image_grid(_displayable(first[key][:16]))})
                 host_batches = itertools.chain([first], host_batches)
-            device_batches = _prefetch(host_batches, to_device, prefetch,
-                                       lambda consumed: f"the data stream ended at position {position + consumed} "
-                                                        f"before step {num_steps}")
+            device_batches = _prefetch(
+                host_batches,
+                to_device,
+                prefetch,
+                lambda consumed: f"the data stream ended at position {position + consumed} before step {num_steps}",
+            )
             window = MetricWindow()  # metrics summed on the device since the last log
             timer.start()
             while step < num_steps:
@@ -286,7 +305,7 @@ def train(
                     bar.set_postfix(loss=f"{values['loss']:.4g}")
                 if eval_every and step % eval_every == 0 and step != num_steps:
                     run_eval(step)
-                if (ckpt.reached_preemption(step) if multi else guard.requested):
+                if ckpt.reached_preemption(step) if multi else guard.requested:
                     ckpt.save(state, {"position": position}, step=step)
                     ckpt.wait()
                     preempted = True
@@ -306,8 +325,12 @@ def train(
         recorder.close()
         ckpt.close()
     if preempted and is_main:
-        print(f"train: {stop_signal} at step {step} of {num_steps}: saved a checkpoint in {ckpt.directory}; "
-              "run again with the same workdir to resume (python -m train ... --resume)", file=sys.stderr, flush=True)
+        print(
+            f"train: {stop_signal} at step {step} of {num_steps}: saved a checkpoint in {ckpt.directory}; "
+            "run again with the same workdir to resume (python -m train ... --resume)",
+            file=sys.stderr,
+            flush=True,
+        )
     if preempted and exit_on_preemption:
         raise SystemExit(130 if stop_signal == "SIGINT" else 0)
     return TrainResult(state=state, history=history, start_step=start, preempted=preempted, stop_signal=stop_signal)

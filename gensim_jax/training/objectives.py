@@ -70,8 +70,9 @@ def _require(batch: Batch, key: str, who: str) -> Array:
     return batch[key]
 
 
-def forward(apply_fn: Callable, params, batch_stats, inputs: Mapping[str, Array], *, train: bool,
-            rng: Optional[Array] = None) -> tuple[dict[str, dict[str, Array]], Any]:
+def forward(
+    apply_fn: Callable, params, batch_stats, inputs: Mapping[str, Array], *, train: bool, rng: Optional[Array] = None
+) -> tuple[dict[str, dict[str, Array]], Any]:
     """Run the encoder once on all ``inputs`` (concatenated) and split the outputs per input.
 
     Concatenating the views/triplet members into one call makes BatchNorm statistics those of the
@@ -109,7 +110,7 @@ def forward(apply_fn: Callable, params, batch_stats, inputs: Mapping[str, Array]
     split, start = {}, 0
     for k, xi in zip(names, xs):
         n = xi.shape[0]
-        split[k] = {name: v[start:start + n] for name, v in out.items()}
+        split[k] = {name: v[start : start + n] for name, v in out.items()}
         start += n
     return split, new_stats
 
@@ -284,8 +285,10 @@ class Objective(flax.struct.PyTreeNode):
 
 def _output(outputs: Mapping[str, Array], name: str, who: str) -> Array:
     if name not in outputs:
-        raise ValueError(f"{who} reads model output {name!r}, but the model returns {sorted(outputs)}; "
-                         "configure the model (num_classes / projection_dims) or the objective's output")
+        raise ValueError(
+            f"{who} reads model output {name!r}, but the model returns {sorted(outputs)}; "
+            "configure the model (num_classes / projection_dims) or the objective's output"
+        )
     return outputs[name]
 
 
@@ -333,8 +336,14 @@ class GenSimRegression(Objective):
             raise ValueError(f"GenSimRegression needs a Target (e.g. TableTarget.create(table)), got {self.target!r}")
         z = _output(outputs[self.input_key], self.output, "GenSimRegression")
         t = jax.lax.stop_gradient(self.target(batch))
-        loss = losses.gensim_loss(z, t, similarity=self.similarity, temperature=self.temperature,
-                                  mask=_mask(batch), exclude_diagonal=self.exclude_diagonal)
+        loss = losses.gensim_loss(
+            z,
+            t,
+            similarity=self.similarity,
+            temperature=self.temperature,
+            mask=_mask(batch),
+            exclude_diagonal=self.exclude_diagonal,
+        )
         return loss, {}
 
 
@@ -360,15 +369,22 @@ class DistanceRegression(Objective):
         """``(d(z_i, z_j), d_f(f_i, f_j))``: the two ``(B, B)`` matrices the loss compares (App. L)."""
         z = _output(outputs[self.input_key], self.output, "DistanceRegression")
         f = jnp.asarray(_require(batch, self.feature_key, "DistanceRegression"), jnp.float32)
-        return (similarity.distance_fn(self.embedding_distance, pairwise=True)(z),
-                similarity.distance_fn(self.feature_distance, pairwise=True)(f))
+        return (
+            similarity.distance_fn(self.embedding_distance, pairwise=True)(z),
+            similarity.distance_fn(self.feature_distance, pairwise=True)(f),
+        )
 
     def loss(self, outputs, batch, rng):
         z = _output(outputs[self.input_key], self.output, "DistanceRegression")
         f = jnp.asarray(_require(batch, self.feature_key, "DistanceRegression"), jnp.float32)
         loss = losses.distance_regression_loss(
-            z, f, embedding_distance=self.embedding_distance, feature_distance=self.feature_distance,
-            mask=_mask(batch), exclude_diagonal=self.exclude_diagonal)
+            z,
+            f,
+            embedding_distance=self.embedding_distance,
+            feature_distance=self.feature_distance,
+            mask=_mask(batch),
+            exclude_diagonal=self.exclude_diagonal,
+        )
         return loss, {}
 
 
@@ -397,8 +413,9 @@ class TripletObjective(Objective):
 
     def loss(self, outputs, batch, rng):
         a, p, n = (_output(outputs[k], self.output, "TripletObjective") for k in self.input_keys)
-        loss = losses.triplet_loss(a, p, n, distance=self.distance, form=self.form, margin=self.margin,
-                                   mask=_mask(batch))
+        loss = losses.triplet_loss(
+            a, p, n, distance=self.distance, form=self.form, margin=self.margin, mask=_mask(batch)
+        )
         return loss, {}
 
 
@@ -471,8 +488,9 @@ class Sincere(_LabelContrastive):
 
     def loss(self, outputs, batch, rng):
         z, y, m = self._embeddings_and_labels(outputs, batch)
-        loss = losses.sincere_loss(z, y, temperature=self.temperature, similarity=self.similarity,
-                                   average=self.average, mask=m)
+        loss = losses.sincere_loss(
+            z, y, temperature=self.temperature, similarity=self.similarity, average=self.average, mask=m
+        )
         return loss, {}
 
 

@@ -24,8 +24,14 @@ from typing import Any, Optional
 import jax.numpy as jnp
 import optax
 
-__all__ = ["OPTIMIZERS", "SCHEDULES", "make_schedule", "make_optimizer", "current_learning_rate",
-           "check_optimizer_fields"]
+__all__ = [
+    "OPTIMIZERS",
+    "SCHEDULES",
+    "make_schedule",
+    "make_optimizer",
+    "current_learning_rate",
+    "check_optimizer_fields",
+]
 
 OPTIMIZERS = ("adam", "adamw", "sgd", "lars")
 SCHEDULES = ("constant", "warmup_cosine")
@@ -49,8 +55,9 @@ def check_optimizer_fields(config: Any) -> None:
         raise ValueError(f"grad_clip_norm must be positive (or null), got {config.grad_clip_norm}")
 
 
-def make_schedule(name: str, learning_rate: float, num_steps: int, *, warmup_steps: int = 0,
-                  min_learning_rate: float = 0.0) -> optax.Schedule:
+def make_schedule(
+    name: str, learning_rate: float, num_steps: int, *, warmup_steps: int = 0, min_learning_rate: float = 0.0
+) -> optax.Schedule:
     """The learning rate as a function of the step.
 
     ``constant``: ``lr``.  ``warmup_cosine``: ``lr * t / warmup`` for ``t < warmup``, then
@@ -69,8 +76,9 @@ def make_schedule(name: str, learning_rate: float, num_steps: int, *, warmup_ste
     if name == "warmup_cosine":
         if warmup_steps >= max(num_steps, 1):
             raise ValueError(f"warmup_steps={warmup_steps} must be smaller than the run's {num_steps} steps")
-        return optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, max(num_steps, 1),
-                                                  end_value=min_learning_rate)
+        return optax.warmup_cosine_decay_schedule(
+            0.0, learning_rate, warmup_steps, max(num_steps, 1), end_value=min_learning_rate
+        )
     raise ValueError(f"schedule must be one of {SCHEDULES}, got {name!r}")
 
 
@@ -106,8 +114,9 @@ def make_optimizer(config: Any, num_steps: int, learning_rate: Optional[float] =
     """
     check_optimizer_fields(config)
     lr = config.learning_rate if learning_rate is None else learning_rate
-    schedule = make_schedule(config.schedule, lr, num_steps, warmup_steps=config.warmup_steps,
-                             min_learning_rate=config.min_learning_rate)
+    schedule = make_schedule(
+        config.schedule, lr, num_steps, warmup_steps=config.warmup_steps, min_learning_rate=config.min_learning_rate
+    )
 
     def build(learning_rate):
         return _base(config.optimizer, learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)

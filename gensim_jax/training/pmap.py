@@ -35,6 +35,7 @@ def pmap_train_step(objective, axis_name: str = "devices", donate: bool = True) 
       ``step(state_replicated, batch_split) -> (state_replicated, metrics_replicated)``; prepare the
       inputs with :func:`replicate_for_pmap` and :func:`split_for_pmap`.
     """
+
     def step(state, batch):
         key = step_key(state)
         gather = lambda x: jax.lax.all_gather(x, axis_name, tiled=True)  # noqa: E731

@@ -72,12 +72,15 @@ class ProfileWindow:
             return None
         m = _SPEC.match(str(spec))
         if m is None:
-            raise ValueError(f"--profile-steps must be START:END with integers 0 <= START < END "
-                             f"(e.g. 10:15 traces steps 10..14), got {spec!r}")
+            raise ValueError(
+                f"--profile-steps must be START:END with integers 0 <= START < END "
+                f"(e.g. 10:15 traces steps 10..14), got {spec!r}"
+            )
         start, end = int(m.group(1)), int(m.group(2))
         if end <= start:
-            raise ValueError(f"--profile-steps {spec!r}: END must be greater than START "
-                             f"(START:END traces steps START..END-1)")
+            raise ValueError(
+                f"--profile-steps {spec!r}: END must be greater than START (START:END traces steps START..END-1)"
+            )
         return cls(start, end, logdir, **kwargs)
 
     def maybe_start(self, step: int) -> bool:
@@ -137,5 +140,9 @@ class ProfileWindow:
         new = [p for p in self._sessions() if p not in self._before]
         self.trace_dir = max(new, key=lambda p: p.stat().st_mtime) if new else None
         where = self.trace_dir if self.trace_dir is not None else self.logdir / "plugins" / "profile"
-        print(f"profile: steps {self.start}..{self.end - 1} traced to {where} "
-              f"(tensorboard --logdir {self.logdir}, profile tab)", file=sys.stderr, flush=True)
+        print(
+            f"profile: steps {self.start}..{self.end - 1} traced to {where} "
+            f"(tensorboard --logdir {self.logdir}, profile tab)",
+            file=sys.stderr,
+            flush=True,
+        )

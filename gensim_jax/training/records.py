@@ -37,8 +37,15 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["RunRecorder", "image_grid", "similarity_scatter_image", "truncate_history", "jsonable",
-           "scalar_value", "METRICS_FILE"]
+__all__ = [
+    "RunRecorder",
+    "image_grid",
+    "similarity_scatter_image",
+    "truncate_history",
+    "jsonable",
+    "scalar_value",
+    "METRICS_FILE",
+]
 
 #: The JSON-lines history of a run directory.
 METRICS_FILE = "metrics.jsonl"
@@ -72,8 +79,11 @@ def scalar_value(x) -> Optional[float]:
             a = np.asarray(x)
         except Exception:  # noqa: BLE001 - anything that will not become an array is not a scalar
             return None
-        if a.size == 1 and (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_) \
-                and not np.issubdtype(a.dtype, np.complexfloating):
+        if (
+            a.size == 1
+            and (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_)
+            and not np.issubdtype(a.dtype, np.complexfloating)
+        ):
             return float(a.reshape(()))
     return None
 
@@ -104,12 +114,13 @@ def _import_tensorboardx():
     import (tensorboardX then takes numpy arrays only, which is all this module gives it) and
     removed again, so a later ``import torch`` works as usual.
     """
+    from gensim_jax._extras import require
+
     if "tensorboardX" in sys.modules or "torch" in sys.modules:
-        import tensorboardX
-        return tensorboardX
+        return require("tensorboardX", "train")
     sys.modules["torch"] = None  # type: ignore[assignment]
     try:
-        import tensorboardX
+        tensorboardX = require("tensorboardX", "train")
     finally:
         if sys.modules.get("torch", 0) is None:
             del sys.modules["torch"]
@@ -151,9 +162,17 @@ class RunRecorder:
       metrics_path: ``workdir/metrics.jsonl``.
     """
 
-    def __init__(self, workdir, *, start_step: int = 0, tensorboard: bool = True,
-                 is_writer: Optional[bool] = None, flush_secs: float = 30.0, max_image_side: int = 1024,
-                 clock=time.time):
+    def __init__(
+        self,
+        workdir,
+        *,
+        start_step: int = 0,
+        tensorboard: bool = True,
+        is_writer: Optional[bool] = None,
+        flush_secs: float = 30.0,
+        max_image_side: int = 1024,
+        clock=time.time,
+    ):
         if int(start_step) < 0:
             raise ValueError(f"RunRecorder: start_step must be >= 0, got {start_step}")
         self.workdir = Path(workdir)
@@ -186,9 +205,13 @@ class RunRecorder:
             suffix = f".{time.time_ns():020d}.{os.getpid()}"
             self._tb = EventsWriter(str(self.workdir / "events"), suffix)
             if int(start_step) > 0:
-                self._tb.write_event(event_pb2.Event(
-                    step=int(start_step) + 1, wall_time=time.time(),
-                    session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+                self._tb.write_event(
+                    event_pb2.Event(
+                        step=int(start_step) + 1,
+                        wall_time=time.time(),
+                        session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START),
+                    )
+                )
                 self._tb.flush()
 
     # -- writing -------------------------------------------------------------------------------
@@ -223,8 +246,11 @@ class RunRecorder:
         return record
 
     def _write_event(self, summary, step: int, wall_time: Optional[float] = None) -> None:
-        self._tb.write_event(self._event_pb2.Event(step=int(step), summary=summary,
-                                                   wall_time=time.time() if wall_time is None else wall_time))
+        self._tb.write_event(
+            self._event_pb2.Event(
+                step=int(step), summary=summary, wall_time=time.time() if wall_time is None else wall_time
+            )
+        )
         now = time.monotonic()
         if now - self._last_flush >= self._flush_secs:
             self._tb.flush()
@@ -252,8 +278,14 @@ class RunRecorder:
             if max(a.shape[:2]) > self.max_image_side:
                 im.thumbnail((self.max_image_side, self.max_image_side), Image.Resampling.LANCZOS)
             im.save(buf, format="PNG")
-            items.append(pb.Summary.Value(tag=tag, image=pb.Summary.Image(
-                height=im.height, width=im.width, colorspace=a.shape[2], encoded_image_string=buf.getvalue())))
+            items.append(
+                pb.Summary.Value(
+                    tag=tag,
+                    image=pb.Summary.Image(
+                        height=im.height, width=im.width, colorspace=a.shape[2], encoded_image_string=buf.getvalue()
+                    ),
+                )
+            )
         self._write_event(pb.Summary(value=items), int(step))
 
     def flush(self) -> None:
@@ -318,8 +350,10 @@ def image_grid(images, ncol: Optional[int] = None, *, pad: int = 2, pad_value: i
     if x.ndim == 3:
         x = x[..., None]
     if x.ndim != 4 or x.shape[0] == 0 or x.shape[-1] not in (1, 3, 4):
-        raise ValueError(f"image_grid: images must be (N, H, W) or (N, H, W, C) with N >= 1 and C in 1, 3, 4; "
-                         f"got shape {np.shape(images)}")
+        raise ValueError(
+            f"image_grid: images must be (N, H, W) or (N, H, W, C) with N >= 1 and C in 1, 3, 4; "
+            f"got shape {np.shape(images)}"
+        )
     if x.dtype != np.uint8:
         if not np.issubdtype(x.dtype, np.floating):
             raise ValueError(f"image_grid: images must be uint8 or floating, got {x.dtype}")
@@ -338,7 +372,7 @@ def image_grid(images, ncol: Optional[int] = None, *, pad: int = 2, pad_value: i
     for i in range(n):
         r, q = divmod(i, ncol)
         y0, x0 = pad + r * (h + pad), pad + q * (w + pad)
-        grid[y0:y0 + h, x0:x0 + w] = x[i]
+        grid[y0 : y0 + h, x0 : x0 + w] = x[i]
     return grid
 
 
@@ -355,10 +389,18 @@ def _offdiagonal_pairs(embedding_sim, target_sim):
     return e[keep], t[keep]
 
 
-def similarity_scatter_image(embedding_sim, target_sim, *, title: Optional[str] = None,
-                             xlabel: str = "target: log generative similarity",
-                             ylabel: str = "embedding similarity", size: Sequence[float] = (4.0, 4.0),
-                             dpi: int = 80, max_points: int = 4096, seed: int = 0) -> np.ndarray:
+def similarity_scatter_image(
+    embedding_sim,
+    target_sim,
+    *,
+    title: Optional[str] = None,
+    xlabel: str = "target: log generative similarity",
+    ylabel: str = "embedding similarity",
+    size: Sequence[float] = (4.0, 4.0),
+    dpi: int = 80,
+    max_points: int = 4096,
+    seed: int = 0,
+) -> np.ndarray:
     """Scatter of embedding similarity against target similarity for one batch, as an RGB array.
 
     The quantity GenSim regresses (paper Eq. 2: embedding similarity onto the log generative

@@ -34,16 +34,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from gensim_jax import parallel
+from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.experiment import Experiment
 from gensim_jax.training.export import export_variables
-from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.state import create_train_state
 from gensim_jax.training.step import bind_objective, jit_train_step
 
-__all__ = ["run_experiment", "make_run_mesh", "process_local_batches", "compute_dtype_model", "StepCache",
-           "abstract_step_inputs"]
+__all__ = [
+    "run_experiment",
+    "make_run_mesh",
+    "process_local_batches",
+    "compute_dtype_model",
+    "StepCache",
+    "abstract_step_inputs",
+]
 
 
 def make_run_mesh(config) -> jax.sharding.Mesh:
@@ -55,17 +61,22 @@ def make_run_mesh(config) -> jax.sharding.Mesh:
     try:
         mesh = parallel.make_mesh(config.mesh_data, config.mesh_fsdp)
     except ValueError as err:
-        raise ValueError(f"mesh_data={config.mesh_data} x mesh_fsdp={config.mesh_fsdp} does not fit the "
-                         f"{jax.device_count()} device(s) of this run ({err})") from None
+        raise ValueError(
+            f"mesh_data={config.mesh_data} x mesh_fsdp={config.mesh_fsdp} does not fit the "
+            f"{jax.device_count()} device(s) of this run ({err})"
+        ) from None
     n, pc = mesh.devices.size, jax.process_count()
     if config.batch_size % n or config.batch_size % pc:
-        raise ValueError(f"batch_size={config.batch_size} (the global batch) must be divisible by the {n} devices "
-                         f"of the mesh and the {pc} processes; choose a multiple of {int(np.lcm(n, pc))}")
+        raise ValueError(
+            f"batch_size={config.batch_size} (the global batch) must be divisible by the {n} devices "
+            f"of the mesh and the {pc} processes; choose a multiple of {int(np.lcm(n, pc))}"
+        )
     return mesh
 
 
-def process_local_batches(factory: Callable[[int], Iterable[Mapping[str, Any]]],
-                          global_batch: int) -> Callable[[int], Iterable[dict]]:
+def process_local_batches(
+    factory: Callable[[int], Iterable[Mapping[str, Any]]], global_batch: int
+) -> Callable[[int], Iterable[dict]]:
     """``position -> iterator`` of this process's rows of every global batch of ``factory``.
 
     Process ``i`` of ``P`` keeps rows ``[i B/P, (i+1) B/P)`` (:func:`parallel.process_batch_slice`);
@@ -112,8 +123,13 @@ class StepCache:
         self._steps: dict = {}
 
     def get(self, state, objective) -> Callable:
-        key = (state.apply_fn, state.tx, jax.tree.structure(objective),
-               jax.tree.structure(state), tuple(np.shape(x) for x in jax.tree.leaves(state)))
+        key = (
+            state.apply_fn,
+            state.tx,
+            jax.tree.structure(objective),
+            jax.tree.structure(state),
+            tuple(np.shape(x) for x in jax.tree.leaves(state)),
+        )
         jitted = self._steps.get(key)
         if jitted is None:
             jitted = self._steps[key] = jit_train_step(mesh=self.mesh, state=state, fsdp=self.fsdp)
@@ -149,8 +165,14 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, v
             batch = next(iter(batches(0)))
             outputs = {k: model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
             pred, target = objective.regression_pairs(outputs, {k: jnp.asarray(v) for k, v in batch.items()})
-            recorder.write_images(step, {"eval/similarity_scatter": similarity_scatter_image(
-                np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target")})
+            recorder.write_images(
+                step,
+                {
+                    "eval/similarity_scatter": similarity_scatter_image(
+                        np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target"
+                    )
+                },
+            )
 
 
 def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
@@ -159,9 +181,16 @@ def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
     return {"seed": seed, "seconds": seconds, "losses": losses, "final_loss": losses[-1] if losses else None}
 
 
-def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = True,
-                   profile_steps: Optional[str] = None, peak_flops_per_s: Optional[float] = None,
-                   train_kwargs: Optional[Mapping[str, Any]] = None) -> dict:
+def run_experiment(
+    experiment: Experiment,
+    config,
+    workdir,
+    *,
+    progress: bool = True,
+    profile_steps: Optional[str] = None,
+    peak_flops_per_s: Optional[float] = None,
+    train_kwargs: Optional[Mapping[str, Any]] = None,
+) -> dict:
     """Train every arm of ``experiment`` ``config.num_runs`` times, evaluate, and write the results.
 
     Args:
@@ -182,7 +211,9 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
     config = experiment.validate(config)
     workdir = Path(workdir)
     is_main = jax.process_index() == 0
-    say = (lambda msg: print(f"[{experiment.name}] {msg}", flush=True)) if (progress and is_main) else (lambda msg: None)
+    say = (
+        (lambda msg: print(f"[{experiment.name}] {msg}", flush=True)) if (progress and is_main) else (lambda msg: None)
+    )
     mesh = make_run_mesh(config)
     fsdp = config.mesh_fsdp > 1
     save_run_config(workdir, {**dataclasses.asdict(config), "experiment": experiment.name}, config.seed)
@@ -193,9 +224,11 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
     t_data = time.perf_counter()
     data = experiment.prepare(config)
     steps = experiment.num_steps(config, data)
-    say(f"prepared the data in {time.perf_counter() - t_data:.1f} s; {config.num_runs} run(s) x "
+    say(
+        f"prepared the data in {time.perf_counter() - t_data:.1f} s; {config.num_runs} run(s) x "
         f"{len(experiment.arms(config))} arm(s) x {steps} steps of {config.batch_size} on "
-        f"{mesh.devices.size} device(s), {jax.process_count()} process(es)")
+        f"{mesh.devices.size} device(s), {jax.process_count()} process(es)"
+    )
 
     evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
     training: dict = {}
@@ -214,34 +247,57 @@ def run_experiment(experiment: Experiment, config, workdir, *, progress: bool = 
                 optimizers[lr] = make_optimizer(config, steps, lr)
             run_dir = workdir / str(arm) / f"run{r}"
             variables = experiment.init_variables(arm, config, model, seed)
-            state = create_train_state(compute_dtype_model(model, config.dtype), optimizers[lr],
-                                       jax.random.key(seed), variables=variables)
+            state = create_train_state(
+                compute_dtype_model(model, config.dtype), optimizers[lr], jax.random.key(seed), variables=variables
+            )
             objective = experiment.objective(arm, config)
             periodic = experiment.periodic_eval(arm, config, data, model)
             eval_every, eval_fn = periodic if periodic else (None, None)
             say(f"{arm} run {r} (seed {seed}): {steps} steps -> {run_dir}")
             t0 = time.perf_counter()
-            result = train(state, objective,
-                           process_local_batches(experiment.batches(arm, config, data, seed), config.batch_size),
-                           num_steps=steps, workdir=run_dir,
-                           config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
-                           seed=seed, mesh=mesh, fsdp=fsdp, checkpoint_every=config.checkpoint_every,
-                           log_every=config.log_every, eval_every=eval_every, eval_fn=eval_fn, progress=progress,
-                           step_fn=steps_cache.get(state, objective), profile_steps=profile_steps,
-                           peak_flops_per_s=peak_flops_per_s, stimuli_key="auto", **dict(train_kwargs or {}))
+            result = train(
+                state,
+                objective,
+                process_local_batches(experiment.batches(arm, config, data, seed), config.batch_size),
+                num_steps=steps,
+                workdir=run_dir,
+                config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
+                seed=seed,
+                mesh=mesh,
+                fsdp=fsdp,
+                checkpoint_every=config.checkpoint_every,
+                log_every=config.log_every,
+                eval_every=eval_every,
+                eval_fn=eval_fn,
+                progress=progress,
+                step_fn=steps_cache.get(state, objective),
+                profile_steps=profile_steps,
+                peak_flops_per_s=peak_flops_per_s,
+                stimuli_key="auto",
+                **dict(train_kwargs or {}),
+            )
             seconds = time.perf_counter() - t0
             trained = parallel.gather_to_host(result.state.variables)
             if is_main:
                 example = experiment.example_input(arm, config)
-                export_variables(run_dir / "export", trained, model=model_name, model_kwargs=model_kwargs,
-                                 seed=seed, objective=arm, experiment=experiment.name,
-                                 input_shape=list(np.shape(example)[1:]), **experiment.export_info(arm, config))
+                export_variables(
+                    run_dir / "export",
+                    trained,
+                    model=model_name,
+                    model_kwargs=model_kwargs,
+                    seed=seed,
+                    objective=arm,
+                    experiment=experiment.name,
+                    input_shape=list(np.shape(example)[1:]),
+                    **experiment.export_info(arm, config),
+                )
             training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
             evaluation = experiment.evaluate_run(arm, config, data, model, trained, seed)
             evaluations.setdefault(str(arm), []).append(evaluation)
             if is_main:
-                _record_evaluation(run_dir, steps, evaluation, objective, model, trained,
-                                   experiment.batches(arm, config, data, seed))
+                _record_evaluation(
+                    run_dir, steps, evaluation, objective, model, trained, experiment.batches(arm, config, data, seed)
+                )
             del result, state
     train_seconds = time.perf_counter() - start
 
@@ -281,7 +337,10 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
     variables = jax.eval_shape(lambda: model.init(jax.random.key(0), example))
     train_model = compute_dtype_model(model, config.dtype)
     state = jax.eval_shape(lambda v: create_train_state(train_model, tx, jax.random.key(0), variables=v), variables)
-    batch = {k: jax.ShapeDtypeStruct((b, *shape), dtype) for k, (shape, dtype) in experiment.batch_spec(arm, config).items()}
-    objective = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)),
-                             experiment.objective(arm, config))
+    batch = {
+        k: jax.ShapeDtypeStruct((b, *shape), dtype) for k, (shape, dtype) in experiment.batch_spec(arm, config).items()
+    }
+    objective = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), experiment.objective(arm, config)
+    )
     return (lambda st, bt, obj: train_step(st, bt, obj)), (state, batch, objective)

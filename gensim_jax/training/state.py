@@ -77,8 +77,9 @@ def step_key(state: TrainState) -> Array:
     return jax.random.fold_in(jax.random.wrap_key_data(state.rng), state.step)
 
 
-def create_train_state(model, tx: optax.GradientTransformation, rng, example_input=None,
-                       variables: Optional[dict] = None) -> TrainState:
+def create_train_state(
+    model, tx: optax.GradientTransformation, rng, example_input=None, variables: Optional[dict] = None
+) -> TrainState:
     """Initialise a :class:`TrainState` for a Flax ``model`` and an optax ``tx``.
 
     Args:

@@ -32,8 +32,16 @@ from gensim_jax.training.state import TrainState, step_key
 
 Array = jax.Array
 
-__all__ = ["train_step", "eval_step", "split_microbatches", "jit_train_step", "bind_objective", "make_train_step", "make_eval_step",
-           "CPU_EIGEN_CONV_OPTIONS"]
+__all__ = [
+    "train_step",
+    "eval_step",
+    "split_microbatches",
+    "jit_train_step",
+    "bind_objective",
+    "make_train_step",
+    "make_eval_step",
+    "CPU_EIGEN_CONV_OPTIONS",
+]
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
 #: XLA's Eigen path instead of YNNPACK (which jaxlib 0.10 uses by default); dots and reductions stay
@@ -61,8 +69,10 @@ def split_microbatches(batch: Mapping[str, Array], accum_steps: int) -> dict[str
     b = bs.pop()
     if accum_steps < 1 or b % accum_steps:
         raise ValueError(f"batch size {b} is not divisible by accum_steps={accum_steps}")
-    return {k: jnp.swapaxes(jnp.reshape(v, (b // accum_steps, accum_steps) + jnp.shape(v)[1:]), 0, 1)
-            for k, v in batch.items()}
+    return {
+        k: jnp.swapaxes(jnp.reshape(v, (b // accum_steps, accum_steps) + jnp.shape(v)[1:]), 0, 1)
+        for k, v in batch.items()
+    }
 
 
 def _grads(state: TrainState, batch, objective, key, batch_stats):
@@ -77,8 +87,9 @@ def _grads(state: TrainState, batch, objective, key, batch_stats):
     return grads, metrics, aux["batch_stats"]
 
 
-def train_step(state: TrainState, batch: Mapping[str, Array], objective: Objective,
-               accum_steps: int = 1) -> tuple[TrainState, dict[str, Array]]:
+def train_step(
+    state: TrainState, batch: Mapping[str, Array], objective: Objective, accum_steps: int = 1
+) -> tuple[TrainState, dict[str, Array]]:
     """One optimizer step of ``objective`` on ``batch`` (pure; jit it, e.g. with :func:`make_train_step`).
 
     Args:
@@ -108,7 +119,8 @@ def train_step(state: TrainState, batch: Mapping[str, Array], objective: Objecti
             return (jax.tree.map(jnp.add, g_sum, g), jax.tree.map(jnp.add, m_sum, m), stats), None
 
         (g_sum, m_sum, stats), _ = jax.lax.scan(
-            body, (zeros(g0), zeros(m0), state.batch_stats), (jnp.arange(accum_steps), micro))
+            body, (zeros(g0), zeros(m0), state.batch_stats), (jnp.arange(accum_steps), micro)
+        )
         grads = jax.tree.map(lambda g: g / accum_steps, g_sum)
         metrics = jax.tree.map(lambda m: m / accum_steps, m_sum)
     metrics["grad_norm"] = optax.global_norm(grads)
@@ -124,8 +136,15 @@ def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objectiv
     return metrics
 
 
-def jit_train_step(*, accum_steps: int = 1, mesh=None, state=None, fsdp: bool = False, donate: bool = True,
-                   compiler_options: Mapping[str, Any] | None = None) -> Callable:
+def jit_train_step(
+    *,
+    accum_steps: int = 1,
+    mesh=None,
+    state=None,
+    fsdp: bool = False,
+    donate: bool = True,
+    compiler_options: Mapping[str, Any] | None = None,
+) -> Callable:
     """The jitted ``step(state, batch, objective) -> (state, metrics)`` with the objective as an argument.
 
     The objective's array leaves (target tables, traced hyperparameters such as a loss weight) are
@@ -151,17 +170,25 @@ def jit_train_step(*, accum_steps: int = 1, mesh=None, state=None, fsdp: bool = 
     return parallel.jit_sharded(step, mesh, state, fsdp=fsdp, donate=donate, **kw)
 
 
-def make_train_step(objective: Objective, *, accum_steps: int = 1, mesh=None, state=None,
-                    fsdp: bool = False, donate: bool = True,
-                    compiler_options: Mapping[str, Any] | None = None) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
+def make_train_step(
+    objective: Objective,
+    *,
+    accum_steps: int = 1,
+    mesh=None,
+    state=None,
+    fsdp: bool = False,
+    donate: bool = True,
+    compiler_options: Mapping[str, Any] | None = None,
+) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
     """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it).
 
     ``step.lower(state, batch)`` lowers the same program ahead of time (FLOPs for the model FLOP
     utilisation, :func:`gensim_jax.training.timing.compiled_flops`; memory).
     """
     _check_objective(objective)
-    jitted = jit_train_step(accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp, donate=donate,
-                            compiler_options=compiler_options)
+    jitted = jit_train_step(
+        accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp, donate=donate, compiler_options=compiler_options
+    )
     return bind_objective(jitted, objective)
 
 

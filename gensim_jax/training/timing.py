@@ -28,8 +28,16 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional, TextIO
 
-__all__ = ["StepTimer", "InputBoundDetector", "MetricWindow", "compiled_flops", "param_norm",
-           "learning_rate_at", "injected_learning_rate", "DEFAULT_INPUT_BOUND_HINT"]
+__all__ = [
+    "StepTimer",
+    "InputBoundDetector",
+    "MetricWindow",
+    "compiled_flops",
+    "param_norm",
+    "learning_rate_at",
+    "injected_learning_rate",
+    "DEFAULT_INPUT_BOUND_HINT",
+]
 
 
 class StepTimer:
@@ -58,9 +66,15 @@ class StepTimer:
         of the windows and report it once as ``perf/first_step_s``.
     """
 
-    def __init__(self, global_batch_size: Optional[int] = None, *, flops_per_step: Optional[float] = None,
-                 peak_flops_per_s: Optional[float] = None, clock: Callable[[], float] = time.perf_counter,
-                 exclude_first_step: bool = True):
+    def __init__(
+        self,
+        global_batch_size: Optional[int] = None,
+        *,
+        flops_per_step: Optional[float] = None,
+        peak_flops_per_s: Optional[float] = None,
+        clock: Callable[[], float] = time.perf_counter,
+        exclude_first_step: bool = True,
+    ):
         if global_batch_size is not None and int(global_batch_size) <= 0:
             raise ValueError(f"StepTimer: global_batch_size must be > 0, got {global_batch_size}")
         if peak_flops_per_s is not None and not float(peak_flops_per_s) > 0:
@@ -177,7 +191,8 @@ class _Excluded:
 DEFAULT_INPUT_BOUND_HINT = (
     "raise the prefetch depth, decode and augment in parallel (tf.data num_parallel_calls=AUTOTUNE, "
     "more host CPU threads), cache or pre-resize images to a smaller image size, or read the data "
-    "on more hosts (each host reads its own shard)")
+    "on more hosts (each host reads its own shard)"
+)
 
 
 class InputBoundDetector:
@@ -197,14 +212,23 @@ class InputBoundDetector:
       fired: how many lines were printed; ``last_message``: the last one.
     """
 
-    def __init__(self, threshold: float = 0.10, *, hint: str = DEFAULT_INPUT_BOUND_HINT,
-                 min_interval_s: float = 600.0, skip_windows: int = 1, stream: Optional[TextIO] = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        threshold: float = 0.10,
+        *,
+        hint: str = DEFAULT_INPUT_BOUND_HINT,
+        min_interval_s: float = 600.0,
+        skip_windows: int = 1,
+        stream: Optional[TextIO] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if not 0.0 < float(threshold) < 1.0:
             raise ValueError(f"InputBoundDetector: threshold must be in (0, 1), got {threshold}")
         if float(min_interval_s) < 0 or int(skip_windows) < 0:
-            raise ValueError(f"InputBoundDetector: need min_interval_s >= 0 and skip_windows >= 0, "
-                             f"got {min_interval_s}, {skip_windows}")
+            raise ValueError(
+                f"InputBoundDetector: need min_interval_s >= 0 and skip_windows >= 0, "
+                f"got {min_interval_s}, {skip_windows}"
+            )
         self.threshold = float(threshold)
         self.hint = hint
         self.min_interval_s = float(min_interval_s)
@@ -232,10 +256,12 @@ class InputBoundDetector:
         self._last_t = now
         wait = perf.get("perf/data_wait_s", float("nan"))
         step_t = perf.get("perf/step_time_s", float("nan"))
-        msg = (f"input-bound at step {int(step)}: {100 * frac:.0f}% of the last window's wall time "
-               f"(over the {100 * self.threshold:.0f}% threshold) was spent waiting for the next host batch "
-               f"({_duration(wait)} of each {_duration(step_t)} step); the accelerator idles meanwhile. "
-               f"To fix: {self.hint}.")
+        msg = (
+            f"input-bound at step {int(step)}: {100 * frac:.0f}% of the last window's wall time "
+            f"(over the {100 * self.threshold:.0f}% threshold) was spent waiting for the next host batch "
+            f"({_duration(wait)} of each {_duration(step_t)} step); the accelerator idles meanwhile. "
+            f"To fix: {self.hint}."
+        )
         print(msg, file=self._stream or sys.stderr, flush=True)
         self.fired += 1
         self.last_message = msg

@@ -37,8 +37,12 @@ def test_module_quick(name):
     for line in lines:
         _check_line(line)
         # every reference agrees with ours on the values it computed
-        for key, tol in (("value_rel_diff", 1e-5), ("grad_max_abs_diff", 1e-5),
-                         ("max_abs_diff", 1e-4), ("naive_vs_fast_max_log_diff", 1e-9)):
+        for key, tol in (
+            ("value_rel_diff", 1e-5),
+            ("grad_max_abs_diff", 1e-5),
+            ("max_abs_diff", 1e-4),
+            ("naive_vs_fast_max_log_diff", 1e-9),
+        ):
             if key in line:
                 assert line[key] <= tol, (line["bench"], key, line[key])
 
@@ -47,8 +51,7 @@ def test_run_all_quick_prints_json_lines(capsys):
     assert run_all.main(["--quick", "--only", "scaling"]) == 0
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert lines[0]["bench"] == "machine" and lines[-1]["bench"] == "summary"
-    assert {ln["bench"] for ln in lines[1:-1]} == {"scaling_gensim_loss_grad",
-                                                    "scaling_beta_bernoulli_table"}
+    assert {ln["bench"] for ln in lines[1:-1]} == {"scaling_gensim_loss_grad", "scaling_beta_bernoulli_table"}
     for line in lines[1:-1]:
         _check_line(line)
 
@@ -67,5 +70,6 @@ def test_naive_kernel_matches_library_on_programs():
     for kind in ("st", "sst"):
         for lam in (1.0, 0.5):
             k = naive_tree_kernel.kernel(ts[0], ts[1], kind, lam)
-            assert math.isclose(math.log(k), trees.log_tree_kernel(ts[0], ts[1], kind=kind, lam=lam),
-                                rel_tol=1e-12, abs_tol=1e-12)
+            assert math.isclose(
+                math.log(k), trees.log_tree_kernel(ts[0], ts[1], kind=kind, lam=lam), rel_tol=1e-12, abs_tol=1e-12
+            )

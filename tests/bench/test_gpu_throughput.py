@@ -50,14 +50,22 @@ def test_input_streams_shapes_and_device_conversion():
 @pytest.mark.slow
 def test_tiny_run_reports_consistent_numbers():
     input_kind = "quadrilaterals"
-    out = gt.measure(batch=4, size=32, steps=2, warmup=1, dtype="bfloat16", input_kind=input_kind,
-                     prefetch=2, peak_tflops=1.0, model_name="lenet5")
+    out = gt.measure(
+        batch=4,
+        size=32,
+        steps=2,
+        warmup=1,
+        dtype="bfloat16",
+        input_kind=input_kind,
+        prefetch=2,
+        peak_tflops=1.0,
+        model_name="lenet5",
+    )
     assert out["backend"] == jax.default_backend() and out["input"] == input_kind
     assert out["loss_finite"] and out["step_s"] > 0 and out["compile_s"] > 0
     assert math.isclose(out["images_per_s"], 4 / out["step_s"], rel_tol=1e-2)
     assert out["flops_per_image"] > 0
-    assert math.isclose(out["achieved_tflops"], out["flops_per_image"] * out["images_per_s"] / 1e12,
-                        rel_tol=1e-2)
+    assert math.isclose(out["achieved_tflops"], out["flops_per_image"] * out["images_per_s"] / 1e12, rel_tol=1e-2)
     assert math.isclose(out["mfu"], out["achieved_tflops"] / 1.0, rel_tol=1e-3)
 
 

@@ -32,8 +32,20 @@ def test_reference_and_ours_have_the_same_parameter_count(name, quick):
 @pytest.mark.slow
 def test_quick_case_line():
     line = training_step.case("resnet50", 32, batch=2, repeats=1, quick=True, torch_threads=(1,))
-    for key in ("bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met",
-                "compile_s", "images_per_s", "reference_images_per_s", "reference_first_s"):
+    for key in (
+        "bench",
+        "params",
+        "ours_s",
+        "reference",
+        "reference_s",
+        "ratio",
+        "target",
+        "met",
+        "compile_s",
+        "images_per_s",
+        "reference_images_per_s",
+        "reference_first_s",
+    ):
         assert key in line, key
     assert line["bench"] == "train_step_resnet50" and line["params"]["batch"] == 2
     assert line["ours_s"] > 0 and line["reference_s"] > 0

@@ -18,6 +18,7 @@ def _conv_grad(x, w):
     def loss(x, w):
         y = jax.lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
         return jnp.sum(jax.nn.relu(y) ** 2)
+
     return jax.grad(loss, argnums=(0, 1))(x, w)
 
 
@@ -28,8 +29,10 @@ def test_options_move_convolutions_to_eigen_with_the_same_gradients():
     w = jnp.asarray(rng.standard_normal((3, 3, 64, 64)).astype(np.float32) * 0.05)
     lowered = jax.jit(_conv_grad).lower(x, w)
     default, eigen = lowered.compile(), lowered.compile(dict(CPU_EIGEN_CONV_OPTIONS))
-    conv_in_ynn = lambda txt: any("__ynn_fusion" in ln and "conv_general_dilated" in ln  # noqa: E731
-                                  for ln in txt.splitlines())
+    conv_in_ynn = lambda txt: any(
+        "__ynn_fusion" in ln and "conv_general_dilated" in ln  # noqa: E731
+        for ln in txt.splitlines()
+    )
     assert conv_in_ynn(default.as_text())  # this jaxlib's default: convolutions on YNNPACK
     assert not conv_in_ynn(eigen.as_text())
     for a, b in zip(default(x, w), eigen(x, w)):
@@ -43,8 +46,10 @@ def test_make_train_step_forwards_compiler_options():
     from gensim_jax.training.objectives import CrossEntropy
 
     model = get_model("lenet5", num_classes=10)
-    batch = {"image": jnp.asarray(np.random.default_rng(1).standard_normal((4, 32, 32, 3)), jnp.float32),
-             "label": jnp.arange(4) % 10}
+    batch = {
+        "image": jnp.asarray(np.random.default_rng(1).standard_normal((4, 32, 32, 3)), jnp.float32),
+        "label": jnp.arange(4) % 10,
+    }
     out = []
     for opts in (None, CPU_EIGEN_CONV_OPTIONS):
         state = create_train_state(model, optax.adam(1e-3), 0)
@@ -58,5 +63,6 @@ def test_make_train_step_forwards_compiler_options():
     mesh = parallel.make_mesh()  # the runner's path: the options reach the sharded jit too
     state = parallel.place_state(create_train_state(model, optax.adam(1e-3), 0), mesh)
     _, metrics = make_train_step(CrossEntropy(), mesh=mesh, state=state, compiler_options=CPU_EIGEN_CONV_OPTIONS)(
-        state, parallel.shard_batch(batch, mesh))
+        state, parallel.shard_batch(batch, mesh)
+    )
     assert float(metrics["loss"]) == pytest.approx(out[0][0], rel=1e-5)

@@ -21,8 +21,7 @@ def test_to_float_and_normalize():
     np.testing.assert_allclose(A.to_float(img).numpy(), img / 255.0, rtol=1e-6)
     x = RNG.random((4, 5, 3)).astype(np.float32)
     out = A.normalize(x).numpy()
-    np.testing.assert_allclose(out, (x - np.array(A.IMAGENET_MEAN)) / np.array(A.IMAGENET_STD),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, (x - np.array(A.IMAGENET_MEAN)) / np.array(A.IMAGENET_STD), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="std"):
         A.normalize(x, std=(1.0, 0.0, 1.0))
 
@@ -67,7 +66,7 @@ def test_random_rotation_angle_range():
     size = 41
     x = np.zeros((size, size, 1), np.float32)
     c = size // 2
-    x[c, c + 5: c + 18, 0] = 1.0  # a ray pointing right (angle 0)
+    x[c, c + 5 : c + 18, 0] = 1.0  # a ray pointing right (angle 0)
     angles = []
     op = tf.function(lambda s: A.random_rotation(x, s, 45.0))
     for s in seeds(40, base=3):
@@ -83,7 +82,7 @@ def test_random_rotation_angle_range():
 
 def test_gaussian_kernel_and_blur_against_numpy():
     sigma, radius = 1.3, 3
-    k = np.exp(-np.arange(-radius, radius + 1) ** 2 / (2 * sigma ** 2))
+    k = np.exp(-(np.arange(-radius, radius + 1) ** 2) / (2 * sigma**2))
     k /= k.sum()
     np.testing.assert_allclose(A.gaussian_kernel(sigma, radius).numpy(), k, rtol=1e-5)
     x = RNG.random((10, 12, 2)).astype(np.float32)
@@ -92,7 +91,7 @@ def test_gaussian_kernel_and_blur_against_numpy():
     ref = np.zeros_like(x, dtype=np.float64)
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
-            patch = pad[i:i + 2 * radius + 1, j:j + 2 * radius + 1]
+            patch = pad[i : i + 2 * radius + 1, j : j + 2 * radius + 1]
             ref[i, j] = np.einsum("ijc,i,j->c", patch, k, k)
     np.testing.assert_allclose(out, ref, atol=1e-5)
     # even sizes round up to odd: kernel 6 -> radius 3
@@ -111,8 +110,7 @@ def test_random_blur_probability_and_constant_image():
 def test_grayscale_against_numpy():
     x = RNG.random((4, 4, 3)).astype(np.float32)
     luma = x[..., 0] * 0.2989 + x[..., 1] * 0.5870 + x[..., 2] * 0.1140
-    np.testing.assert_allclose(A.rgb_to_grayscale(x).numpy(), np.repeat(luma[..., None], 3, -1),
-                               atol=1e-6)
+    np.testing.assert_allclose(A.rgb_to_grayscale(x).numpy(), np.repeat(luma[..., None], 3, -1), atol=1e-6)
     np.testing.assert_allclose(A.random_grayscale(x, seeds(1)[0], p=0.0).numpy(), x)
     op = tf.function(lambda s: A.random_grayscale(x, s))
     gray = [np.allclose(op(s).numpy()[..., 0], op(s).numpy()[..., 1]) for s in seeds(300)]
@@ -181,8 +179,9 @@ def test_simclr_augment_224_determinism_and_range():
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
     norm = A.simclr_augment((224, 224), grayscale_p=0.2, mean=A.IMAGENET_MEAN, std=A.IMAGENET_STD)
-    np.testing.assert_allclose(norm(img, np.array([1, 2])).numpy(),
-                               (a - np.array(A.IMAGENET_MEAN)) / np.array(A.IMAGENET_STD), atol=1e-5)
+    np.testing.assert_allclose(
+        norm(img, np.array([1, 2])).numpy(), (a - np.array(A.IMAGENET_MEAN)) / np.array(A.IMAGENET_STD), atol=1e-5
+    )
 
 
 def test_quadrilateral_preset_on_white_canvas():

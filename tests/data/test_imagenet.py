@@ -55,8 +55,11 @@ def test_decoders_on_a_constant_jpeg():
 @pytest.mark.slow
 def test_train_pipeline_224_deterministic_and_resumable():
     with tfds.testing.mock_data(num_examples=6):
-        make = lambda start, steps: list(as_numpy(imagenet_dataset(
-            "train", 2, seed=3, train=True, start_step=start, num_steps=steps, shuffle_buffer=4)))
+        make = lambda start, steps: list(
+            as_numpy(
+                imagenet_dataset("train", 2, seed=3, train=True, start_step=start, num_steps=steps, shuffle_buffer=4)
+            )
+        )
         full = make(0, 6)  # two epochs of 6 records, 2 per step
         again = make(0, 6)
         tail = make(4, 1)
@@ -82,12 +85,23 @@ def test_train_pipeline_224_deterministic_and_resumable():
 def test_eval_pass_and_simclr_views():
     with tfds.testing.mock_data(num_examples=5):
         ev = list(as_numpy(imagenet_dataset("validation", 2, seed=0, train=False, image_size=32)))
-        views = next(as_numpy(imagenet_dataset("train", 3, seed=0, train=True, image_size=32,
-                                               num_views=2, num_steps=1)))
-        h1 = next(as_numpy(imagenet_dataset("train", 3, seed=0, train=True, image_size=32,
-                                            num_steps=1, process_index=1, process_count=2)))
-        h0 = next(as_numpy(imagenet_dataset("train", 3, seed=0, train=True, image_size=32,
-                                            num_steps=1, process_index=0, process_count=2)))
+        views = next(
+            as_numpy(imagenet_dataset("train", 3, seed=0, train=True, image_size=32, num_views=2, num_steps=1))
+        )
+        h1 = next(
+            as_numpy(
+                imagenet_dataset(
+                    "train", 3, seed=0, train=True, image_size=32, num_steps=1, process_index=1, process_count=2
+                )
+            )
+        )
+        h0 = next(
+            as_numpy(
+                imagenet_dataset(
+                    "train", 3, seed=0, train=True, image_size=32, num_steps=1, process_index=0, process_count=2
+                )
+            )
+        )
     assert len(ev) == 3
     mask = np.concatenate([b["mask"] for b in ev])
     np.testing.assert_array_equal(mask, np.arange(6) < 5)

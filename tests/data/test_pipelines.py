@@ -24,8 +24,9 @@ def id_source(n=13, num_groups=4, size=6):
     """Images whose pixels encode the example index, so the image can be checked against index."""
     idx = np.arange(n)
     images = np.broadcast_to(idx[:, None, None, None], (n, size, size, 1)).astype(np.uint8)
-    return ArraySource({"image": images, "label": idx % num_groups,
-                        "features": np.stack([idx, -idx], 1).astype(np.float32)})
+    return ArraySource(
+        {"image": images, "label": idx % num_groups, "features": np.stack([idx, -idx], 1).astype(np.float32)}
+    )
 
 
 def test_labelled_batches_shapes_and_content():
@@ -84,8 +85,10 @@ def test_hosts_split_the_global_batch():
     src = id_source(n=17)
     hosts = 3
     whole = collect(labelled_batches(src, 6, seed=2, num_steps=4))
-    shards = [collect(labelled_batches(src, 2, seed=2, num_steps=4, process_index=h,
-                                       process_count=hosts)) for h in range(hosts)]
+    shards = [
+        collect(labelled_batches(src, 2, seed=2, num_steps=4, process_index=h, process_count=hosts))
+        for h in range(hosts)
+    ]
     for step in range(4):
         joined = np.concatenate([shards[h][step]["index"] for h in range(hosts)])
         np.testing.assert_array_equal(joined, whole[step]["index"])
@@ -106,16 +109,15 @@ def test_triplets_follow_eq_a3():
     labels = np.arange(n) % g
     src = ArraySource({"image": np.zeros((n, 2, 2, 1), np.uint8), "program_id": labels * 10})
     prior = np.array([0.1, 0.4, 0.2, 0.2, 0.1])
-    batches = collect(triplet_batches(src, 50, seed=3, group_key="program_id", prior=prior,
-                                      num_steps=60))
+    batches = collect(triplet_batches(src, 50, seed=3, group_key="program_id", prior=prior, num_steps=60))
     idx = np.concatenate([b["index"] for b in batches])
     pid = np.concatenate([b["program_id"] for b in batches])
     assert idx.shape == (3000, 3) and pid.shape == (3000, 3)
     # metadata rides along with the chosen examples
     np.testing.assert_array_equal(pid, labels[idx] * 10)
-    assert (pid[:, 0] == pid[:, 1]).all()           # same distribution
-    assert (idx[:, 0] != idx[:, 1]).all()           # a different example of it
-    assert (pid[:, 0] != pid[:, 2]).all()           # negative from a different distribution
+    assert (pid[:, 0] == pid[:, 1]).all()  # same distribution
+    assert (idx[:, 0] != idx[:, 1]).all()  # a different example of it
+    assert (pid[:, 0] != pid[:, 2]).all()  # negative from a different distribution
     # negatives: prior restricted to the other groups, averaged over the anchors' groups
     anchor_group = pid[:, 0] // 10
     expected = np.zeros(g)
@@ -130,8 +132,7 @@ def test_triplets_follow_eq_a3():
 def test_triplets_iid_negative_option_and_errors():
     n = 40
     src = ArraySource({"image": np.zeros((n, 1, 1, 1), np.uint8), "c": np.arange(n) % 2})
-    batches = collect(triplet_batches(src, 40, seed=0, group_key="c", distinct_negative=False,
-                                      num_steps=10))
+    batches = collect(triplet_batches(src, 40, seed=0, group_key="c", distinct_negative=False, num_steps=10))
     c = np.concatenate([b["c"] for b in batches])
     assert 0.4 < np.mean(c[:, 0] == c[:, 2]) < 0.6  # theta- drawn i.i.d. from a uniform prior
     one = ArraySource({"image": np.zeros((4, 1, 1, 1), np.uint8), "c": np.zeros(4, np.int64)})
@@ -144,8 +145,7 @@ def test_triplets_iid_negative_option_and_errors():
 def test_pairs_same_fraction():
     n = 50
     src = ArraySource({"image": np.zeros((n, 1, 1, 1), np.uint8), "label": np.arange(n) % 10})
-    batches = collect(pair_batches(src, 50, seed=1, group_key="label", same_fraction=0.7,
-                                   num_steps=20))
+    batches = collect(pair_batches(src, 50, seed=1, group_key="label", same_fraction=0.7, num_steps=20))
     lab = np.concatenate([b["label"] for b in batches])
     idx = np.concatenate([b["index"] for b in batches])
     same = lab[:, 0] == lab[:, 1]
@@ -162,8 +162,7 @@ def test_pairs_same_fraction():
 
 def test_views_are_independent_augmentations_of_one_example():
     src = SyntheticImageSource(9, (16, 16, 3), seed=4)
-    batches = collect(view_batches(src, 3, simclr_augment((8, 8)), seed=0, num_views=2,
-                                   num_steps=2))
+    batches = collect(view_batches(src, 3, simclr_augment((8, 8)), seed=0, num_views=2, num_steps=2))
     for b in batches:
         assert b["image"].shape == (3, 2, 8, 8, 3) and b["label"].shape == (3,)
         for i in range(3):
@@ -173,8 +172,11 @@ def test_views_are_independent_augmentations_of_one_example():
 
 
 def test_function_source_pipeline_and_validation():
-    src = FunctionSource(lambda rng, i: {"image": rng.random((4, 4, 1)).astype(np.float32),
-                                         "component": np.int64(i % 2)}, length=8, seed=1)
+    src = FunctionSource(
+        lambda rng, i: {"image": rng.random((4, 4, 1)).astype(np.float32), "component": np.int64(i % 2)},
+        length=8,
+        seed=1,
+    )
     b = next(as_numpy(labelled_batches(src, 4, seed=0, num_steps=1)))
     for k in range(4):
         np.testing.assert_array_equal(b["image"][k], src.example(int(b["index"][k]))["image"])

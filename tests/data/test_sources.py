@@ -21,6 +21,7 @@ from gensim_jax.data.sources import (
 
 def test_import_does_not_load_tensorflow():
     import subprocess
+
     code = "import gensim_jax.data, sys; assert 'tensorflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -77,7 +78,7 @@ def test_group_index_structure():
     np.testing.assert_array_equal(g.ids, [2, 7, 9])
     np.testing.assert_array_equal(g.ids[g.group_of], ids)
     for k in range(g.num_groups):
-        members = g.members[g.starts[k]:g.starts[k + 1]]
+        members = g.members[g.starts[k] : g.starts[k + 1]]
         np.testing.assert_array_equal(np.sort(members), np.flatnonzero(ids == g.ids[k]))
     np.testing.assert_allclose(g.prior, [2 / 6, 3 / 6, 1 / 6])
     with pytest.raises(ValueError, match="one entry per group"):
@@ -164,11 +165,10 @@ def test_stream_index_epochs_are_permutations_and_hosts_partition():
         seen.append(global_idx)
     seen = np.concatenate(seen)
     for e in range(seen.size // n):
-        np.testing.assert_array_equal(np.sort(seen[e * n:(e + 1) * n]), np.arange(n))
-    assert not np.array_equal(seen[:n], seen[n:2 * n])  # reshuffled per epoch
+        np.testing.assert_array_equal(np.sort(seen[e * n : (e + 1) * n]), np.arange(n))
+    assert not np.array_equal(seen[:n], seen[n : 2 * n])  # reshuffled per epoch
     # the permutation of epoch e is the documented seeded numpy permutation
     np.testing.assert_array_equal(single.permutation(3), np.random.default_rng([9, 3]).permutation(n))
-    np.testing.assert_array_equal(StreamIndex(n, b, seed=9, shuffle=False).indices(np.arange(14)),
-                                  np.arange(14) % n)
+    np.testing.assert_array_equal(StreamIndex(n, b, seed=9, shuffle=False).indices(np.arange(14)), np.arange(14) % n)
     with pytest.raises(ValueError, match="process_index"):
         StreamIndex(n, b, seed=0, process_index=2, process_count=2)

@@ -10,14 +10,22 @@ RNG = np.random.default_rng(1)
 
 def fake_arrays(n_digits=40, n_backgrounds=60, n_test_backgrounds=7):
     return {
-        "mnist_train": {"image": RNG.integers(0, 256, (n_digits, 28, 28, 1), dtype=np.uint8),
-                        "label": np.arange(n_digits) % 10},
-        "mnist_test": {"image": RNG.integers(0, 256, (n_digits // 2, 28, 28, 1), dtype=np.uint8),
-                       "label": np.arange(n_digits // 2) % 10},
-        "cifar10_train": {"image": RNG.integers(0, 256, (n_backgrounds, 32, 32, 3), dtype=np.uint8),
-                          "label": np.arange(n_backgrounds) % 10},
-        "cifar10_test": {"image": RNG.integers(0, 256, (n_test_backgrounds, 32, 32, 3), dtype=np.uint8),
-                         "label": np.arange(n_test_backgrounds) % 10},
+        "mnist_train": {
+            "image": RNG.integers(0, 256, (n_digits, 28, 28, 1), dtype=np.uint8),
+            "label": np.arange(n_digits) % 10,
+        },
+        "mnist_test": {
+            "image": RNG.integers(0, 256, (n_digits // 2, 28, 28, 1), dtype=np.uint8),
+            "label": np.arange(n_digits // 2) % 10,
+        },
+        "cifar10_train": {
+            "image": RNG.integers(0, 256, (n_backgrounds, 32, 32, 3), dtype=np.uint8),
+            "label": np.arange(n_backgrounds) % 10,
+        },
+        "cifar10_test": {
+            "image": RNG.integers(0, 256, (n_test_backgrounds, 32, 32, 3), dtype=np.uint8),
+            "label": np.arange(n_test_backgrounds) % 10,
+        },
     }
 
 
@@ -70,8 +78,9 @@ def test_splits_draw_backgrounds_from_the_right_pools():
         for i in range(len(src)):
             d = int(mnist["label"][i])
             assert ex["label"][i] == d and ex["background"][i] in pools[d] and ex["in_pool"][i]
-            expected = compose(pad_digits(mnist["image"][i:i + 1]),
-                               arrays["cifar10_train"]["image"][ex["background"][i]][None])[0]
+            expected = compose(
+                pad_digits(mnist["image"][i : i + 1]), arrays["cifar10_train"]["image"][ex["background"][i]][None]
+            )[0]
             np.testing.assert_array_equal(ex["image"][i], expected)
             assert ex["background_label"][i] == arrays["cifar10_train"]["label"][ex["background"][i]]
     ex = swapped.examples(np.arange(20))
@@ -82,20 +91,28 @@ def test_splits_draw_backgrounds_from_the_right_pools():
     ex = unseen.examples(np.arange(20))
     assert ex["background"].max() < 7 and not ex["in_pool"].any()
     np.testing.assert_array_equal(
-        ex["image"][3], compose(pad_digits(arrays["mnist_test"]["image"][3:4]),
-                                arrays["cifar10_test"]["image"][ex["background"][3]][None])[0])
+        ex["image"][3],
+        compose(
+            pad_digits(arrays["mnist_test"]["image"][3:4]), arrays["cifar10_test"]["image"][ex["background"][3]][None]
+        )[0],
+    )
     # a pure function of (seed, index); example() agrees with examples()
     np.testing.assert_array_equal(train.example(7)["image"], train.examples(np.array([7]))["image"][0])
     again = load_spurious_digits("train", per_class=5, seed=2, arrays=arrays)
-    np.testing.assert_array_equal(again.background_indices(np.arange(40)),
-                                  train.background_indices(np.arange(40)))
+    np.testing.assert_array_equal(again.background_indices(np.arange(40)), train.background_indices(np.arange(40)))
 
 
 def test_backgrounds_cover_the_pool_uniformly():
     n = 5000
     digits = np.zeros((n, 28, 28), np.uint8)
-    src = SpuriousDigits(digits, np.zeros(n, np.int64), np.zeros((40, 32, 32, 3), np.uint8),
-                         np.zeros(40), make_pools(40, 4, seed=0), seed=0)
+    src = SpuriousDigits(
+        digits,
+        np.zeros(n, np.int64),
+        np.zeros((40, 32, 32, 3), np.uint8),
+        np.zeros(40),
+        make_pools(40, 4, seed=0),
+        seed=0,
+    )
     bg = src.background_indices(np.arange(n))
     counts = np.array([np.sum(bg == b) for b in src.pools[0]])
     np.testing.assert_allclose(counts / n, 0.25, atol=0.03)
@@ -110,8 +127,9 @@ def test_validation():
     with pytest.raises(ValueError, match="overlap = 1"):
         load_spurious_digits("test_ood", per_class=3, overlap=1.0, arrays=arrays)
     with pytest.raises(ValueError, match="mode"):
-        SpuriousDigits(np.zeros((1, 28, 28)), [0], np.zeros((20, 32, 32, 3)), np.zeros(20),
-                       make_pools(20, 1, seed=0), mode="bad")
+        SpuriousDigits(
+            np.zeros((1, 28, 28)), [0], np.zeros((20, 32, 32, 3)), np.zeros(20), make_pools(20, 1, seed=0), mode="bad"
+        )
 
 
 def test_loads_through_tfds_under_mock_data():

@@ -39,9 +39,15 @@ def test_unjittered_glyph_matches_a_loop_rasterisation():
     assert len(lit) > 20
     segs = [(s[i], s[i + 1]) for s in DIGIT_STROKES[7] for i in range(len(s) - 1)]
     for y, x in lit:
-        best = min(_segment_distance(x, y, *[(4 + 20 * (0.5 + sc * (p[0] - 0.5)) - 0.5,
-                                              4 + 20 * (0.5 + sc * (p[1] - 0.5)) - 0.5) for p in ab])
-                   for sc in np.linspace(0.8, 1.1, 13) for ab in segs)
+        best = min(
+            _segment_distance(
+                x,
+                y,
+                *[(4 + 20 * (0.5 + sc * (p[0] - 0.5)) - 0.5, 4 + 20 * (0.5 + sc * (p[1] - 0.5)) - 0.5) for p in ab],
+            )
+            for sc in np.linspace(0.8, 1.1, 13)
+            for ab in segs
+        )
         assert best <= 1.6 + 0.5 + 1.0
 
 
@@ -56,12 +62,15 @@ def test_digits_deterministic_and_index_stable():
     assert (a[:, :2] == 0).all() and (a[:, -2:] == 0).all()  # the digit stays inside the image
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(labels=np.array([10])), "labels must lie"),
-    (dict(labels=np.array([1.0])), "integer"),
-    (dict(labels=np.array([1]), seed=-1), "seed"),
-    (dict(labels=np.array([1]), jitter=-0.5), "jitter"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(labels=np.array([10])), "labels must lie"),
+        (dict(labels=np.array([1.0])), "integer"),
+        (dict(labels=np.array([1]), seed=-1), "seed"),
+        (dict(labels=np.array([1]), jitter=-0.5), "jitter"),
+    ],
+)
 def test_render_digits_rejects_bad_input(kwargs, match):
     kwargs.setdefault("seed", 0)
     with pytest.raises(ValueError, match=match):

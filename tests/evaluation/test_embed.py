@@ -14,7 +14,7 @@ def test_batched_equals_direct():
     v = model.init(jax.random.key(0), model.example_input())
     x = np.random.default_rng(0).standard_normal((7, 3)).astype(np.float32)
     direct = np.asarray(model.apply(v, x)["embedding"])
-    got = embed_images(model, v, x, batch_size=3)   # 3 + 3 + 1 (padded)
+    got = embed_images(model, v, x, batch_size=3)  # 3 + 3 + 1 (padded)
     assert got.shape == (7, 4) and got.dtype == np.float32
     np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="batch_size"):
@@ -39,7 +39,7 @@ def test_prepare_images_grey_to_rgb_and_imagenet_by_hand():
 def test_prepare_images_resize_samples_a_smooth_image_at_pixel_centres():
     from gensim_jax.evaluation.embed import prepare_images
 
-    def f(u, v):                      # smooth image on [0, 1]^2, sampled at pixel centres
+    def f(u, v):  # smooth image on [0, 1]^2, sampled at pixel centres
         return 0.5 + 0.25 * np.sin(2 * u) * np.cos(3 * v)
 
     def grid(n):
@@ -50,7 +50,7 @@ def test_prepare_images_resize_samples_a_smooth_image_at_pixel_centres():
     np.testing.assert_allclose(prepare_images(big, 16, "none")[0, ..., 0], grid(16), atol=0.01)
     up = prepare_images(grid(16)[None], 64, "none")[0, ..., 0]
     np.testing.assert_allclose(up[2:-2, 2:-2], grid(64)[2:-2, 2:-2], atol=0.005)
-    np.testing.assert_allclose(up, grid(64), atol=0.02)            # edge pixels: clamped, not extrapolated
+    np.testing.assert_allclose(up, grid(64), atol=0.02)  # edge pixels: clamped, not extrapolated
 
 
 def test_load_encoder_rejects_incomplete_exports(tmp_path):

@@ -14,9 +14,13 @@ KINDS = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
 def _concept(rng, sep):
     centre = rng.standard_normal(16)
     train = centre + 0.1 * rng.standard_normal((5, 16))
-    test = np.concatenate([centre + 0.1 * rng.standard_normal((5, 16)),
-                           centre + sep + 0.1 * rng.standard_normal((5, 16)),
-                           centre + 2 * sep + 0.1 * rng.standard_normal((5, 16))])
+    test = np.concatenate(
+        [
+            centre + 0.1 * rng.standard_normal((5, 16)),
+            centre + sep + 0.1 * rng.standard_normal((5, 16)),
+            centre + 2 * sep + 0.1 * rng.standard_normal((5, 16)),
+        ]
+    )
     return train, test, KINDS
 
 

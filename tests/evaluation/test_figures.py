@@ -22,7 +22,7 @@ def test_mean_sem_by_hand():
     sem = math.sqrt(sum((x - m) ** 2 for x in v) / 2) / math.sqrt(3)
     got = figures.mean_sem(v)
     assert float(got[0]) == pytest.approx(m) and float(got[1]) == pytest.approx(sem)
-    assert figures.mean_sem([[1.0, 2.0]])[1].tolist() == [0.0, 0.0]       # one run: no spread
+    assert figures.mean_sem([[1.0, 2.0]])[1].tolist() == [0.0, 0.0]  # one run: no spread
     with pytest.raises(ValueError, match="at least one"):
         figures.mean_sem([])
 
@@ -35,8 +35,9 @@ def test_plot_geoclidean_bars_are_run_means(tmp_path):
     assert heights == sorted([0.75, 0.925, 0.6, 0.65])
     human = [c for c in ax.collections if c.get_label() == "human"]
     assert len(human) == 1
-    ys = sorted({round(float(s[0][1]), 6) for c in ax.collections if c.get_color()[0][1] > 0.5
-                 for s in c.get_segments()})
+    ys = sorted(
+        {round(float(s[0][1]), 6) for c in ax.collections if c.get_color()[0][1] > 0.5 for s in c.get_segments()}
+    )
     assert 0.85 in ys
     _png_ok(tmp_path / "g.png")
     with pytest.raises(ValueError, match="far"):
@@ -47,10 +48,11 @@ def test_plot_hierarchy_lines_and_scores(tmp_path):
     acc = np.array([[0.9, 0.5, 0.2], [0.8, 0.4, 0.3]])
     chance = np.array([0.5, 1 / 6, 1 / 18])
     score = np.log(acc / chance).sum(1)
-    fig = figures.plot_hierarchy({"m": {"levels": [1, 2, 3], "accuracy": acc, "chance": chance, "score": score}},
-                                 tmp_path / "h.png")
+    fig = figures.plot_hierarchy(
+        {"m": {"levels": [1, 2, 3], "accuracy": acc, "chance": chance, "score": score}}, tmp_path / "h.png"
+    )
     ax_l, ax_s = fig.axes[:2]
-    bars = [c for c in ax_l.containers if c.get_label() == "m"][0]        # ErrorbarContainer
+    bars = [c for c in ax_l.containers if c.get_label() == "m"][0]  # ErrorbarContainer
     np.testing.assert_allclose(bars.lines[0].get_ydata(), [0.85, 0.45, 0.25])
     assert ax_s.patches[0].get_height() == pytest.approx(score.mean())
     _png_ok(tmp_path / "h.png")

@@ -37,8 +37,9 @@ def test_random_embeddings_give_chance():
 
 
 def test_synthetic_images_are_decodable():
-    images, classes, tree = hd.synthetic_hierarchy_images(np.random.default_rng(2), branching=(2, 3),
-                                                          per_leaf=10, size=8, noise=1.0)
+    images, classes, tree = hd.synthetic_hierarchy_images(
+        np.random.default_rng(2), branching=(2, 3), per_leaf=10, size=8, noise=1.0
+    )
     assert images.shape == (60, 8, 8, 3) and classes.shape == (60,)
     r = hd.decode_levels(images.reshape(60, -1), classes, tree, seed=0)
     assert all(lv.accuracy > 0.9 for lv in r.levels)

@@ -45,12 +45,20 @@ def test_recover_alpha_from_simulated_choices():
         items = np.array([rng.choice(n_img, 3, replace=False) for _ in range(t)])
         rt = rng.uniform(0.5, 2.0, t)
         probe = oo.trials_from_arrays(items, np.zeros(t, int), rt, ["x"] * t)
-        p = np.stack([np.exp(oo.choice_log_probs(e, oo.Trials(items, np.full(t, c), rt, probe.participant),
-                                                 true_alpha)) for c in range(3)], axis=1)
+        p = np.stack(
+            [
+                np.exp(oo.choice_log_probs(e, oo.Trials(items, np.full(t, c), rt, probe.participant), true_alpha))
+                for c in range(3)
+            ],
+            axis=1,
+        )
         np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-9)
         choice = (rng.uniform(size=(t, 1)) > np.cumsum(p, 1)).sum(1)
-        fits.append(oo.fit_alpha(e, oo.trials_from_arrays(items, choice, rt, [f"p{participant}"] * t),
-                                 objective="log_likelihood"))
+        fits.append(
+            oo.fit_alpha(
+                e, oo.trials_from_arrays(items, choice, rt, [f"p{participant}"] * t), objective="log_likelihood"
+            )
+        )
     for f in fits:
         assert abs(np.log(f.alpha / true_alpha)) < np.log(1.35)
 
@@ -63,8 +71,11 @@ def test_mean_likelihood_grid_search_brute_force(tmp_path):
     for p in ("a", "b"):
         for _ in range(30):
             trio = rng.choice(12, 3, replace=False)
-            rows.append(",".join([ids[trio[0]], ids[trio[1]], ids[trio[2]], ids[rng.choice(trio)],
-                                  f"{rng.uniform(0.4, 2):.3f}", p]))
+            rows.append(
+                ",".join(
+                    [ids[trio[0]], ids[trio[1]], ids[trio[2]], ids[rng.choice(trio)], f"{rng.uniform(0.4, 2):.3f}", p]
+                )
+            )
     path = tmp_path / "trials.csv"
     path.write_text("\n".join(rows) + "\n")
     trials = oo.read_trials(path, ids)

@@ -58,7 +58,7 @@ def _spearman_no_ties(a, b):
 
 
 def test_regularity_correlation():
-    rate = np.linspace(0.1, 0.6, 11) + np.array([0, .3, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+    rate = np.linspace(0.1, 0.6, 11) + np.array([0, 0.3, 0, 0, 0, 0, 0, 0, 0, 0, 0])
     rho, p, dof = ob.regularity_correlation(rate)
     assert dof == 9
     assert rho == pytest.approx(_spearman_no_ties(rate, np.arange(11)))
@@ -87,11 +87,13 @@ def test_compare_across_runs_t18():
 
 def test_subject_correlations_skip_constant():
     model = np.linspace(0, 1, 11)
-    subjects = {"a": {"population": "x", "error_rate": model ** 2},
-                "b": {"population": "y", "error_rate": np.full(11, 0.5)}}
+    subjects = {
+        "a": {"population": "x", "error_rate": model**2},
+        "b": {"population": "y", "error_rate": np.full(11, 0.5)},
+    }
     out = ob.subject_correlations(model, subjects)
     assert set(out) == {"a"}
-    assert out["a"]["r"] == pytest.approx(np.corrcoef(model, model ** 2)[0, 1])
+    assert out["a"]["r"] == pytest.approx(np.corrcoef(model, model**2)[0, 1])
 
 
 def test_similarity_judgements(tmp_path):
@@ -105,7 +107,7 @@ def test_similarity_judgements(tmp_path):
             a, b = ids[i], ids[j]
             cos = emb[a] @ emb[b] / np.linalg.norm(emb[a]) / np.linalg.norm(emb[b])
             r1, r2 = 3 + 3 * cos + 0.2, 3 + 3 * cos - 0.2
-            rows += [f"{a},{b},{r1},p1", f"{b},{a},{r2},p2"]   # order within a pair is irrelevant
+            rows += [f"{a},{b},{r1},p1", f"{b},{a},{r2},p2"]  # order within a pair is irrelevant
             truth[(a, b)] = 3 + 3 * cos
     path = tmp_path / "judgements.csv"
     path.write_text("\n".join(rows) + "\n")

@@ -46,8 +46,10 @@ def test_per_baboon_file(shared_dir):
 
 
 def test_pooled_and_rank():
-    rates = {"a": {"errors": np.full(11, 1), "trials": np.full(11, 4)},
-             "b": {"errors": np.full(11, 3), "trials": np.full(11, 4)}}
+    rates = {
+        "a": {"errors": np.full(11, 1), "trials": np.full(11, 4)},
+        "b": {"errors": np.full(11, 3), "trials": np.full(11, 4)},
+    }
     np.testing.assert_allclose(sm.pooled_error_rates(rates, ["a", "b"]), 0.5)
     assert sm.regularity_rank().tolist() == list(range(11))
     with pytest.raises(ValueError, match="populations"):

@@ -49,8 +49,13 @@ def test_accuracy_against_loop():
 
 def test_summarize_against_explicit_loops():
     rng = np.random.default_rng(3)
-    per_run = {str(lam): [{"id_accuracy": float(rng.uniform(0.8, 1)), "ood_accuracy": float(rng.uniform(0, 0.5)),
-                           "seed": s} for s in range(4)] for lam in (100.0, 0.25, 0.0, 10.0)}
+    per_run = {
+        str(lam): [
+            {"id_accuracy": float(rng.uniform(0.8, 1)), "ood_accuracy": float(rng.uniform(0, 0.5)), "seed": s}
+            for s in range(4)
+        ]
+        for lam in (100.0, 0.25, 0.0, 10.0)
+    }
     per_run["0.5"] = [{"id_accuracy": 0.7, "ood_accuracy": 0.6}]
     rows = sd.summarize(per_run, 0.95)
     assert [r["lambda"] for r in rows] == [0.0, 0.25, 0.5, 10.0, 100.0]
@@ -80,8 +85,12 @@ def test_summarize_against_explicit_loops():
 
 
 def test_plot_writes_png(tmp_path):
-    rows = sd.summarize({0: [{"id_accuracy": 0.9, "ood_accuracy": 0.4}, {"id_accuracy": 0.95, "ood_accuracy": 0.3}],
-                         100: [{"id_accuracy": 0.1, "ood_accuracy": 0.1}, {"id_accuracy": 0.12, "ood_accuracy": 0.1}]})
+    rows = sd.summarize(
+        {
+            0: [{"id_accuracy": 0.9, "ood_accuracy": 0.4}, {"id_accuracy": 0.95, "ood_accuracy": 0.3}],
+            100: [{"id_accuracy": 0.1, "ood_accuracy": 0.1}, {"id_accuracy": 0.12, "ood_accuracy": 0.1}],
+        }
+    )
     path = tmp_path / "p.png"
     sd.plot_accuracy_vs_lambda(rows, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

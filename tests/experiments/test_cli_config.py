@@ -15,8 +15,8 @@ from typing import Literal, Optional
 import numpy as np
 import pytest
 
-from gensim_jax.experiments import overrides as _config
 from gensim_jax import experiments as registry
+from gensim_jax.experiments import overrides as _config
 from gensim_jax.experiments.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,17 +36,22 @@ def test_discovery_lists_the_modules_that_declare_an_experiment(tmp_path):
 
     # the package itself: every module that assigns EXPERIMENT, and nothing else
     real = registry.available()
-    expected = sorted(p.stem for p in (REPO / "gensim_jax" / "experiments").glob("*.py")
-                      if not p.name.startswith("_") and "\nEXPERIMENT = " in p.read_text())
+    expected = sorted(
+        p.stem
+        for p in (REPO / "gensim_jax" / "experiments").glob("*.py")
+        if not p.name.startswith("_") and "\nEXPERIMENT = " in p.read_text()
+    )
     assert sorted(real) == expected
     assert set(real) == {"gaussian_mixture", "geoclidean", "imagenet_hierarchy", "quadrilaterals", "spurious_digits"}
 
 
 def test_an_experiment_file_outside_the_package_runs_by_path(tmp_path, capsys):
     path = tmp_path / "my_exp.py"
-    path.write_text('"""Experiment: a fork\'s own."""\nfrom gensim_jax.training.experiment import Experiment\n'
-                    "class Mine(Experiment):\n    CONFIGS = {'tiny': Experiment.Config(num_steps=1)}\n"
-                    "EXPERIMENT = Mine()\n")
+    path.write_text(
+        '"""Experiment: a fork\'s own."""\nfrom gensim_jax.training.experiment import Experiment\n'
+        "class Mine(Experiment):\n    CONFIGS = {'tiny': Experiment.Config(num_steps=1)}\n"
+        "EXPERIMENT = Mine()\n"
+    )
     experiment = registry.load(str(path))
     assert experiment.name == "my_exp" and experiment.summary == "a fork's own."
     assert experiment.default_config() == "tiny" and experiment.get_config().num_steps == 1
@@ -72,10 +77,19 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
 
 
 def test_gensim_jax_train_help_lists_the_experiments():
-    out = subprocess.run([sys.executable, "-m", "gensim_jax.cli", "train", "--help"], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout
-    assert out == subprocess.run([sys.executable, "-m", "train", "--help"], cwd=REPO, check=True,
-                                 capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "gensim_jax.cli", "train", "--help"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert (
+        out
+        == subprocess.run(
+            [sys.executable, "-m", "train", "--help"], cwd=REPO, check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert "experiments (" in out
     for name in registry.available():
         assert name in out
@@ -99,24 +113,27 @@ class Demo:
     table: dict = dataclasses.field(default_factory=dict)
 
 
-@pytest.mark.parametrize("key, text, expected", [
-    ("steps", "7", 7),
-    ("rate", "1e-3", 0.001),
-    ("rate", "2", 2.0),  # an int is a float
-    ("name", "lenet5", "lenet5"),
-    ("name", '"quoted"', "quoted"),
-    ("name", "123", "123"),  # text where a string is expected
-    ("flag", "true", True),
-    ("limit", "null", None),
-    ("limit", "5", 5),
-    ("path", "null", None),
-    ("path", "/data/x", "/data/x"),
-    ("sizes", "[4, 5, 6]", (4, 5, 6)),
-    ("pair", "[1, 2.5]", (1.0, 2.5)),
-    ("anything", '[[1, 2], "b"]', ((1, 2), "b")),
-    ("mode", "slow", "slow"),
-    ("table", '{"a": 1}', {"a": 1}),
-])
+@pytest.mark.parametrize(
+    "key, text, expected",
+    [
+        ("steps", "7", 7),
+        ("rate", "1e-3", 0.001),
+        ("rate", "2", 2.0),  # an int is a float
+        ("name", "lenet5", "lenet5"),
+        ("name", '"quoted"', "quoted"),
+        ("name", "123", "123"),  # text where a string is expected
+        ("flag", "true", True),
+        ("limit", "null", None),
+        ("limit", "5", 5),
+        ("path", "null", None),
+        ("path", "/data/x", "/data/x"),
+        ("sizes", "[4, 5, 6]", (4, 5, 6)),
+        ("pair", "[1, 2.5]", (1.0, 2.5)),
+        ("anything", '[[1, 2], "b"]', ((1, 2), "b")),
+        ("mode", "slow", "slow"),
+        ("table", '{"a": 1}', {"a": 1}),
+    ],
+)
 def test_override_values_are_parsed_to_the_annotated_type(key, text, expected):
     got = _config.parse_overrides(Demo, [f"{key}={text}"])[key]
     assert got == expected and type(got) is type(expected)
@@ -124,22 +141,25 @@ def test_override_values_are_parsed_to_the_annotated_type(key, text, expected):
         assert all(type(a) is type(b) for a, b in zip(got, expected))
 
 
-@pytest.mark.parametrize("item, words", [
-    ("steps=2.5", ["steps", "expected int", "2.5", "float"]),
-    ("steps=abc", ["steps", "expected int", '"abc"']),
-    ("steps=true", ["steps", "expected int", "true", "bool"]),
-    ("rate=fast", ["rate", "expected float", '"fast"']),
-    ("flag=1", ["flag", "expected bool", "1"]),
-    ("flag=yes", ["flag", "expected bool", '"yes"']),
-    ("limit=1.5", ["limit", "expected Optional[int]", "1.5"]),
-    ("sizes=3", ["sizes", "expected tuple[int, ...]", "3"]),
-    ('sizes=[1, "x"]', ["sizes[1]", "expected int", '"x"']),
-    ("pair=[1]", ["pair", "tuple[float, float]", "2 entries", "1 entries"]),
-    ("mode=medium", ["mode", "'fast', 'slow'", '"medium"']),
-    ("table=[1]", ["table", "expected dict", "[1]"]),
-    ("stesp=3", ["unknown key 'stesp'", "did you mean steps", "KEY=VALUE"]),
-    ("steps", ["KEY=VALUE", "'steps'"]),
-])
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("steps=2.5", ["steps", "expected int", "2.5", "float"]),
+        ("steps=abc", ["steps", "expected int", '"abc"']),
+        ("steps=true", ["steps", "expected int", "true", "bool"]),
+        ("rate=fast", ["rate", "expected float", '"fast"']),
+        ("flag=1", ["flag", "expected bool", "1"]),
+        ("flag=yes", ["flag", "expected bool", '"yes"']),
+        ("limit=1.5", ["limit", "expected Optional[int]", "1.5"]),
+        ("sizes=3", ["sizes", "expected tuple[int, ...]", "3"]),
+        ('sizes=[1, "x"]', ["sizes[1]", "expected int", '"x"']),
+        ("pair=[1]", ["pair", "tuple[float, float]", "2 entries", "1 entries"]),
+        ("mode=medium", ["mode", "'fast', 'slow'", '"medium"']),
+        ("table=[1]", ["table", "expected dict", "[1]"]),
+        ("stesp=3", ["unknown key 'stesp'", "did you mean steps", "KEY=VALUE"]),
+        ("steps", ["KEY=VALUE", "'steps'"]),
+    ],
+)
 def test_bad_overrides_name_the_key_the_type_and_the_value(item, words):
     with pytest.raises(_config.ConfigError) as info:
         _config.parse_overrides(Demo, [item])
@@ -180,25 +200,28 @@ def no_training(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["geoclidean", "--config", "huge"], ["unknown config 'huge'", "cpu_small", "paper"]),
-    (["geoclidean", "--set", "image_size=64.5"], ["image_size", "expected int", "64.5"]),
-    (["geoclidean", "--set", "learning_rate=fast"], ["learning_rate", "expected float", '"fast"']),
-    (["geoclidean", "--set", "stage_sizes=2"], ["stage_sizes", "Optional[tuple]", "2"]),
-    (["geoclidean", "--set", "imag_size=64"], ["unknown key 'imag_size'", "image_size"]),
-    (["geoclidean", "--objective", "gensim,nonsense"], ["unknown objective", "'nonsense'", "simclr"]),
-    (["geoclidean", "--objective", "gensim", "--set", 'objectives=["simclr"]'], ["both --objective and --set"]),
-    (["geoclidean", "--model", "resnet9000"], ["unknown model 'resnet9000'", "lenet5"]),
-    (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model`"]),
-    (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`objectives`"]),
-    (["geoclidean", "--config", "cpu_small", "--set", "image_size=16"], ["image_size must be >= 32"]),
-    (["nonexistent_experiment"], ["unknown experiment 'nonexistent_experiment'", "geoclidean"]),
-    (["geoclidean", "--set", "batch_size=7", "mesh_data=2"], ["mesh_data"]),
-    (["geoclidean", "--set", "optimizer=adagrad"], ["optimizer must be one of", "lars"]),
-    (["geoclidean", "--coordinator", "127.0.0.1:1234"], ["go together"]),
-    (["geoclidean", "--profile-steps", "5:2"], ["--profile-steps", "START:END"]),
-    (["geoclidean", "--peak-tflops", "-1"], ["--peak-tflops must be positive"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["geoclidean", "--config", "huge"], ["unknown config 'huge'", "cpu_small", "paper"]),
+        (["geoclidean", "--set", "image_size=64.5"], ["image_size", "expected int", "64.5"]),
+        (["geoclidean", "--set", "learning_rate=fast"], ["learning_rate", "expected float", '"fast"']),
+        (["geoclidean", "--set", "stage_sizes=2"], ["stage_sizes", "Optional[tuple]", "2"]),
+        (["geoclidean", "--set", "imag_size=64"], ["unknown key 'imag_size'", "image_size"]),
+        (["geoclidean", "--objective", "gensim,nonsense"], ["unknown objective", "'nonsense'", "simclr"]),
+        (["geoclidean", "--objective", "gensim", "--set", 'objectives=["simclr"]'], ["both --objective and --set"]),
+        (["geoclidean", "--model", "resnet9000"], ["unknown model 'resnet9000'", "lenet5"]),
+        (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model`"]),
+        (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`objectives`"]),
+        (["geoclidean", "--config", "cpu_small", "--set", "image_size=16"], ["image_size must be >= 32"]),
+        (["nonexistent_experiment"], ["unknown experiment 'nonexistent_experiment'", "geoclidean"]),
+        (["geoclidean", "--set", "batch_size=7", "mesh_data=2"], ["mesh_data"]),
+        (["geoclidean", "--set", "optimizer=adagrad"], ["optimizer must be one of", "lars"]),
+        (["geoclidean", "--coordinator", "127.0.0.1:1234"], ["go together"]),
+        (["geoclidean", "--profile-steps", "5:2"], ["--profile-steps", "START:END"]),
+        (["geoclidean", "--peak-tflops", "-1"], ["--peak-tflops must be positive"]),
+    ],
+)
 def test_config_errors_stop_before_training(argv, words, no_training, capsys, tmp_path):
     with pytest.raises(SystemExit) as info:
         main([*argv, "--workdir", str(tmp_path / "run")])
@@ -210,10 +233,31 @@ def test_config_errors_stop_before_training(argv, words, no_training, capsys, tm
 
 
 def test_flags_reach_the_config(no_training, tmp_path):
-    assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "a"), "--objective", "gensim",
-                 "--objective", "simclr,class_triplet", "--model", "lenet5", "--set", "image_size=32",
-                 "learning_rate=1", "stage_sizes=null", "--set", "projection_dims=[16, 8]"]) == 0
-    (config, workdir), = no_training
+    assert (
+        main(
+            [
+                "geoclidean",
+                "--config",
+                "cpu_small",
+                "--workdir",
+                str(tmp_path / "a"),
+                "--objective",
+                "gensim",
+                "--objective",
+                "simclr,class_triplet",
+                "--model",
+                "lenet5",
+                "--set",
+                "image_size=32",
+                "learning_rate=1",
+                "stage_sizes=null",
+                "--set",
+                "projection_dims=[16, 8]",
+            ]
+        )
+        == 0
+    )
+    ((config, workdir),) = no_training
     assert workdir == tmp_path / "a"
     assert config.objectives == ("gensim", "simclr", "class_triplet") and config.model == "lenet5"
     assert config.image_size == 32 and config.learning_rate == 1.0 and type(config.learning_rate) is float
@@ -228,8 +272,17 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
     workdir = tmp_path / "run"
     (workdir / "gensim" / "run0" / "checkpoints" / "8").mkdir(parents=True)
     (workdir / "config.json").write_text(json.dumps({"seed": 0, "config": {"num_steps": 8, "model": "lenet5"}}))
-    argv = ["geoclidean", "--config", "cpu_small", "--workdir", str(workdir), "--set", "num_steps=12",
-            "--model", "lenet5"]
+    argv = [
+        "geoclidean",
+        "--config",
+        "cpu_small",
+        "--workdir",
+        str(workdir),
+        "--set",
+        "num_steps=12",
+        "--model",
+        "lenet5",
+    ]
     with pytest.raises(SystemExit) as info:
         main(argv)
     err = capsys.readouterr().err
@@ -246,14 +299,33 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
 # -- SIGKILL and --resume, through the experiment CLI ------------------------------------------------
 
 STEPS, EVERY, KILL_AT = 8, 2, 4
-RUN = ["geoclidean", "--config", "cpu_small", "--model", "lenet5", "--objective", "gensim",
-       "--set", "stage_sizes=null", "image_size=32", "num_train_images=16", "batch_size=8", f"num_steps={STEPS}",
-       f"checkpoint_every={EVERY}", "projection_dims=[16,8]", "eval_batch_size=35", "log_every=1"]
+RUN = [
+    "geoclidean",
+    "--config",
+    "cpu_small",
+    "--model",
+    "lenet5",
+    "--objective",
+    "gensim",
+    "--set",
+    "stage_sizes=null",
+    "image_size=32",
+    "num_train_images=16",
+    "batch_size=8",
+    f"num_steps={STEPS}",
+    f"checkpoint_every={EVERY}",
+    "projection_dims=[16,8]",
+    "eval_batch_size=35",
+    "log_every=1",
+]
 
 
 def _losses(run_dir: Path) -> list:
-    return [(r["step"], r["loss"]) for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
-            if "loss" in r]
+    return [
+        (r["step"], r["loss"])
+        for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())
+        if "loss" in r
+    ]
 
 
 def _final_state(run_dir: Path) -> dict:
@@ -263,15 +335,26 @@ def _final_state(run_dir: Path) -> dict:
         return ck.restore(run_dir / "checkpoints" / str(STEPS) / "state")
 
 
+@pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
     # conftest.py sets the float32 matmul precision of this process to "highest"; the runs in
     # subprocesses get the same setting, so that all three runs compute the same numbers
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               JAX_DEFAULT_MATMUL_PRECISION="highest")
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=str(REPO),
+        TF_CPP_MIN_LOG_LEVEL="3",
+        JAX_DEFAULT_MATMUL_PRECISION="highest",
+    )
     ref_dir, run_dir = tmp_path / "reference", tmp_path / "killed"
-    killed = subprocess.Popen([sys.executable, "-m", "tests.experiments._sigkill", str(KILL_AT), *RUN,
-                               "--workdir", str(run_dir)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    killed = subprocess.Popen(
+        [sys.executable, "-m", "tests.experiments._sigkill", str(KILL_AT), *RUN, "--workdir", str(run_dir)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # meanwhile, the uninterrupted run, through the same CLI in this process
         assert main([*RUN, "--workdir", str(ref_dir)]) == 0
@@ -285,15 +368,22 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
     assert len(finished) == 1 and finished[0][0] == run0 / "checkpoints"
     restore_point = finished[0][1][-1]
     assert EVERY <= restore_point <= KILL_AT and not (run_dir / "results.json").exists()
-    kept_lines = [line for line in (run0 / "metrics.jsonl").read_text().splitlines()
-                  if json.loads(line)["step"] <= restore_point]
+    kept_lines = [
+        line for line in (run0 / "metrics.jsonl").read_text().splitlines() if json.loads(line)["step"] <= restore_point
+    ]
 
     # without --resume the CLI refuses the directory; with it the run continues from its last checkpoint
     with pytest.raises(SystemExit) as refused:
         main([*RUN, "--workdir", str(run_dir)])
     assert refused.value.code == 2 and "--resume" in capsys.readouterr().err
-    resumed = subprocess.run([sys.executable, "-m", "train", *RUN, "--workdir", str(run_dir), "--resume"], cwd=REPO,
-                             env=env, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "train", *RUN, "--workdir", str(run_dir), "--resume"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"resumed from step {restore_point} of {STEPS}" in resumed.stderr
 
@@ -302,7 +392,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
     assert [s for s, _ in reference] == list(range(1, STEPS + 1))
     assert _losses(run0) == reference
     # the lines up to the restore point are the killed run's own (kept, not recomputed)
-    assert (run0 / "metrics.jsonl").read_text().splitlines()[:len(kept_lines)] == kept_lines
+    assert (run0 / "metrics.jsonl").read_text().splitlines()[: len(kept_lines)] == kept_lines
     got, want = _final_state(run0), _final_state(ref_dir / "gensim" / "run0")
     assert int(got["step"]) == int(want["step"]) == STEPS
     flat_got, flat_want = _flatten(got), _flatten(want)
@@ -327,13 +417,30 @@ def _flatten(tree, prefix="") -> dict:
     return {prefix: np.asarray(tree)}
 
 
+@pytest.mark.slow
 def test_a_cli_run_leaves_events_a_profile_and_compares(tmp_path, capsys):
     """gensim-jax train with --profile-steps on a one-file experiment, then gensim-jax runs compare on its runs."""
     from gensim_jax.cli import main as gensim_jax
 
     tiny = str(REPO / "tests" / "training" / "tiny_experiment.py")
-    assert main([tiny, "--config", "tiny", "--workdir", str(tmp_path / "w"), "--set", "num_steps=6",
-                 "--profile-steps", "2:4", "--peak-tflops", "0.001"]) == 0
+    assert (
+        main(
+            [
+                tiny,
+                "--config",
+                "tiny",
+                "--workdir",
+                str(tmp_path / "w"),
+                "--set",
+                "num_steps=6",
+                "--profile-steps",
+                "2:4",
+                "--peak-tflops",
+                "0.001",
+            ]
+        )
+        == 0
+    )
     run0 = tmp_path / "w" / "gensim" / "run0"
     assert len(list((run0 / "plugins" / "profile").glob("*/*.xplane.pb"))) == 1
     events = list(run0.glob("events.out.tfevents.*"))  # the loop's and the final evaluation's, this process's

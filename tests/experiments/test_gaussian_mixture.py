@@ -13,6 +13,9 @@ from gensim_jax.training.runner import run_experiment
 EXP = exp.EXPERIMENT
 
 
+pytestmark = pytest.mark.slow  # end-to-end trainings
+
+
 def test_short_run_separates_components_and_writes_outputs(tmp_path):
     config = EXP.get_config("paper", epochs=40, learning_rate=1e-3, num_pairs=20_000, num_bins=100)
     results = run_experiment(EXP, config, tmp_path, progress=False)
@@ -46,7 +49,7 @@ def test_batches_visit_every_epochs_permutation_in_order_and_resume():
     for epoch in range(3):
         perm = np.asarray(jax.random.permutation(keys[epoch], 100))
         for k in range(3):
-            np.testing.assert_array_equal(batches[3 * epoch + k]["anchor"], trip["anchor"][perm[32 * k:32 * (k + 1)]])
+            np.testing.assert_array_equal(batches[3 * epoch + k]["anchor"], trip["anchor"][perm[32 * k : 32 * (k + 1)]])
     resumed = list(exp.make_batches(trip, config, 5, steps)(4))  # from batch 4: epoch 1, batch 1
     for a, b in zip(resumed, batches[4:]):
         np.testing.assert_array_equal(a["negative"], b["negative"])
@@ -59,10 +62,16 @@ def test_cli_rejects_unknown_fields(capsys):
     assert "KEY=VALUE" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("overrides, field", [
-    (dict(batch_size=20_000), "batch_size"), (dict(loss_form="cubic"), "loss_form"),
-    (dict(learning_rate=0.0), "learning_rate"), (dict(num_pairs=100), "num_pairs"), (dict(hidden=0), "hidden"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(batch_size=20_000), "batch_size"),
+        (dict(loss_form="cubic"), "loss_form"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(num_pairs=100), "num_pairs"),
+        (dict(hidden=0), "hidden"),
+    ],
+)
 def test_bad_config_names_the_field(overrides, field):
     with pytest.raises(ValueError, match=field):
         EXP.get_config("paper", **overrides)

@@ -7,18 +7,28 @@ import numpy as np
 import optax
 import pytest
 
+from gensim_jax.experiments import geoclidean as exp
+from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import create_train_state
-from gensim_jax.training.step import eval_step
-from gensim_jax.experiments import geoclidean as exp
-from gensim_jax.experiments.cli import main
 from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.step import eval_step
 
 
 def tiny_config(**kw):
-    base = dict(model="lenet5", stage_sizes=None, image_size=32, num_train_images=64, batch_size=8,
-                num_steps=3, learning_rate=1e-3, projection_dims=(16, 8), eval_batch_size=35, log_every=1)
+    base = dict(
+        model="lenet5",
+        stage_sizes=None,
+        image_size=32,
+        num_train_images=64,
+        batch_size=8,
+        num_steps=3,
+        learning_rate=1e-3,
+        projection_dims=(16, 8),
+        eval_batch_size=35,
+        log_every=1,
+    )
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -29,6 +39,7 @@ def run(tmp_path_factory):
     return workdir, results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", exp.OBJECTIVES)
 def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     workdir, results = run
@@ -63,6 +74,7 @@ def test_results_table_plot_and_top_level_config(run):
         assert f"| {name} |" in table
 
 
+@pytest.mark.slow
 def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     config = tiny_config()
     source = exp.GeoclideanSource(64, seed=0, size=32)
@@ -87,8 +99,9 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
 
     # and the loss of the step is mean_{i != j} (cos(z_i, z_j) - T_ij)^2 with that target
     model, _, _ = exp.EXPERIMENT.model("gensim", config)
-    state = create_train_state(model, optax.adam(1e-3), jax.random.key(0),
-                               variables=exp.EXPERIMENT.init_variables("gensim", config, model, 0))
+    state = create_train_state(
+        model, optax.adam(1e-3), jax.random.key(0), variables=exp.EXPERIMENT.init_variables("gensim", config, model, 0)
+    )
     z = np.asarray(model.apply(state.variables, batch["image"])["embedding"], np.float64)
     zn = z / np.linalg.norm(z, axis=1, keepdims=True)
     err = (zn @ zn.T - expected) ** 2

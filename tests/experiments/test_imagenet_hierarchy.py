@@ -7,18 +7,29 @@ import jax
 import numpy as np
 import pytest
 
-from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
-from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
-from gensim_jax.training import load_exported
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
+from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
+from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+from gensim_jax.training import load_exported
 from gensim_jax.training.runner import run_experiment
 
 
 def tiny_config(**kw):
-    base = dict(model="lenet5", stage_sizes=None, image_size=32, branching=(2, 2), train_per_leaf=4,
-                batch_size=8, num_steps=2, projection_dims=(16, 8), eval_per_leaf=3, eval_batch_size=12,
-                pixel_size=8, log_every=1)
+    base = dict(
+        model="lenet5",
+        stage_sizes=None,
+        image_size=32,
+        branching=(2, 2),
+        train_per_leaf=4,
+        batch_size=8,
+        num_steps=2,
+        projection_dims=(16, 8),
+        eval_per_leaf=3,
+        eval_batch_size=12,
+        pixel_size=8,
+        log_every=1,
+    )
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -77,8 +88,11 @@ def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
     expected = [[math.log(_eq4(parents, a, b)) / log_max for b in labels] for a in labels]
     np.testing.assert_allclose(np.asarray(target), expected, rtol=1e-5, atol=1e-6)
     raw = exp.EXPERIMENT.get_config("paper", target_transform="raw")
-    np.testing.assert_allclose(np.asarray(exp.make_objective("gensim", raw).target({"label": labels[:3]})),
-                               [[math.log(_eq4(parents, a, b)) for b in labels[:3]] for a in labels[:3]], rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(exp.make_objective("gensim", raw).target({"label": labels[:3]})),
+        [[math.log(_eq4(parents, a, b)) for b in labels[:3]] for a in labels[:3]],
+        rtol=1e-5,
+    )
 
 
 def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
@@ -88,8 +102,9 @@ def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
     np.testing.assert_array_equal(tree.parents, balanced_tree((2, 3, 3)).parents)
     np.testing.assert_array_equal(nodes, tree.leaves)
     src = exp.HierarchySource(config, 2, image_seed=1)
-    images, labels = hierarchy_images(tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1,
-                                      noise=config.synthetic_noise)
+    images, labels = hierarchy_images(
+        tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.synthetic_noise
+    )
     np.testing.assert_array_equal(src.images, images)
     np.testing.assert_array_equal(src.label, labels)
 
@@ -109,12 +124,27 @@ def test_next_other_class_against_a_scan():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field, value", [
-    ("objectives", ("gensim", "supervised")), ("objectives", ()), ("target_transform", "log"),
-    ("dataset", "cifar10"), ("num_runs", 0), ("image_size", 16), ("batch_size", 1), ("batch_size", 10_000),
-    ("branching", ()), ("branching", (2, 0)), ("eval_per_leaf", 2), ("eval_folds", 1), ("pixel_size", 64),
-    ("grayscale_p", 1.5), ("train_per_leaf", 1), ("num_steps", -1),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("objectives", ("gensim", "supervised")),
+        ("objectives", ()),
+        ("target_transform", "log"),
+        ("dataset", "cifar10"),
+        ("num_runs", 0),
+        ("image_size", 16),
+        ("batch_size", 1),
+        ("batch_size", 10_000),
+        ("branching", ()),
+        ("branching", (2, 0)),
+        ("eval_per_leaf", 2),
+        ("eval_folds", 1),
+        ("pixel_size", 64),
+        ("grayscale_p", 1.5),
+        ("train_per_leaf", 1),
+        ("num_steps", -1),
+    ],
+)
 def test_bad_config_raises_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         exp.EXPERIMENT.get_config("cpu_small", **{field: value})
@@ -127,7 +157,13 @@ def test_config_names_and_paper_values():
         exp.EXPERIMENT.get_config("cpu_small", no_such_field=1)
     paper = exp.EXPERIMENT.get_config("paper")
     assert (paper.model, paper.image_size, paper.batch_size, paper.learning_rate, paper.epochs, paper.num_runs) == (
-        "resnet50", 224, 256, 1e-3, 65.0, 5)
+        "resnet50",
+        224,
+        256,
+        1e-3,
+        65.0,
+        5,
+    )
     assert exp.EXPERIMENT.num_steps(paper, None) == math.ceil(65 * 1_281_167 / 256)
     assert exp.EXPERIMENT.get_config("cpu_small", branching=[2, 2]).branching == (2, 2)
 
@@ -148,8 +184,9 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
 
 def test_imagenet_batches_on_tfds_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
-    config = exp.EXPERIMENT.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6,
-                            eval_batch_size=2)
+    config = exp.EXPERIMENT.get_config(
+        "paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6, eval_batch_size=2
+    )
     with tfds.testing.mock_data(num_examples=4):
         g = next(exp.make_batches("gensim", config, seed=0)(0))
         s = next(exp.make_batches("simclr", config, seed=0)(0))
@@ -180,6 +217,7 @@ def run(tmp_path_factory):
     return workdir, results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", exp.OBJECTIVES)
 def test_each_objective_trains_exports_and_records_its_seed(run, objective):
     workdir, results = run
@@ -226,9 +264,11 @@ def test_results_levels_chance_and_scores_are_consistent(run):
         for lv in run0["levels"]:
             assert 0 <= lv["accuracy"] <= 1 and lv["accuracy"] == pytest.approx(np.mean(lv["fold_accuracies"]))
         assert run0["score_uniform"] == pytest.approx(
-            sum(math.log(a / lv["chance_uniform"]) for a, lv in zip(acc, run0["levels"])))
+            sum(math.log(a / lv["chance_uniform"]) for a, lv in zip(acc, run0["levels"]))
+        )
         assert run0["score_majority"] == pytest.approx(
-            sum(math.log(a / lv["chance_majority"]) for a, lv in zip(acc, run0["levels"])))
+            sum(math.log(a / lv["chance_majority"]) for a, lv in zip(acc, run0["levels"]))
+        )
         assert s["accuracy"] == [lv["accuracy"] for lv in run0["levels"]] and s["runs"] == 1
     table = exp.format_table(results)
     for name in ("pixels", "initial", *exp.OBJECTIVES):
@@ -240,8 +280,16 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
     images = rng.integers(0, 256, (3, 6, 6, 3), dtype=np.uint8)
     got = exp.pixel_embedding(images, 2)
     x = (images / 255.0 - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225])  # ImageNet statistics
-    expected = np.stack([[[x[n, 3 * i:3 * i + 3, 3 * j:3 * j + 3, c].mean() for c in range(3)]
-                          for i in range(2) for j in range(2)] for n in range(3)]).reshape(3, -1)
+    expected = np.stack(
+        [
+            [
+                [x[n, 3 * i : 3 * i + 3, 3 * j : 3 * j + 3, c].mean() for c in range(3)]
+                for i in range(2)
+                for j in range(2)
+            ]
+            for n in range(3)
+        ]
+    ).reshape(3, -1)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
 
@@ -252,8 +300,11 @@ def test_imagenet_rows_of_one_process_survive_the_runner_slicing(monkeypatch):
 
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     monkeypatch.setattr(jax, "process_index", lambda: 1)
-    local = {"image": np.arange(3 * 2, dtype=np.float32).reshape(3, 2), "label": np.array([4, 5, 6]),
-             "mask": np.array([True, False, True])}
+    local = {
+        "image": np.arange(3 * 2, dtype=np.float32).reshape(3, 2),
+        "label": np.array([4, 5, 6]),
+        "mask": np.array([True, False, True]),
+    }
     glob = next(exp._as_global_rows(iter([local]), 6))
     assert glob["image"].shape == (6, 2) and not glob["mask"][:3].any()
     kept = next(process_local_batches(lambda position: exp._as_global_rows(iter([local]), 6), 6)(0))

@@ -9,15 +9,24 @@ from scipy import stats
 
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
+from gensim_jax.experiments import quadrilaterals as exp
 from gensim_jax.stimuli import quadrilaterals as q
 from gensim_jax.training.export import load_exported
-from gensim_jax.experiments import quadrilaterals as exp
 from gensim_jax.training.runner import run_experiment
 
 
 def tiny_config(**kw):
-    base = dict(image_size=32, num_train_images=64, batch_size=8, num_steps=2, num_runs=2,
-                projection_dims=(16, 8), eval_trials_per_condition=1, eval_batch_size=66, log_every=1)
+    base = dict(
+        image_size=32,
+        num_train_images=64,
+        batch_size=8,
+        num_steps=2,
+        num_runs=2,
+        projection_dims=(16, 8),
+        eval_trials_per_condition=1,
+        eval_batch_size=66,
+        log_every=1,
+    )
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -30,14 +39,17 @@ def run(tmp_path_factory):
 def test_training_source_metadata_matches_the_rendered_shapes():
     config = tiny_config()
     src = exp.training_source(config, seed=3)
-    stim = q.sample_training_stimuli(np.random.default_rng(3), 64, rotation_range_deg=(-30.0, 30.0),
-                                     scale_range=(0.85, 1.15))
+    stim = q.sample_training_stimuli(
+        np.random.default_rng(3), 64, rotation_range_deg=(-30.0, 30.0), scale_range=(0.85, 1.15)
+    )
     np.testing.assert_array_equal(src.arrays["label"], stim.shape)
     for i in range(0, 64, 7):
         # features of the shape's reference vertices, computed independently of the sampler
         want = q.geometric_features(q.reference_vertices(int(stim.shape[i])))
         np.testing.assert_array_equal(src.arrays["features"][i], want)
-        img = q.render_quadrilaterals(stim.vertices()[i:i + 1], stim.rotation_deg[i:i + 1], stim.scale[i:i + 1], 32)[0]
+        img = q.render_quadrilaterals(
+            stim.vertices()[i : i + 1], stim.rotation_deg[i : i + 1], stim.scale[i : i + 1], 32
+        )[0]
         np.testing.assert_array_equal(src.example(i)["image"][..., 1], np.round(img * 255).astype(np.uint8))
     assert not np.any(q.is_held_out(stim.rotation_deg, stim.scale))
 
@@ -48,11 +60,13 @@ def test_gensim_loss_is_the_authors_cdist_mse():
     z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
     loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
     f = batch["features"].astype(np.float64)
-    want = np.mean([[(np.linalg.norm(z[i] - z[j]) - np.linalg.norm(f[i] - f[j])) ** 2 for j in range(8)]
-                    for i in range(8)])  # all B^2 entries, diagonal included
+    want = np.mean(
+        [[(np.linalg.norm(z[i] - z[j]) - np.linalg.norm(f[i] - f[j])) ** 2 for j in range(8)] for i in range(8)]
+    )  # all B^2 entries, diagonal included
     assert float(loss) == pytest.approx(want, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_runs_exports_and_oddball_numbers(run):
     workdir, results = run
     summary = results["summary"]["models"]
@@ -98,7 +112,7 @@ def test_runs_exports_and_oddball_numbers(run):
 def test_pretrained_supervised_head_is_extended(tmp_path):
     import torch
 
-    from bench.torch_models import RefCORnetZ
+    from tests.reference.torch_models import RefCORnetZ
 
     torch.manual_seed(0)
     path = tmp_path / "cornet_z.pth"
@@ -120,13 +134,16 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     jax.block_until_ready(g_model.apply(g_vars, np.zeros((1, 32, 32, 3), np.float32))["embedding"])
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(objectives=("gensim", "nope")), "objectives"),
-    (dict(model="resnet18"), "CORnet"),
-    (dict(cornet_times=(1, 1, 1)), "cornet_times"),
-    (dict(lr_supervised=0.0), "lr_supervised"),
-    (dict(batch_size=100), "batch_size"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(objectives=("gensim", "nope")), "objectives"),
+        (dict(model="resnet18"), "CORnet"),
+        (dict(cornet_times=(1, 1, 1)), "cornet_times"),
+        (dict(lr_supervised=0.0), "lr_supervised"),
+        (dict(batch_size=100), "batch_size"),
+    ],
+)
 def test_bad_config(bad, match):
     with pytest.raises(ValueError, match=match):
         tiny_config(**bad)

@@ -18,23 +18,29 @@ from gensim_jax.training.runner import run_experiment
 EXP = sd.EXPERIMENT
 
 
-@pytest.mark.parametrize("overrides, field", [
-    (dict(lambdas=(0.0, -1.0)), "lambdas"),
-    (dict(lambdas=()), "lambdas"),
-    (dict(lambdas=(0.5, 0.5)), "lambdas"),
-    (dict(num_runs=0), "num_runs"),
-    (dict(data="mnist"), "data"),
-    (dict(ood="rotated"), "ood"),
-    (dict(per_class=0), "per_class"),
-    (dict(overlap=1.0), "overlap"),
-    (dict(num_backgrounds=10), "num_backgrounds"),
-    (dict(batch_size=5000), "batch_size"),
-    (dict(epochs=0.0), "epochs"),
-    (dict(learning_rate=0.0), "learning_rate"),
-    (dict(confidence=1.5), "confidence"),
-    (dict(model="resnet18"), "model"),
-    (dict(bogus=1), "bogus"),
-])
+pytestmark = pytest.mark.slow  # end-to-end trainings
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (dict(lambdas=(0.0, -1.0)), "lambdas"),
+        (dict(lambdas=()), "lambdas"),
+        (dict(lambdas=(0.5, 0.5)), "lambdas"),
+        (dict(num_runs=0), "num_runs"),
+        (dict(data="mnist"), "data"),
+        (dict(ood="rotated"), "ood"),
+        (dict(per_class=0), "per_class"),
+        (dict(overlap=1.0), "overlap"),
+        (dict(num_backgrounds=10), "num_backgrounds"),
+        (dict(batch_size=5000), "batch_size"),
+        (dict(epochs=0.0), "epochs"),
+        (dict(learning_rate=0.0), "learning_rate"),
+        (dict(confidence=1.5), "confidence"),
+        (dict(model="resnet18"), "model"),
+        (dict(bogus=1), "bogus"),
+    ],
+)
 def test_get_config_names_the_bad_field(overrides, field):
     with pytest.raises(ValueError, match=field):
         EXP.get_config("cpu_small", **overrides)
@@ -83,8 +89,10 @@ def test_arm_objectives_equal_center_loss_and_share_one_compilation():
     model = get_model("mlp", in_features=6, num_classes=10)
     state = create_train_state(model, optax.adam(1e-3), 0)
     rng = np.random.default_rng(0)
-    batch = {"image": jnp.asarray(rng.normal(size=(8, 6)), jnp.float32),
-             "label": jnp.asarray(rng.integers(0, 10, 8), jnp.int32)}
+    batch = {
+        "image": jnp.asarray(rng.normal(size=(8, 6)), jnp.float32),
+        "label": jnp.asarray(rng.integers(0, 10, 8), jnp.int32),
+    }
     key = jax.random.key(0)
     traces = []
 
@@ -106,9 +114,20 @@ def test_arm_objectives_equal_center_loss_and_share_one_compilation():
 def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
     from gensim_jax.evaluation.cli import main as eval_main
 
-    config = EXP.get_config("cpu_small", lambdas=(0.0, 10.0), num_runs=2, num_train_images=40, num_test_images=20,
-                            num_backgrounds=30, per_class=2, num_steps=4, batch_size=8, evals_per_run=2,
-                            eval_batch_size=16, log_every=2)
+    config = EXP.get_config(
+        "cpu_small",
+        lambdas=(0.0, 10.0),
+        num_runs=2,
+        num_train_images=40,
+        num_test_images=20,
+        num_backgrounds=30,
+        per_class=2,
+        num_steps=4,
+        batch_size=8,
+        evals_per_run=2,
+        eval_batch_size=16,
+        log_every=2,
+    )
     results = run_experiment(EXP, config, tmp_path, progress=False)
     for name in ("config.json", "results.json", "spurious_digits.png"):
         assert (tmp_path / name).is_file()
@@ -129,7 +148,9 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
             evals = [m for m in lines if "eval/ood_accuracy" in m]
             assert [m["step"] for m in evals] == [2, 4]
             assert (evals[-1]["eval/id_accuracy"], evals[-1]["eval/ood_accuracy"]) == (
-                run["id_accuracy"], run["ood_accuracy"])
+                run["id_accuracy"],
+                run["ood_accuracy"],
+            )
             for k in ("id_accuracy", "ood_accuracy"):
                 assert run[k] * 20 == pytest.approx(round(run[k] * 20))  # a count out of 20 test digits
     for row in results["summary"]:

@@ -185,7 +185,9 @@ def test_pairwise_equals_double_loop_and_jit_agrees(transform):
     for i in range(7):
         for j in range(5):
             loop[i, j] = float(bb.log_similarity(f1[i], f2[j], alpha, beta))
-            np.testing.assert_allclose(loop[i, j], _betaln_log_similarity(f1[i], f2[j], alpha, beta), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(
+                loop[i, j], _betaln_log_similarity(f1[i], f2[j], alpha, beta), rtol=1e-5, atol=1e-5
+            )
     np.testing.assert_allclose(np.asarray(pair), loop, rtol=1e-5, atol=1e-5)
     elem = transform(bb.log_similarity)(f1[:, None, :], f2[None, :, :], alpha, beta)
     np.testing.assert_allclose(np.asarray(elem), loop, rtol=1e-5, atol=1e-5)
@@ -205,9 +207,7 @@ def test_fractional_features_are_expected_log_similarity():
             w = np.prod(np.where(bits1, p1, 1 - p1)) * np.prod(np.where(bits2, p2, 1 - p2))
             expected += w * _betaln_log_similarity(bits1, bits2, a, b)
     np.testing.assert_allclose(float(bb.log_similarity(p1, p2, a, b)), expected, rtol=1e-5)
-    np.testing.assert_allclose(
-        float(bb.pairwise_log_similarity(p1[None], p2[None], a, b)[0, 0]), expected, rtol=1e-5
-    )
+    np.testing.assert_allclose(float(bb.pairwise_log_similarity(p1[None], p2[None], a, b)[0, 0]), expected, rtol=1e-5)
 
 
 def test_vmap_and_broadcasting():
@@ -220,12 +220,17 @@ def test_vmap_and_broadcasting():
     # Broadcasting one vector against many.
     one_vs_many = bb.log_similarity(f1[0], f2, 1.5, 0.5)
     assert one_vs_many.shape == (4,)
-    np.testing.assert_allclose(np.asarray(one_vs_many), np.asarray(bb.pairwise_log_similarity(f1[:1], f2, 1.5, 0.5))[0], rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(one_vs_many), np.asarray(bb.pairwise_log_similarity(f1[:1], f2, 1.5, 0.5))[0], rtol=1e-5
+    )
     # Symmetry.
     np.testing.assert_allclose(np.asarray(bb.log_similarity(f2, f1, 1.5, 0.5)), np.asarray(direct), rtol=1e-6)
 
 
-@pytest.mark.parametrize("name,kwargs", [("alpha", dict(alpha=0.0)), ("alpha", dict(alpha=-1.0)), ("beta", dict(beta=-0.5)), ("beta", dict(beta=np.nan))])
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [("alpha", dict(alpha=0.0)), ("alpha", dict(alpha=-1.0)), ("beta", dict(beta=-0.5)), ("beta", dict(beta=np.nan))],
+)
 def test_invalid_parameters_raise(name, kwargs):
     f = jnp.ones((2, 3))
     params = dict(alpha=1.0, beta=1.0)

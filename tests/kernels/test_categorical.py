@@ -70,7 +70,9 @@ def test_noisy_label_table_matches_explicit_sum_and_limits():
         got = np.asarray(cat.noisy_label_log_similarity_table(jnp.asarray(pi, jnp.float32), eps))
         assert np.all(np.isfinite(got))
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(np.asarray(cat.noisy_label_log_similarity_table(jnp.asarray(pi, jnp.float32), 1.0)), 0.0, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(cat.noisy_label_log_similarity_table(jnp.asarray(pi, jnp.float32), 1.0)), 0.0, atol=1e-6
+    )
     small = np.asarray(cat.noisy_label_log_similarity_table(jnp.asarray(pi, jnp.float32), 1e-6))
     np.testing.assert_allclose(np.diag(small), -np.log(pi), rtol=1e-4)
     assert np.all(small[~np.eye(c, dtype=bool)] < -10)

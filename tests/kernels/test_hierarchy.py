@@ -71,7 +71,7 @@ def eq4_loop(probs_along_path):
 
 def log_s_loop(parents, probs, a, b):
     k = lca_depth_loop(parents, a, b)
-    shared = path_up(parents, a)[1:k + 1]
+    shared = path_up(parents, a)[1 : k + 1]
     return eq4_loop([probs[v] for v in shared])
 
 
@@ -222,7 +222,8 @@ def test_default_probabilities_are_uniform_per_node():
     np.testing.assert_allclose(np.exp(tree.log_edge_prob), [1, 1 / 3, 1 / 3, 1 / 3, 1 / 2, 1 / 2, 1])
     # leaves 4, 5 share root->1 (p = 1/3): s = 3; with themselves K = 2: (3 + 6) / 2
     assert H.log_similarity_pairs(tree, [4, 4, 6], [5, 4, 6]).tolist() == pytest.approx(
-        [math.log(3), math.log(4.5), math.log((3 + 3) / 2)])
+        [math.log(3), math.log(4.5), math.log((3 + 3) / 2)]
+    )
 
 
 # ------------------------------------------------------------------ monotonicity

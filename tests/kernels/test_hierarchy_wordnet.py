@@ -67,9 +67,14 @@ def test_lexnames_match_the_database(regenerated):
     """The hand-written lexnames agree with the lexicographer file of known synsets."""
     script, _, wn = regenerated
     assert len(script.LEXNAMES) == 45
-    for wnid, lexname in [("n01440764", "noun.animal"), ("n03888257", "noun.artifact"),
-                          ("n07565083", "noun.food"), ("n09428293", "noun.object"),
-                          ("n11939491", "noun.plant"), ("n09835506", "noun.person")]:
+    for wnid, lexname in [
+        ("n01440764", "noun.animal"),
+        ("n03888257", "noun.artifact"),
+        ("n07565083", "noun.food"),
+        ("n09428293", "noun.object"),
+        ("n11939491", "noun.plant"),
+        ("n09835506", "noun.person"),
+    ]:
         assert wn.synset_from_pos_and_offset("n", int(wnid[1:])).lexname() == lexname
     assert wn.synset("run.v.01").lexname() == "verb.motion"
     assert wn.synset("quickly.r.01").lexname() == "adv.all"

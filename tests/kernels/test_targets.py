@@ -82,8 +82,12 @@ def test_transform_table_against_an_entrywise_loop(transform):
     lo, hi = min(vals), max(vals)
     mean = sum(vals) / len(vals)
     std = (sum((v - mean) ** 2 for v in vals) / len(vals)) ** 0.5
-    maps = {"unit": lambda v: (v - lo) / (hi - lo), "raw": lambda v: v,
-            "affine": lambda v: 2 * (v - lo) / (hi - lo) - 1, "standardized": lambda v: (v - mean) / std}
+    maps = {
+        "unit": lambda v: (v - lo) / (hi - lo),
+        "raw": lambda v: v,
+        "affine": lambda v: 2 * (v - lo) / (hi - lo) - 1,
+        "standardized": lambda v: (v - mean) / std,
+    }
     expected = [[maps[transform](float(t[i, j])) for j in range(10)] for i in range(10)]
     got = targets.transform_table(t, transform, ref)
     # unit and raw keep the table's dtype; affine and standardized are the step's float32 maps

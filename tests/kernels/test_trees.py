@@ -203,9 +203,7 @@ def test_fast_equals_naive_on_random_trees(t1, t2, kind, lam, mu):
     assert got == pytest.approx(expected, rel=1e-10, abs=1e-300)
     # the corpus Gram (shared subtree types) gives the same numbers
     logk = log_gram_matrix([t1, t2, t1], kind, lam, mu, normalize=False)
-    ref = np.array(
-        [[naive_kernel(x, y, kind, lam, mu) for y in (t1, t2, t1)] for x in (t1, t2, t1)]
-    )
+    ref = np.array([[naive_kernel(x, y, kind, lam, mu) for y in (t1, t2, t1)] for x in (t1, t2, t1)])
     np.testing.assert_allclose(np.exp(logk), ref, rtol=1e-10)
 
 
@@ -347,9 +345,7 @@ def test_sst_single_pair_log_space_beyond_float64():
     assert exact > 10**308
     assert log_tree_kernel(t, t, "sst") == pytest.approx(math.log(exact), rel=1e-12)
     assert tree_kernel(t, t, "sst") == math.inf
-    assert log_gram_matrix([t], "sst", normalize=False)[0, 0] == pytest.approx(
-        math.log(exact), rel=1e-12
-    )
+    assert log_gram_matrix([t], "sst", normalize=False)[0, 0] == pytest.approx(math.log(exact), rel=1e-12)
 
 
 def test_tiny_decay_stays_finite_and_positive():

@@ -47,8 +47,14 @@ def triplet(a, p, n, form, margin, dist=euc):
     out = []
     for ai, pi, ni in zip(a, p, n):
         dp, dn = dist(ai, pi), dist(ai, ni)
-        out.append({"linear": dp - dn, "softplus": softplus(dp - dn), "hinge": max(0.0, dp - dn + margin),
-                    "quadratic": dp ** 2 - dn ** 2}[form])
+        out.append(
+            {
+                "linear": dp - dn,
+                "softplus": softplus(dp - dn),
+                "hinge": max(0.0, dp - dn + margin),
+                "quadratic": dp**2 - dn**2,
+            }[form]
+        )
     return out
 
 

@@ -29,7 +29,9 @@ class TestNCE(chex.TestCase):
         for b in range(4):
             row = [float(v) for v in h[b]]
             np.testing.assert_allclose(ce[b], ref.logsumexp(row) - row[idx[b]], rtol=1e-5)
-            exp_local = -ref.log_sigmoid(row[idx[b]]) - sum(ref.log_sigmoid(-v) for k, v in enumerate(row) if k != idx[b])
+            exp_local = -ref.log_sigmoid(row[idx[b]]) - sum(
+                ref.log_sigmoid(-v) for k, v in enumerate(row) if k != idx[b]
+            )
             np.testing.assert_allclose(local[b], exp_local, rtol=1e-5)
 
 
@@ -61,7 +63,9 @@ def test_class_center_loss_equals_loop(layout):
     _, z, y, valid = layout
     expected = ref.center(z, y, valid)
     np.testing.assert_allclose(losses.class_center_loss(z, y, mask=valid), expected, rtol=1e-5)
-    np.testing.assert_allclose(losses.class_center_loss(z, y, num_classes=int(y.max()) + 1, mask=valid), expected, rtol=1e-5)
+    np.testing.assert_allclose(
+        losses.class_center_loss(z, y, num_classes=int(y.max()) + 1, mask=valid), expected, rtol=1e-5
+    )
     np.testing.assert_allclose(jax.jit(lambda z: losses.class_center_loss(z, y, mask=valid))(z), expected, rtol=1e-5)
 
 

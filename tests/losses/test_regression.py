@@ -46,8 +46,9 @@ def test_distance_regression_matches_authors_cdist_form():
     authors = torch.nn.functional.mse_loss(torch.cdist(zt, zt), torch.cdist(ft, ft)).item()
     ours = losses.distance_regression_loss(z, f, exclude_diagonal=False)
     np.testing.assert_allclose(ours, authors, rtol=1e-4)
-    loop = ref.gensim_regression([[ref.euc(a, b) for b in z] for a in z], [[ref.euc(a, b) for b in f] for a in f],
-                                 np.ones(10, bool))
+    loop = ref.gensim_regression(
+        [[ref.euc(a, b) for b in z] for a in z], [[ref.euc(a, b) for b in f] for a in f], np.ones(10, bool)
+    )
     np.testing.assert_allclose(losses.distance_regression_loss(z, f), loop, rtol=1e-4)
 
 
@@ -55,8 +56,11 @@ def test_distance_regression_matches_authors_cdist_form():
 def test_gradients_finite_with_identical_embeddings_and_no_valid_pairs():
     z = jnp.ones((4, 3))
     T = jnp.zeros((4, 4))
-    for fn in (lambda z: losses.gensim_loss(z, T), lambda z: losses.distance_regression_loss(z, z + 1.0),
-               lambda z: losses.gensim_loss(z, T, similarity="neg_arc_length")):
+    for fn in (
+        lambda z: losses.gensim_loss(z, T),
+        lambda z: losses.distance_regression_loss(z, z + 1.0),
+        lambda z: losses.gensim_loss(z, T, similarity="neg_arc_length"),
+    ):
         v, g = jax.value_and_grad(fn)(z)
         assert np.isfinite(v) and np.all(np.isfinite(g))
     v, g = jax.value_and_grad(lambda z: losses.gensim_loss(z, T, mask=jnp.array([1, 0, 0, 0], bool)))(z)

@@ -61,8 +61,11 @@ def test_sincere_equals_loop(layout, average):
 def test_sincere_pair_average_is_optax_ntxent_with_labels():
     z = np.random.default_rng(4).normal(size=(9, 4)).astype(np.float32)
     y = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
-    np.testing.assert_allclose(losses.sincere_loss(z, y, temperature=0.3, average="pair"),
-                               optax.losses.ntxent(jnp.asarray(z), jnp.asarray(y), 0.3), rtol=1e-5)
+    np.testing.assert_allclose(
+        losses.sincere_loss(z, y, temperature=0.3, average="pair"),
+        optax.losses.ntxent(jnp.asarray(z), jnp.asarray(y), 0.3),
+        rtol=1e-5,
+    )
 
 
 @pytest.mark.slow
@@ -114,8 +117,12 @@ def test_cosine_losses_invariant_to_positive_rescaling(scale):
     rng = np.random.default_rng(7)
     z = rng.normal(size=(8, 4)).astype(np.float32)
     y = np.array([0, 1, 0, 1, 2, 2, 0, 3])
-    for fn in (lambda z: losses.supcon_loss(z, y), lambda z: losses.sincere_loss(z, y),
-               lambda z: losses.ntxent_loss(z[:4], z[4:]), lambda z: losses.cross_view_infonce_loss(z[:4], z[4:])):
+    for fn in (
+        lambda z: losses.supcon_loss(z, y),
+        lambda z: losses.sincere_loss(z, y),
+        lambda z: losses.ntxent_loss(z[:4], z[4:]),
+        lambda z: losses.cross_view_infonce_loss(z[:4], z[4:]),
+    ):
         np.testing.assert_allclose(fn(z * scale), fn(z), rtol=1e-5)
 
 

@@ -16,8 +16,11 @@ class TestTriplet(chex.TestCase):
         a, p, n = (rng.normal(size=(7, 4)).astype(np.float32) for _ in range(3))
         valid = np.array([1, 1, 1, 0, 1, 1, 1], bool)
         for form in losses.triplet.TRIPLET_FORMS:
-            f = self.variant(lambda a, p, n, m, form=form: losses.triplet_loss(a, p, n, form=form, margin=0.3,
-                                                                               mask=m, reduction="none"))
+            f = self.variant(
+                lambda a, p, n, m, form=form: losses.triplet_loss(
+                    a, p, n, form=form, margin=0.3, mask=m, reduction="none"
+                )
+            )
             expected = np.array(ref.triplet(a, p, n, form, 0.3)) * valid
             np.testing.assert_allclose(f(a, p, n, valid), expected, rtol=1e-5, atol=1e-6)
             mean = losses.triplet_loss(a, p, n, form=form, margin=0.3, mask=valid)

@@ -22,8 +22,9 @@ def cornet_s_pair(tmp_path_factory):
     torch.manual_seed(3)
     ref = randomize_(RefCORnetS(), seed=3)
     path = tmp_path_factory.mktemp("ckpt") / "cornet_s-1d3f7974.pth"
-    torch.save({"epoch": 1, "arch": "CORnet-S",
-                "state_dict": {"module." + k: v for k, v in ref.state_dict().items()}}, path)
+    torch.save(
+        {"epoch": 1, "arch": "CORnet-S", "state_dict": {"module." + k: v for k, v in ref.state_dict().items()}}, path
+    )
     model, variables = load_pretrained("cornet_s", path)
     return ref, model, variables
 
@@ -64,7 +65,8 @@ def test_cornet_s_state_layout():
         p = v["params"][area]
         assert sorted(k for k in p if k.startswith("conv")) == ["conv1", "conv2", "conv3", "conv_input"]
         assert sorted(k for k in p if k.startswith("norm")) == sorted(
-            ["norm_skip"] + [f"norm{i}_{t}" for i in (1, 2, 3) for t in range(times)])
+            ["norm_skip"] + [f"norm{i}_{t}" for i in (1, 2, 3) for t in range(times)]
+        )
         assert p["conv2"]["kernel"].shape == (3, 3, 4 * ch, 4 * ch)
         assert set(v["batch_stats"][area]) == {k for k in p if k.startswith("norm")}
 
@@ -76,8 +78,7 @@ def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     ref, model, v = cornet_s_pair
     x = np.random.default_rng(11).standard_normal((4, 3, 32, 32)).astype(np.float32)
     with jax.default_matmul_precision("highest"):
-        out_t, upd = jax.jit(lambda v, x: model.apply(v, x, train=True, mutable=["batch_stats"]))(
-            v, nchw_to_nhwc(x))
+        out_t, upd = jax.jit(lambda v, x: model.apply(v, x, train=True, mutable=["batch_stats"]))(v, nchw_to_nhwc(x))
     ref_t = RefCORnetS()
     ref_t.load_state_dict(ref.state_dict())
     ref_t.train()
@@ -85,7 +86,8 @@ def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     for name, mod in ref_t.named_modules():
         if isinstance(mod, torch.nn.BatchNorm2d):
             mod.register_forward_pre_hook(
-                lambda m, a, name=name: counts.__setitem__(name, a[0].numel() // a[0].shape[1]))
+                lambda m, a, name=name: counts.__setitem__(name, a[0].numel() // a[0].shape[1])
+            )
     with torch.no_grad():
         t_logits = ref_t(torch.from_numpy(x)).numpy()
     assert_close_relative(out_t["logits"], t_logits, what="train-mode logits")
@@ -93,8 +95,9 @@ def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     for name, n in counts.items():
         area, norm = name.split(".")
         stats = upd["batch_stats"][area][norm]
-        np.testing.assert_allclose(stats["mean"], sd[name + ".running_mean"].numpy(), rtol=1e-4, atol=1e-5,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            stats["mean"], sd[name + ".running_mean"].numpy(), rtol=1e-4, atol=1e-5, err_msg=name
+        )
         # PyTorch adds 0.1 * unbiased variance, Flax 0.1 * biased variance (documented difference)
         old = old_sd[name + ".running_var"].numpy()
         expect = 0.9 * old + (sd[name + ".running_var"].numpy() - 0.9 * old) * (n - 1) / n

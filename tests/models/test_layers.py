@@ -16,8 +16,9 @@ def _direct(x, w, s, p):
     return jax.lax.conv_general_dilated(x, w, (s, s), ((p, p), (p, p)), dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-@pytest.mark.parametrize("h,k,s,p", [(4, 3, 2, 1), (5, 3, 2, 1), (3, 1, 2, 0), (2, 3, 2, 1), (3, 3, 3, 1),
-                                     (8, 3, 2, 1), (7, 7, 2, 3)])
+@pytest.mark.parametrize(
+    "h,k,s,p", [(4, 3, 2, 1), (5, 3, 2, 1), (3, 1, 2, 0), (2, 3, 2, 1), (3, 3, 3, 1), (8, 3, 2, 1), (7, 7, 2, 3)]
+)
 def test_matches_direct_strided_convolution(h, k, s, p):
     rng = np.random.default_rng(h * 100 + k * 10 + s)
     x = jnp.asarray(rng.standard_normal((2, h, h, 5)), jnp.float32)

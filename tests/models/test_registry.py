@@ -7,8 +7,18 @@ from gensim_jax.models import CORnetS, ResNet, get_model, list_models, register_
 
 
 def test_registry_names_and_overrides():
-    assert {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "cornet_z", "cornet_rt",
-            "cornet_s", "lenet5", "mlp"} <= set(list_models())
+    assert {
+        "resnet18",
+        "resnet34",
+        "resnet50",
+        "resnet101",
+        "resnet152",
+        "cornet_z",
+        "cornet_rt",
+        "cornet_s",
+        "lenet5",
+        "mlp",
+    } <= set(list_models())
     m = get_model("resnet50", num_classes=11, projection_dims=(2048, 128))
     assert isinstance(m, ResNet) and m.block == "bottleneck" and tuple(m.stage_sizes) == (3, 4, 6, 3)
     assert m.num_classes == 11 and tuple(m.projection_dims) == (2048, 128)

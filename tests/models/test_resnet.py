@@ -78,8 +78,11 @@ def test_resnet_train_mode_matches_torch_and_updates_batchnorm(resnet18_pair):
         t_logits = ref_t(torch.from_numpy(x)).numpy()
     assert_close_relative(out_t["logits"], t_logits, what="train-mode logits")
     sd = ref_t.state_dict()
-    for tname, fpath in [("bn1", ("bn1",)), ("layer2.0.downsample.1", ("layer2_0", "downsample_bn")),
-                         ("layer4.1.bn2", ("layer4_1", "bn2"))]:
+    for tname, fpath in [
+        ("bn1", ("bn1",)),
+        ("layer2.0.downsample.1", ("layer2_0", "downsample_bn")),
+        ("layer4.1.bn2", ("layer4_1", "bn2")),
+    ]:
         stats = upd_t["batch_stats"]
         for p in fpath:
             stats = stats[p]

@@ -40,9 +40,12 @@ def _leaves_equal(a, b):
 def test_reference_cornet_checkpoint_file_one_call(tmp_path, cornet_z_ref):
     """A file in the reference format ({'state_dict': {'module.' + key: ...}, 'epoch', 'optimizer'})
     loads with torch.load(weights_only=True) in one call and reproduces the reference outputs."""
-    ckpt = {"epoch": 43, "arch": "CORnet-Z",
-            "state_dict": {"module." + k: v for k, v in cornet_z_ref.state_dict().items()},
-            "optimizer": {"state": {}, "param_groups": [{"lr": 0.01, "params": [0, 1]}]}}
+    ckpt = {
+        "epoch": 43,
+        "arch": "CORnet-Z",
+        "state_dict": {"module." + k: v for k, v in cornet_z_ref.state_dict().items()},
+        "optimizer": {"state": {}, "param_groups": [{"lr": 0.01, "params": [0, 1]}]},
+    }
     path = tmp_path / "cornet_z-5c427c9c.pth"
     torch.save(ckpt, path)
     model, variables = load_pretrained("cornet_z", path)
@@ -86,8 +89,11 @@ def test_strict_lists_missing_and_unexpected_keys(cornet_z_ref):
     sd = dict(cornet_z_ref.state_dict())
     del sd["V4.conv.bias"]
     sd["V5.conv.weight"] = torch.zeros(1)
-    with pytest.raises(CheckpointMismatchError, match=r"missing key\(s\) \['V4.conv.bias'\].*"
-                                                      r"unexpected key\(s\) \['V5.conv.weight'\]"):
+    with pytest.raises(
+        CheckpointMismatchError,
+        match=r"missing key\(s\) \['V4.conv.bias'\].*"
+        r"unexpected key\(s\) \['V5.conv.weight'\]",
+    ):
         torch_to_flax(model, sd)
     with pytest.raises(CheckpointMismatchError, match=r"0 missing key\(s\) \[\], 1 unexpected"):
         torch_to_flax(model, {**cornet_z_ref.state_dict(), "V5.conv.weight": torch.zeros(1)})
@@ -135,7 +141,9 @@ def test_batchnorm_statistics_imported():
     assert "bn1.num_batches_tracked" in sd
     v = torch_to_flax(get_model("resnet18"), sd)
     bs = v["batch_stats"]
-    np.testing.assert_array_equal(bs["layer3_0"]["downsample_bn"]["var"], sd["layer3.0.downsample.1.running_var"].numpy())
+    np.testing.assert_array_equal(
+        bs["layer3_0"]["downsample_bn"]["var"], sd["layer3.0.downsample.1.running_var"].numpy()
+    )
     np.testing.assert_array_equal(bs["layer1_1"]["bn2"]["mean"], sd["layer1.1.bn2.running_mean"].numpy())
     np.testing.assert_array_equal(v["params"]["layer1_1"]["bn2"]["scale"], sd["layer1.1.bn2.weight"].numpy())
 
@@ -153,15 +161,18 @@ def test_load_state_dict_errors(tmp_path):
 def test_normalize_imagenet():
     x = np.full((1, 2, 2, 3), 0.5, np.float32)
     y = np.asarray(normalize_imagenet(x))
-    np.testing.assert_allclose(y[0, 0, 0], (0.5 - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225]),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        y[0, 0, 0], (0.5 - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225]), rtol=1e-6
+    )
     with pytest.raises(ValueError, match="3 channels"):
         normalize_imagenet(np.zeros((1, 3, 4, 4)))
 
 
 @pytest.mark.slow
 def test_importing_models_does_not_import_torch():
-    code = ("import sys, gensim_jax.models as m; assert 'torch' not in sys.modules, 'torch imported'; "
-            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
-            "assert m.param_count is not None")
+    code = (
+        "import sys, gensim_jax.models as m; assert 'torch' not in sys.modules, 'torch imported'; "
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
+        "assert m.param_count is not None"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

@@ -59,8 +59,10 @@ class Result:
         """The last ``done`` record (of ``case`` if given); raises with the stderr tail if there is none."""
         found = [r for r in self.events("done") if case is None or r.get("case") == case]
         if not found:
-            raise AssertionError(f"process {self.process_id} (exit {self.returncode}) printed no 'done' record"
-                                 f"{'' if case is None else ' for ' + case}; stderr tail:\n{self.stderr[-3000:]}")
+            raise AssertionError(
+                f"process {self.process_id} (exit {self.returncode}) printed no 'done' record"
+                f"{'' if case is None else ' for ' + case}; stderr tail:\n{self.stderr[-3000:]}"
+            )
         return found[-1]
 
 
@@ -72,8 +74,10 @@ class _Proc:
         self.err: list[str] = []
         self.records: list[dict] = []
         self.lock = threading.Lock()
-        self.readers = [threading.Thread(target=self._read, args=(popen.stdout, True), daemon=True),
-                        threading.Thread(target=self._read, args=(popen.stderr, False), daemon=True)]
+        self.readers = [
+            threading.Thread(target=self._read, args=(popen.stdout, True), daemon=True),
+            threading.Thread(target=self._read, args=(popen.stderr, False), daemon=True),
+        ]
         for t in self.readers:
             t.start()
 
@@ -92,8 +96,9 @@ class _Proc:
         for t in self.readers:
             t.join(timeout=5)
         with self.lock:
-            return Result(self.process_id, self.popen.returncode, "".join(self.out), "".join(self.err),
-                          list(self.records))
+            return Result(
+                self.process_id, self.popen.returncode, "".join(self.out), "".join(self.err), list(self.records)
+            )
 
 
 class Cluster:
@@ -108,14 +113,25 @@ class Cluster:
       per_process_args: optional extra arguments for each process (a list of P lists).
     """
 
-    def __init__(self, args: Sequence[str], *, processes: int = 1, devices: int = 1, env: Optional[dict] = None,
-                 per_process_args: Optional[Sequence[Sequence[str]]] = None):
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        processes: int = 1,
+        devices: int = 1,
+        env: Optional[dict] = None,
+        per_process_args: Optional[Sequence[Sequence[str]]] = None,
+    ):
         self.processes = int(processes)
         base_env = dict(os.environ)
         base_env.pop("XLA_FLAGS", None)
-        base_env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={int(devices)}",
-                        PYTHONPATH=str(REPO) + os.pathsep + base_env.get("PYTHONPATH", ""),
-                        PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="1")
+        base_env.update(
+            JAX_PLATFORMS="cpu",
+            XLA_FLAGS=f"--xla_force_host_platform_device_count={int(devices)}",
+            PYTHONPATH=str(REPO) + os.pathsep + base_env.get("PYTHONPATH", ""),
+            PYTHONUNBUFFERED="1",
+            TF_CPP_MIN_LOG_LEVEL="1",
+        )
         base_env.update(env or {})
         self.port = free_port()
         self.procs: list[_Proc] = []
@@ -123,12 +139,25 @@ class Cluster:
             for i in range(self.processes):
                 cmd = [sys.executable, *args]
                 if self.processes > 1:
-                    cmd += ["--coordinator", f"127.0.0.1:{self.port}", "--num-processes", str(self.processes),
-                            "--process-id", str(i)]
+                    cmd += [
+                        "--coordinator",
+                        f"127.0.0.1:{self.port}",
+                        "--num-processes",
+                        str(self.processes),
+                        "--process-id",
+                        str(i),
+                    ]
                 if per_process_args is not None:
                     cmd += list(per_process_args[i])
-                popen = subprocess.Popen(cmd, cwd=REPO, env=base_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True, start_new_session=True)
+                popen = subprocess.Popen(
+                    cmd,
+                    cwd=REPO,
+                    env=base_env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
                 self.procs.append(_Proc(i, popen))
         except BaseException:
             self.close()
@@ -160,8 +189,10 @@ class Cluster:
                     seen = any(r.get("event") == name for r in p.records)
                 if not seen:
                     if p.popen.poll() is not None:
-                        raise RuntimeError(f"process {p.process_id} exited ({p.popen.returncode}) before '{name}':\n"
-                                           + "".join(p.err)[-3000:])
+                        raise RuntimeError(
+                            f"process {p.process_id} exited ({p.popen.returncode}) before '{name}':\n"
+                            + "".join(p.err)[-3000:]
+                        )
                     pending.append(p.process_id)
             if not pending:
                 return
@@ -185,8 +216,10 @@ class Cluster:
                     seen = text in "".join(p.err)
                 if not seen:
                     if p.popen.poll() is not None:
-                        raise RuntimeError(f"process {p.process_id} exited ({p.popen.returncode}) before writing "
-                                           f"{text!r} to stderr:\n" + "".join(p.err)[-3000:])
+                        raise RuntimeError(
+                            f"process {p.process_id} exited ({p.popen.returncode}) before writing "
+                            f"{text!r} to stderr:\n" + "".join(p.err)[-3000:]
+                        )
                     pending.append(p.process_id)
             if not pending:
                 return
@@ -239,15 +272,22 @@ class Cluster:
 _PORT_TAKEN = ("Failed to start RPC server", "Failed to add port to server")  # the coordinator's bind failed
 
 
-def run(args: Sequence[str], *, processes: int = 1, devices: int = 1, timeout: float = 120,
-        env: Optional[dict] = None, check: bool = True) -> list[Result]:
+def run(
+    args: Sequence[str],
+    *,
+    processes: int = 1,
+    devices: int = 1,
+    timeout: float = 120,
+    env: Optional[dict] = None,
+    check: bool = True,
+) -> list[Result]:
     """Start a :class:`Cluster`, wait for it (bounded) and return the results; with ``check``, every
     process must exit 0 (else ``AssertionError`` with the stderr tails).
 
     The coordinator port is free when chosen but another program may take it before the coordinator
     binds it; a run that fails that way is started once more on a new port.
     """
-    for attempt in range(2):
+    for _attempt in range(2):
         with Cluster(args, processes=processes, devices=devices, env=env) as cluster:
             results = cluster.wait(timeout)
         taken = processes > 1 and any(r.returncode != 0 and any(m in r.stderr for m in _PORT_TAKEN) for r in results)
@@ -256,8 +296,11 @@ def run(args: Sequence[str], *, processes: int = 1, devices: int = 1, timeout: f
     if check:
         bad = [r for r in results if r.returncode != 0]
         if bad:
-            raise AssertionError("\n".join(f"process {r.process_id} exited {r.returncode}; stderr tail:\n"
-                                           f"{r.stderr[-3000:]}" for r in bad))
+            raise AssertionError(
+                "\n".join(
+                    f"process {r.process_id} exited {r.returncode}; stderr tail:\n{r.stderr[-3000:]}" for r in bad
+                )
+            )
     return results
 
 

@@ -33,29 +33,36 @@ import numpy as np
 import pytest
 
 from gensim_jax.training import load_exported
-
 from tests.multiprocess.harness import Cluster, run, worker_args
 
-N = 20          # steps of every run
-K = 10          # save/resume boundary of (b)
+N = 20  # steps of every run
+K = 10  # save/resume boundary of (b)
 TOL = 1e-5
 RUN_TIMEOUT = 150  # seconds for one run of the (loaded, 2-core) CI machine; far above the ~5-15 s it takes
-HEARTBEAT = 15     # seconds after which JAX declares a silent process dead (test d's setting)
+HEARTBEAT = 15  # seconds after which JAX declares a silent process dead (test d's setting)
 
 
 @pytest.fixture(scope="module")
 def jax_env(tmp_path_factory) -> dict:
     """A persistent compilation cache shared by the subprocesses of this module."""
     cache = tmp_path_factory.mktemp("jax_cache")
-    return {"JAX_COMPILATION_CACHE_DIR": str(cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
 
 
 def train_run(root: Path, case: str, processes: int, devices: int, num_steps: int = N, env=None, **options):
     """One (possibly multi-process) run: ``(done records per case, by process; process 0's final variables
     per case; the ready records, by process)``."""
-    results = run(worker_args(case, root, num_steps, out=root / "out", **options), processes=processes,
-                  devices=devices, timeout=RUN_TIMEOUT, env=env)
+    results = run(
+        worker_args(case, root, num_steps, out=root / "out", **options),
+        processes=processes,
+        devices=devices,
+        timeout=RUN_TIMEOUT,
+        env=env,
+    )
     cases = case.split(",")
     done = {c: [r.done(c) for r in results] for c in cases}
     params = {c: exported(root / "out" / c) for c in cases}
@@ -65,8 +72,9 @@ def train_run(root: Path, case: str, processes: int, devices: int, num_steps: in
 def exported(directory: Path) -> dict:
     """The variables of an export (``training.load_exported``) as ``{"params/hidden/kernel": array, ...}``."""
     _, variables, _ = load_exported(directory)
-    return {"/".join(str(k.key) for k in path): np.asarray(v)
-            for path, v in jax.tree_util.tree_leaves_with_path(variables)}
+    return {
+        "/".join(str(k.key) for k in path): np.asarray(v) for path, v in jax.tree_util.tree_leaves_with_path(variables)
+    }
 
 
 def max_diff(a: dict, b: dict) -> float:
@@ -168,8 +176,16 @@ def test_sigterm_stops_all_processes_at_one_step_and_resumes_exactly(tmp_path, r
     case = "gensim"
     ref_losses, ref_params = reference[case]
     go = tmp_path / "agreed"
-    args = worker_args(case, tmp_path, N, out=tmp_path / "out", checkpoint_every=5, pause_at=PAUSE_AT,
-                       pause_until=go, pause=RUN_TIMEOUT)
+    args = worker_args(
+        case,
+        tmp_path,
+        N,
+        out=tmp_path / "out",
+        checkpoint_every=5,
+        pause_at=PAUSE_AT,
+        pause_until=go,
+        pause=RUN_TIMEOUT,
+    )
     # TF_CPP_MIN_LOG_LEVEL=0: JAX's preemption sync manager logs (INFO) when the processes have agreed
     with Cluster(args, processes=2, devices=2, env={**jax_env, "TF_CPP_MIN_LOG_LEVEL": "0"}) as cluster:
         cluster.wait_for_event("paused", timeout=RUN_TIMEOUT)
@@ -204,13 +220,19 @@ def test_sigterm_stops_all_processes_at_one_step_and_resumes_exactly(tmp_path, r
 DIE_AT = 12  # the killed process dies when it asks for the batch of step 13 (checkpoints at 5 and 10)
 
 
-@pytest.mark.parametrize("victim", [pytest.param(1, id="kill-process-1", marks=pytest.mark.slow),  # waits a heartbeat
-                                    pytest.param(0, id="kill-coordinator")])
+@pytest.mark.parametrize(
+    "victim",
+    [
+        pytest.param(1, id="kill-process-1", marks=pytest.mark.slow),  # waits a heartbeat
+        pytest.param(0, id="kill-coordinator"),
+    ],
+)
 def test_sigkill_of_one_process_fails_the_other_and_resumes(tmp_path, reference, jax_env, victim):
     case = "gensim"
     ref_losses, ref_params = reference[case]
-    args = worker_args(case, tmp_path, N, checkpoint_every=5, die_at=DIE_AT, die_process=victim,
-                       heartbeat_timeout=HEARTBEAT)
+    args = worker_args(
+        case, tmp_path, N, checkpoint_every=5, die_at=DIE_AT, die_process=victim, heartbeat_timeout=HEARTBEAT
+    )
     survivor = 1 - victim
     with Cluster(args, processes=2, devices=2, env=jax_env) as cluster:
         cluster.wait_for_event("dying", timeout=RUN_TIMEOUT, process_ids=[victim])

@@ -22,9 +22,25 @@ pytestmark = pytest.mark.slow
 
 
 def _cli(workdir: Path, processes: int, devices: int, env: dict) -> None:
-    run(["-m", "train", TINY, "--config", "tiny", "--workdir", str(workdir), "--set", "num_steps=20",
-         "learning_rate=0.01", "momentum=0.0"],
-        processes=processes, devices=devices, timeout=240, env=env)
+    run(
+        [
+            "-m",
+            "train",
+            TINY,
+            "--config",
+            "tiny",
+            "--workdir",
+            str(workdir),
+            "--set",
+            "num_steps=20",
+            "learning_rate=0.01",
+            "momentum=0.0",
+        ],
+        processes=processes,
+        devices=devices,
+        timeout=240,
+        env=env,
+    )
 
 
 def _losses(run_dir: Path) -> list:
@@ -34,8 +50,11 @@ def _losses(run_dir: Path) -> list:
 def test_two_processes_through_the_cli_equal_one_process(tmp_path):
     # float32 matmuls at full precision in both layouts (as tests/multiprocess/worker.py), so that only the
     # order of the cross-device sums differs
-    env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-           "JAX_DEFAULT_MATMUL_PRECISION": "highest"}
+    env = {
+        "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_DEFAULT_MATMUL_PRECISION": "highest",
+    }
     _cli(tmp_path / "one", 1, 1, env)
     _cli(tmp_path / "two", 2, 2, env)
     one, two = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("one", "two"))
@@ -52,7 +71,8 @@ def test_two_processes_through_the_cli_equal_one_process(tmp_path):
         for x, y in zip(_leaves(va), _leaves(vb)):
             np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-5)
         assert one["evaluations"][arm][0]["embedding_norm"] == pytest.approx(
-            two["evaluations"][arm][0]["embedding_norm"], rel=1e-4)
+            two["evaluations"][arm][0]["embedding_norm"], rel=1e-4
+        )
         # process 0 alone writes: every event file carries one process id (the files end with it)
         events = list(b.glob("events.out.tfevents.*"))
         assert events and len({p.name.rsplit(".", 1)[-1] for p in events}) == 1

@@ -47,18 +47,33 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=16, help="global batch size")
     p.add_argument("--checkpoint-every", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None,
-                   help="export the final variables to OUT/<case> (training.export_variables; process 0 writes)")
-    p.add_argument("--fsdp", type=int, default=1,
-                   help="size of the mesh's fsdp axis; > 1 splits every parameter leaf of >= 16 elements over it")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="export the final variables to OUT/<case> (training.export_variables; process 0 writes)",
+    )
+    p.add_argument(
+        "--fsdp",
+        type=int,
+        default=1,
+        help="size of the mesh's fsdp axis; > 1 splits every parameter leaf of >= 16 elements over it",
+    )
     p.add_argument("--coordinator", default=None)
     p.add_argument("--num-processes", type=int, default=1)
     p.add_argument("--process-id", type=int, default=0)
-    p.add_argument("--heartbeat-timeout", type=int, default=30,
-                   help="seconds after which JAX declares a silent process dead (and stops the others)")
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=int,
+        default=30,
+        help="seconds after which JAX declares a silent process dead (and stops the others)",
+    )
     p.add_argument("--init-timeout", type=int, default=60)
-    p.add_argument("--pause-at", type=int, default=None,
-                   help="when the stream reaches this position, print 'paused' and wait (see --pause-until)")
+    p.add_argument(
+        "--pause-at",
+        type=int,
+        default=None,
+        help="when the stream reaches this position, print 'paused' and wait (see --pause-until)",
+    )
     p.add_argument("--pause-until", default=None, help="end the pause when this file exists")
     p.add_argument("--pause", type=float, default=3.0, help="the longest pause (seconds)")
     p.add_argument("--die-at", type=int, default=None, help="SIGKILL this process at this stream position")
@@ -74,21 +89,31 @@ def main(argv=None) -> int:
     from gensim_jax import parallel
 
     if args.num_processes > 1:
-        parallel.initialize_distributed(args.coordinator, num_processes=args.num_processes,
-                                        process_id=args.process_id, initialization_timeout=args.init_timeout,
-                                        heartbeat_timeout_seconds=args.heartbeat_timeout)
+        parallel.initialize_distributed(
+            args.coordinator,
+            num_processes=args.num_processes,
+            process_id=args.process_id,
+            initialization_timeout=args.init_timeout,
+            heartbeat_timeout_seconds=args.heartbeat_timeout,
+        )
     import numpy as np
     import optax
 
-    from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, train
     from gensim_jax.models import get_model
+    from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, train
     from gensim_jax.training.export import export_variables, gather_to_host
     from tests.training._tiny import CLASSES, IN, tiny_batch
 
     tiny = dict(in_features=IN, hidden=16, embed_dim=4, num_classes=CLASSES)  # as tests.training._tiny.tiny_model
     pid, pcount = jax.process_index(), jax.process_count()
-    emit(event="ready", process_index=pid, process_count=pcount, devices=jax.device_count(),
-         local_devices=jax.local_device_count(), pid=os.getpid())
+    emit(
+        event="ready",
+        process_index=pid,
+        process_count=pcount,
+        devices=jax.device_count(),
+        local_devices=jax.local_device_count(),
+        pid=os.getpid(),
+    )
     rows = parallel.process_batch_slice(args.batch)
     if args.fsdp > 1:
         parallel.FSDP_MIN_SIZE = 16  # let FSDP split the tiny model's matrices
@@ -119,23 +144,48 @@ def main(argv=None) -> int:
             objective = NTXent(temperature=0.5)
             model_kwargs = dict(tiny, projection_dims=[8, 3], projection_batchnorm=True)
         state = create_train_state(get_model("mlp", **model_kwargs), optax.sgd(0.05, momentum=0.9), args.seed)
-        res = train(state, objective, batches, num_steps=args.num_steps, workdir=Path(args.workdir) / case,
-                    mesh=mesh, fsdp=args.fsdp > 1, checkpoint_every=args.checkpoint_every, log_every=1,
-                    progress=False, exit_on_preemption=False, config={"case": case, "batch": args.batch},
-                    seed=args.seed, prefetch=0)  # no look-ahead: --pause-at/--die-at name the step being fed
+        res = train(
+            state,
+            objective,
+            batches,
+            num_steps=args.num_steps,
+            workdir=Path(args.workdir) / case,
+            mesh=mesh,
+            fsdp=args.fsdp > 1,
+            checkpoint_every=args.checkpoint_every,
+            log_every=1,
+            progress=False,
+            exit_on_preemption=False,
+            config={"case": case, "batch": args.batch},
+            seed=args.seed,
+            prefetch=0,
+        )  # no look-ahead: --pause-at/--die-at name the step being fed
         params = jax.tree.leaves(res.state.params)
         # leaves that jax.device_get cannot read here: this process holds only part of them (FSDP over processes)
-        not_local = sum(1 for x in params if sum({str(s.index): s.data.size for s in x.addressable_shards}.values())
-                        < x.size)
-        flat = {"/".join(str(getattr(k, "key", k)) for k in path): np.asarray(v)
-                for path, v in jax.tree_util.tree_leaves_with_path(gather_to_host(res.state.variables))}
+        not_local = sum(
+            1 for x in params if sum({str(s.index): s.data.size for s in x.addressable_shards}.values()) < x.size
+        )
+        flat = {
+            "/".join(str(getattr(k, "key", k)) for k in path): np.asarray(v)
+            for path, v in jax.tree_util.tree_leaves_with_path(gather_to_host(res.state.variables))
+        }
         digest = hashlib.sha256(b"".join(flat[k].tobytes() for k in sorted(flat))).hexdigest()[:16]
         if args.out:  # a collective: every process calls it, process 0 writes
             export_variables(Path(args.out) / case, res.state.variables, model="mlp", model_kwargs=model_kwargs)
         losses = {int(r["step"]): r["loss"] for r in res.history if "loss" in r}
-        emit(event="done", case=case, process_index=pid, start_step=res.start_step,
-             final_step=int(jax.device_get(res.state.step)), preempted=res.preempted, stop_signal=res.stop_signal,
-             losses=losses, digest=digest, param_leaves=len(params), params_split_across_processes=not_local)
+        emit(
+            event="done",
+            case=case,
+            process_index=pid,
+            start_step=res.start_step,
+            final_step=int(jax.device_get(res.state.step)),
+            preempted=res.preempted,
+            stop_signal=res.stop_signal,
+            losses=losses,
+            digest=digest,
+            param_leaves=len(params),
+            params_split_across_processes=not_local,
+        )
     return 0
 
 

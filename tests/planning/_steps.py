@@ -16,8 +16,9 @@ IN, HIDDEN, EMBED, CLASSES = 64, 256, 128, 10
 
 def mlp_state(in_features=IN, hidden=HIDDEN, embed=EMBED):
     model = TwoLayerPerceptron(in_features=in_features, hidden=hidden, embed_dim=embed)
-    return jax.eval_shape(lambda: create_train_state(model, optax.adam(1e-3), 0,
-                                                     example_input=jnp.zeros((1, in_features))))
+    return jax.eval_shape(
+        lambda: create_train_state(model, optax.adam(1e-3), 0, example_input=jnp.zeros((1, in_features)))
+    )
 
 
 def all_pairs_build(in_features=IN, hidden=HIDDEN, embed=EMBED):
@@ -26,8 +27,10 @@ def all_pairs_build(in_features=IN, hidden=HIDDEN, embed=EMBED):
     objective = ob.GenSimRegression(target=ob.TableTarget.create(np.eye(CLASSES) - 1.0), input_key="x")
 
     def build(global_batch, fsdp=1):
-        batch = {"x": jax.ShapeDtypeStruct((global_batch, in_features), jnp.float32),
-                 "label": jax.ShapeDtypeStruct((global_batch,), jnp.int32)}
+        batch = {
+            "x": jax.ShapeDtypeStruct((global_batch, in_features), jnp.float32),
+            "label": jax.ShapeDtypeStruct((global_batch,), jnp.int32),
+        }
         return StepBuild(train_step, (state, batch, objective))
 
     return build

@@ -5,19 +5,38 @@ import sys
 import pytest
 
 from gensim_jax import planning
-from gensim_jax.planning import hlo, max_batch as max_batch_mod
+from gensim_jax.planning import hlo
+from gensim_jax.planning import max_batch as max_batch_mod
 from gensim_jax.planning.topology import parse_topology
 
 
-@pytest.mark.parametrize("name, n, hosts", [("v5e:4x4", 16, 2), ("v5e:16x16", 256, 32), ("v4:2x2x2", 8, 2),
-                                            ("h100:8x8", 64, 8), ("a100:8", 8, 1), ("H200:2x8", 16, 2)])
+@pytest.mark.parametrize(
+    "name, n, hosts",
+    [
+        ("v5e:4x4", 16, 2),
+        ("v5e:16x16", 256, 32),
+        ("v4:2x2x2", 8, 2),
+        ("h100:8x8", 64, 8),
+        ("a100:8", 8, 1),
+        ("H200:2x8", 16, 2),
+    ],
+)
 def test_parse_topology(name, n, hosts):
     t = parse_topology(name)
     assert (t.num_devices, t.hosts) == (n, hosts)
 
 
-@pytest.mark.parametrize("name, words", [("v9:2x2", "unknown chip"), ("v5e", "cannot parse"), ("v5e:4", "2-D"),
-                                         ("v4:2x2", "3-D"), ("h100:2x16", "at most 8 GPUs"), ("v5e:0x4", "zero")])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("v9:2x2", "unknown chip"),
+        ("v5e", "cannot parse"),
+        ("v5e:4", "2-D"),
+        ("v4:2x2", "3-D"),
+        ("h100:2x16", "at most 8 GPUs"),
+        ("v5e:0x4", "zero"),
+    ],
+)
 def test_bad_topology_is_one_clear_error(name, words):
     with pytest.raises(ValueError, match=words) as e:
         parse_topology(name)
@@ -28,7 +47,9 @@ def test_batch_not_divisible_by_devices():
     from tests.planning._steps import all_pairs_build
 
     sb = all_pairs_build(8, 16, 8)(1001)
-    with pytest.raises(ValueError, match=r"global batch 1001 is not divisible by the 4 devices of v5e:2x2; use a multiple of 4"):
+    with pytest.raises(
+        ValueError, match=r"global batch 1001 is not divisible by the 4 devices of v5e:2x2; use a multiple of 4"
+    ):
         planning.plan_step(sb.fn, sb.args, topology="v5e:2x2")
 
 
@@ -95,7 +116,7 @@ def test_hlo_collectives_bytes_groups_and_loops():
     ag, rs, ar = cs["all-gather"], cs["reduce-scatter"], cs["all-reduce"]
     assert (ag.bytes, ag.group_size, ag.count, ag.op_name) == (128 * 32 * 4, 8, 1, "jit(step)/gather_me")
     assert ag.wire_bytes == pytest.approx(7 / 8 * 128 * 32 * 4)
-    assert (rs.bytes, rs.group_size) == (8 * 16 * 64 * 4, 8)        # the scattered input
+    assert (rs.bytes, rs.group_size) == (8 * 16 * 64 * 4, 8)  # the scattered input
     assert (ar.bytes, ar.group_size, ar.count) == (64 * 32 * 4, 4, 5)  # inside a 5-trip loop
     assert ar.wire_bytes == pytest.approx(2 * 3 / 4 * 64 * 32 * 4)
     assert hlo.matmul_flops(mod) == 2 * 128 * 64 * 32
@@ -119,13 +140,12 @@ def test_max_batch_bisection(monkeypatch):
     res = max_batch_mod.max_global_batch(lambda b, f: planning.StepBuild(None, (b,)), "v5e:2x2", rel_tol=0.0)
     assert res["max_global_batch"] == 1000
     assert all(t["global_batch"] % 4 == 0 for t in res["trials"])
-    none = max_batch_mod.max_global_batch(lambda b, f: planning.StepBuild(None, (b * 10 ** 6,)), "v5e:2x2")
+    none = max_batch_mod.max_global_batch(lambda b, f: planning.StepBuild(None, (b * 10**6,)), "v5e:2x2")
     assert none["max_global_batch"] == 0
 
 
 def test_plan_command_bad_input_is_one_line(capsys):
     from gensim_jax.planning import run_plan_command
-
     from tests.planning._steps import all_pairs_build
 
     build = all_pairs_build(8, 16, 8)
@@ -139,11 +159,18 @@ def test_plan_command_bad_input_is_one_line(capsys):
     assert "| h100 |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name, n, kind", [("v4:2x2x1", 4, "TPU v4"), ("v5p:2x2x1", 4, "TPU v5"),
-                                           ("v6e:2x2", 4, "TPU v6 lite"), ("v5e:4x4", 16, "TPU v5 lite")])
+@pytest.mark.parametrize(
+    "name, n, kind",
+    [
+        ("v4:2x2x1", 4, "TPU v4"),
+        ("v5p:2x2x1", 4, "TPU v5"),
+        ("v6e:2x2", 4, "TPU v6 lite"),
+        ("v5e:4x4", 16, "TPU v5 lite"),
+    ],
+)
 def test_tpu_topologies_build_compile_only_devices(name, n, kind):
     devs = planning.build_devices(name)
-    assert len(devs) == n and devs[0].device_kind == kind     # v4: one device per chip (megacore)
+    assert len(devs) == n and devs[0].device_kind == kind  # v4: one device per chip (megacore)
 
 
 def test_libtpu_rejects_a_shape_in_one_line():

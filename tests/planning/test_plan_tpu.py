@@ -60,15 +60,15 @@ def test_plan_on_four_chips(plan_4):
     assert d["fits"] is True and d["num_devices"] == 4 and d["per_device_batch"] == B // 4
     br = d["memory_breakdown_bytes"]
     n_params = IN * HIDDEN + HIDDEN + HIDDEN * EMBED + EMBED
-    assert br["params"] == 4 * n_params                 # replicated float32 parameters
-    assert br["opt_state"] == pytest.approx(2 * 4 * n_params, abs=64)   # Adam's two moments (+ count)
-    assert br["batch"] == (B // 4) * (IN * 4 + 4)      # this device's rows of x and label
+    assert br["params"] == 4 * n_params  # replicated float32 parameters
+    assert br["opt_state"] == pytest.approx(2 * 4 * n_params, abs=64)  # Adam's two moments (+ count)
+    assert br["batch"] == (B // 4) * (IN * 4 + 4)  # this device's rows of x and label
     ma = d["compiler_memory_analysis"]
     assert ma["argument_size_in_bytes"] >= br["params"] + br["opt_state"] + br["batch"]
     assert d["memory_per_device_bytes"] < d["memory_capacity_bytes"]
     ops = {c["op"] for c in d["collectives"]}
-    assert "all-reduce" in ops          # the gradients of replicated parameters
-    assert "all-gather" in ops          # the embeddings of the global batch for the B x B loss
+    assert "all-reduce" in ops  # the gradients of replicated parameters
+    assert "all-gather" in ops  # the embeddings of the global batch for the B x B loss
     r = d["roofline"]
     assert r["step_seconds"] >= max(r["compute_seconds"], r["memory_seconds"])
     assert r["examples_per_second"] == pytest.approx(B / r["step_seconds"])
@@ -88,7 +88,9 @@ def test_all_pairs_block_per_device_scales_as_b2_over_n():
     """
     dims, b = (16, 128, 128), 512
     sb = all_pairs_build(*dims)(b)
-    plans = {n: planning.plan_step(sb.fn, sb.args, topology=t, keep_hlo=True) for n, t in ((4, "v5e:2x2"), (8, "v5e:2x4"))}
+    plans = {
+        n: planning.plan_step(sb.fn, sb.args, topology=t, keep_hlo=True) for n, t in ((4, "v5e:2x2"), (8, "v5e:2x4"))
+    }
     assert _has_block(plans[4], b // 4, b) and not _has_block(plans[4], b // 8, b)
     assert _has_block(plans[8], b // 8, b)
     for n, rep in plans.items():

@@ -73,8 +73,10 @@ class TVResNet(nn.Module):
     def _make(self, block, planes, n, stride):
         down = None
         if stride != 1 or self.inplanes != planes * block.expansion:
-            down = nn.Sequential(nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
-                                 nn.BatchNorm2d(planes * block.expansion))
+            down = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
+                nn.BatchNorm2d(planes * block.expansion),
+            )
         blocks = [block(self.inplanes, planes, stride, down)]
         self.inplanes = planes * block.expansion
         blocks += [block(self.inplanes, planes) for _ in range(1, n)]
@@ -89,9 +91,13 @@ class TVResNet(nn.Module):
         return self.fc(self.embed(x))
 
 
-TV_DEPTHS = {18: (TVBasicBlock, (2, 2, 2, 2)), 34: (TVBasicBlock, (3, 4, 6, 3)),
-             50: (TVBottleneck, (3, 4, 6, 3)), 101: (TVBottleneck, (3, 4, 23, 3)),
-             152: (TVBottleneck, (3, 8, 36, 3))}
+TV_DEPTHS = {
+    18: (TVBasicBlock, (2, 2, 2, 2)),
+    34: (TVBasicBlock, (3, 4, 6, 3)),
+    50: (TVBottleneck, (3, 4, 6, 3)),
+    101: (TVBottleneck, (3, 4, 23, 3)),
+    152: (TVBottleneck, (3, 8, 36, 3)),
+}
 
 
 def tv_resnet(depth, num_classes=1000):

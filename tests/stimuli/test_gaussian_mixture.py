@@ -116,7 +116,9 @@ def test_triplet_structure_eq_a3():
         a = t["anchor"][sel] - m.means[k]
         p = t["positive"][sel] - m.means[k]
         cross_cov = a.T @ p / sel.sum()
-        assert np.all(np.abs(cross_cov) < 5 * np.sqrt(np.outer(np.diag(m.covariances[k]), np.diag(m.covariances[k])) / sel.sum()))
+        assert np.all(
+            np.abs(cross_cov) < 5 * np.sqrt(np.outer(np.diag(m.covariances[k]), np.diag(m.covariances[k])) / sel.sum())
+        )
     assert not np.any(np.all(t["anchor"] == t["positive"], axis=1))
 
 

@@ -31,8 +31,9 @@ def test_class_attributes_follow_the_tree():
     tree = sh.balanced_tree((2, 3, 3))
     nodes = tree.leaves
     # classes that share more of their path have closer attributes on average (every seed)
-    k = np.array([[len(set(_root_path(tree.parents, a)) & set(_root_path(tree.parents, b))) - 1 for b in nodes]
-                  for a in nodes])
+    k = np.array(
+        [[len(set(_root_path(tree.parents, a)) & set(_root_path(tree.parents, b))) - 1 for b in nodes] for a in nodes]
+    )
     off = ~np.eye(len(nodes), dtype=bool)
     for seed in range(4):
         attrs = sh.class_attributes(tree, nodes, seed=seed)

@@ -19,9 +19,7 @@ from gensim_jax.stimuli import quadrilaterals as q
 
 REPO = Path(__file__).resolve().parents[2]
 SABLE_MEYER = REPO / ".." / "shared" / "reference" / "sable_meyer"
-needs_reference = pytest.mark.skipif(
-    not SABLE_MEYER.is_dir(), reason=f"reference data not found at {SABLE_MEYER}"
-)
+needs_reference = pytest.mark.skipif(not SABLE_MEYER.is_dir(), reason=f"reference data not found at {SABLE_MEYER}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -66,6 +64,7 @@ def _clip_to_box(poly, x0, y0, x1, y1):
     """Sutherland-Hodgman clipping of a simple polygon against an axis-aligned box."""
     pts = [tuple(p) for p in poly]
     for axis, bound, keep_greater in ((0, x0, True), (0, x1, False), (1, y0, True), (1, y1, False)):
+
         def inside(p):
             return p[axis] >= bound if keep_greater else p[axis] <= bound
 
@@ -364,12 +363,19 @@ def test_oddball_trials_structure():
     assert images.shape == (len(trials), 6, 32, 32)
     t = 7
     for item in range(6):
-        expected = q.render_shape(int(trials.shape[t]), int(trials.variant[t, item]),
-                                  trials.rotation_deg[t, item], trials.scale[t, item], size=32)
+        expected = q.render_shape(
+            int(trials.shape[t]),
+            int(trials.variant[t, item]),
+            trials.rotation_deg[t, item],
+            trials.scale[t, item],
+            size=32,
+        )
         np.testing.assert_array_equal(images[t, item], expected)
     feats = trials.features()
     assert feats.shape == (len(trials), 6, 22)
-    np.testing.assert_array_equal(feats[t, 0], q.geometric_features(q.variant_vertices(int(trials.shape[t]), int(trials.variant[t, 0]))))
+    np.testing.assert_array_equal(
+        feats[t, 0], q.geometric_features(q.variant_vertices(int(trials.shape[t]), int(trials.variant[t, 0])))
+    )
     adults = q.oddball_test_set(seed=0, trials_per_condition=1, scales=q.TRIAL_SCALES_FRENCH_ADULTS_1)
     assert set(adults.scale.ravel()) == set(q.TRIAL_SCALES_FRENCH_ADULTS_1)
 
@@ -433,7 +439,9 @@ def test_training_images_differ_from_test_images():
     rng = np.random.default_rng(0)
     train = q.sample_training_stimuli(rng, 400, variants=range(5))
     # for each training draw, the test grid point nearest to it, same shape and variant
-    gr = np.array(q.TRIAL_ROTATIONS_DEG)[np.abs(train.rotation_deg[:, None] - np.array(q.TRIAL_ROTATIONS_DEG)).argmin(1)]
+    gr = np.array(q.TRIAL_ROTATIONS_DEG)[
+        np.abs(train.rotation_deg[:, None] - np.array(q.TRIAL_ROTATIONS_DEG)).argmin(1)
+    ]
     gs = np.array(q.TRIAL_SCALES)[np.abs(train.scale[:, None] - np.array(q.TRIAL_SCALES)).argmin(1)]
     a = q.render_quadrilaterals(train.vertices(), train.rotation_deg, train.scale, 64)
     b = q.render_quadrilaterals(train.vertices(), gr, gs, 64)

@@ -34,5 +34,7 @@ def test_doc_code_runs_and_does_what_it_says():
     marg = stats.norm(0.0, np.sqrt(v))
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(2, 10, 2)) * 2
-    ref = [sum(joint.logpdf([p[d], q[d]]) - marg.logpdf(p[d]) - marg.logpdf(q[d]) for d in range(2)) for p, q in zip(a, b)]
+    ref = [
+        sum(joint.logpdf([p[d], q[d]]) - marg.logpdf(p[d]) - marg.logpdf(q[d]) for d in range(2)) for p, q in zip(a, b)
+    ]
     np.testing.assert_allclose(np.asarray(ns["normal_mean_log_similarity"](a, b)), ref, rtol=1e-5, atol=1e-5)

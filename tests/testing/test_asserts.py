@@ -3,13 +3,19 @@
 import numpy as np
 import pytest
 
-from gensim_jax.testing import KernelMismatchError, LogSimilarityEstimate, assert_log_similarity_close, compare_log_similarity
+from gensim_jax.testing import (
+    KernelMismatchError,
+    LogSimilarityEstimate,
+    assert_log_similarity_close,
+    compare_log_similarity,
+)
 
 
 def fake_estimate(values, se):
     values, se = np.asarray(values, float), np.asarray(se, float)
-    return LogSimilarityEstimate(values, se, values, np.zeros_like(values), np.zeros_like(values),
-                                 np.full_like(values, 500.0), 1000)
+    return LogSimilarityEstimate(
+        values, se, values, np.zeros_like(values), np.zeros_like(values), np.full_like(values, 500.0), 1000
+    )
 
 
 X = (np.arange(4.0), np.arange(4.0) + 10)

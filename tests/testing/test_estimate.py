@@ -26,8 +26,11 @@ from gensim_jax.testing import (
 )
 from gensim_jax.testing import estimate as est_mod
 
-MIX = gm.make_mixture([0.5, 0.3, 0.2], [[0.0, 0.0], [2.0, 1.0], [-1.0, 2.5]],
-                      [[[1.0, 0.3], [0.3, 0.5]], [[0.6, -0.2], [-0.2, 0.8]], [[0.4, 0.0], [0.0, 1.5]]])
+MIX = gm.make_mixture(
+    [0.5, 0.3, 0.2],
+    [[0.0, 0.0], [2.0, 1.0], [-1.0, 2.5]],
+    [[[1.0, 0.3], [0.3, 0.5]], [[0.6, -0.2], [-0.2, 0.8]], [[0.4, 0.0], [0.0, 1.5]]],
+)
 GM_MODEL = gaussian_mixture_model(MIX)
 X1, X2 = sample_pairs(GM_MODEL, jax.random.key(3), 6)
 
@@ -103,11 +106,13 @@ def _normal_model():
         likelihood_sampler=lambda k, t: t + SIGMA * jax.random.normal(k),
         log_likelihood=lambda x, t: jax.scipy.stats.norm.logpdf(x, t, SIGMA),
         log_prior=lambda t: jax.scipy.stats.norm.logpdf(t),
-        name="normal_mean_1d")
+        name="normal_mean_1d",
+    )
 
 
 def _mixture_proposal():
     """Equal mixture of N(x1, (2 sigma)^2), N(x2, (2 sigma)^2) and the prior (defensive)."""
+
     def sampler(key, x1, x2):
         kc, kz = jax.random.split(key)
         comp = jax.random.randint(kc, (), 0, 3)
@@ -117,18 +122,27 @@ def _mixture_proposal():
         return centre + width * z
 
     def log_prob(t, x1, x2):
-        parts = jnp.stack([jax.scipy.stats.norm.logpdf(t, x1, 2 * SIGMA), jax.scipy.stats.norm.logpdf(t, x2, 2 * SIGMA),
-                           jax.scipy.stats.norm.logpdf(t)])
+        parts = jnp.stack(
+            [
+                jax.scipy.stats.norm.logpdf(t, x1, 2 * SIGMA),
+                jax.scipy.stats.norm.logpdf(t, x2, 2 * SIGMA),
+                jax.scipy.stats.norm.logpdf(t),
+            ]
+        )
         return jax.scipy.special.logsumexp(parts) - math.log(3.0)
 
     return Proposal(sampler, log_prob, pair_conditional=True)
 
 
 def _normal_exact(x1, x2):
-    v, c = 1.0 + SIGMA ** 2, 1.0
+    v, c = 1.0 + SIGMA**2, 1.0
     joint = stats.multivariate_normal([0, 0], [[v, c], [c, v]])
-    return np.array([joint.logpdf([a, b]) - stats.norm(0, math.sqrt(v)).logpdf(a) - stats.norm(0, math.sqrt(v)).logpdf(b)
-                     for a, b in zip(np.asarray(x1, np.float64), np.asarray(x2, np.float64))])
+    return np.array(
+        [
+            joint.logpdf([a, b]) - stats.norm(0, math.sqrt(v)).logpdf(a) - stats.norm(0, math.sqrt(v)).logpdf(b)
+            for a, b in zip(np.asarray(x1, np.float64), np.asarray(x2, np.float64))
+        ]
+    )
 
 
 def test_importance_sampling_for_a_peaked_likelihood():
@@ -138,8 +152,9 @@ def test_importance_sampling_for_a_peaked_likelihood():
     n = 4000
     plain = estimate_log_similarity(model, x1, x2, jax.random.key(1), n)
     assert plain.ess.max() < 0.05 * n  # prior draws rarely land under the likelihood
-    report = assert_log_similarity_close(_normal_exact, model, (x1, x2), jax.random.key(2), num_samples=n,
-                                         proposal=_mixture_proposal())
+    report = assert_log_similarity_close(
+        _normal_exact, model, (x1, x2), jax.random.key(2), num_samples=n, proposal=_mixture_proposal()
+    )
     assert report.min_ess > 0.1 * n and report.max_z < 4
     est = report.estimate
     bad = assert_log_similarity_close  # a kernel off by a factor 2 fails by far
@@ -165,8 +180,9 @@ def test_memory_is_bounded_by_the_chunk_not_the_sample_count():
     # 10**6 samples x 1,000 pairs: the compiled program's temporaries stay O(chunk x pairs)
     model = categorical_model(jnp.full(10, 0.1))
     y = jnp.zeros(1000, jnp.int32)
-    compiled = est_mod._log_sums.lower(model, y, y, jax.random.key(0), jnp.asarray(10**6, jnp.int32),
-                                       1 << 10, None).compile()
+    compiled = est_mod._log_sums.lower(
+        model, y, y, jax.random.key(0), jnp.asarray(10**6, jnp.int32), 1 << 10, None
+    ).compile()
     mem = compiled.memory_analysis()
     assert mem.temp_size_in_bytes < 64 * 2**20, mem
 

@@ -18,12 +18,18 @@ def test_log_gamma_sampler_matches_gamma_distribution(a):
     se = np.sqrt(special.polygamma(1, a) / g.size)
     assert abs(g.mean() - special.digamma(a)) < 5 * se
     assert g.var() == pytest.approx(special.polygamma(1, a), rel=0.06)
-    assert stats.kstest(np.exp(g) if a > 0.1 else g, (lambda t: stats.gamma(a).cdf(t)) if a > 0.1
-                        else (lambda t: stats.gamma(a).cdf(np.exp(t)))).pvalue > 1e-3
+    assert (
+        stats.kstest(
+            np.exp(g) if a > 0.1 else g,
+            (lambda t: stats.gamma(a).cdf(t)) if a > 0.1 else (lambda t: stats.gamma(a).cdf(np.exp(t))),
+        ).pvalue
+        > 1e-3
+    )
 
 
 def test_beta_prior_draws_and_feature_frequencies():
     model = beta_bernoulli_model(3, [0.5, 2.0, 5.0], [1.5, 2.0, 1.0])
+
     @jax.jit
     def draw(keys):  # one compile for the prior and the likelihood sampler
         thetas = jax.vmap(model.prior_sampler)(keys)

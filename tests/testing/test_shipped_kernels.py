@@ -84,8 +84,9 @@ def test_beta_bernoulli_limit_with_scale_and_offset():
     model = beta_bernoulli_model(f, b, b)
     x1, x2 = sample_pairs(model, jax.random.key(3), 30)
     x2 = x2.at[-10:].set(1.0 - x1[-10:])  # pairs that disagree on every feature
-    est = estimate_log_similarity(model, x1, x2, jax.random.key(4), 20_000,
-                                  proposal=beta_bernoulli_posterior_proposal(f, b, b))
+    est = estimate_log_similarity(
+        model, x1, x2, jax.random.key(4), 20_000, proposal=beta_bernoulli_posterior_proposal(f, b, b)
+    )
     scale, offset_b_to_0 = bb.limit_scale_and_offset(b, f)
     offset_b = f * math.log(2 * (b + 1) / (2 * b + 1))
     report = check(lambda p, q: offset_b + scale * bb.limit_log_similarity(p, q), (x1, x2), est)
@@ -187,10 +188,15 @@ def test_hierarchy_model_samples_leaves_with_the_walk_probabilities():
 
 
 def test_gaussian_mixture_full_covariances():
-    mix = gm.make_mixture([0.5, 0.3, 0.2], [[0.0, 0.0, 1.0], [2.0, 1.0, -1.0], [-1.0, 2.5, 0.0]],
-                          [[[1.0, 0.3, 0.1], [0.3, 0.5, 0.0], [0.1, 0.0, 0.7]],
-                           [[0.6, -0.2, 0.0], [-0.2, 0.8, 0.2], [0.0, 0.2, 0.5]],
-                           [[0.4, 0.0, 0.1], [0.0, 1.5, -0.3], [0.1, -0.3, 0.9]]])
+    mix = gm.make_mixture(
+        [0.5, 0.3, 0.2],
+        [[0.0, 0.0, 1.0], [2.0, 1.0, -1.0], [-1.0, 2.5, 0.0]],
+        [
+            [[1.0, 0.3, 0.1], [0.3, 0.5, 0.0], [0.1, 0.0, 0.7]],
+            [[0.6, -0.2, 0.0], [-0.2, 0.8, 0.2], [0.0, 0.2, 0.5]],
+            [[0.4, 0.0, 0.1], [0.0, 1.5, -0.3], [0.1, -0.3, 0.9]],
+        ],
+    )
     model = gaussian_mixture_model(mix)
     x1, x2 = sample_pairs(model, jax.random.key(9), 40)
     x1 = x1.at[:3].set(jnp.array([[30.0, -20.0, 5.0], [-8.0, 9.0, 0.0], [1.0, 1.0, 1.0]]))  # far and in-between points
@@ -203,8 +209,11 @@ def test_gaussian_mixture_full_covariances():
     assert_caught(lambda a, b: -kernel(a, b), (x1, x2), est)
     assert_caught(lambda a, b: 2 * kernel(a, b), (x1, x2), est)
     # a diagonal approximation of the covariances is a wrong kernel too
-    diag = gm.make_mixture(np.exp(np.asarray(mix.log_weights)), mix.means,
-                           np.asarray(jnp.diagonal(mix.scale @ jnp.swapaxes(mix.scale, 1, 2), axis1=1, axis2=2)))
+    diag = gm.make_mixture(
+        np.exp(np.asarray(mix.log_weights)),
+        mix.means,
+        np.asarray(jnp.diagonal(mix.scale @ jnp.swapaxes(mix.scale, 1, 2), axis1=1, axis2=2)),
+    )
     assert_caught(lambda a, b: gm.log_similarity(a, b, diag), (x1, x2), est)
 
 

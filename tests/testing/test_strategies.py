@@ -61,8 +61,10 @@ def test_toolkit_is_lean():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['hypothesis'] = None; import gensim_jax.testing; "
-            "print(sorted(m for m in ('hypothesis', 'flax', 'tensorflow', 'torch', 'optax', 'gensim_jax.training') "
-            "if sys.modules.get(m) is not None))")
+    code = (
+        "import sys; sys.modules['hypothesis'] = None; import gensim_jax.testing; "
+        "print(sorted(m for m in ('hypothesis', 'flax', 'tensorflow', 'torch', 'optax', 'gensim_jax.training') "
+        "if sys.modules.get(m) is not None))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out

@@ -36,6 +36,10 @@ def read_events(logdir):
                     scalars.setdefault(v.tag, {})[ev.step] = v.simple_value
                 elif kind == "image":
                     im = v.image
-                    images.setdefault(v.tag, {})[ev.step] = (im.height, im.width, im.colorspace,
-                                                              im.encoded_image_string)
+                    images.setdefault(v.tag, {})[ev.step] = (
+                        im.height,
+                        im.width,
+                        im.colorspace,
+                        im.encoded_image_string,
+                    )
     return scalars, images

@@ -29,17 +29,28 @@ def tiny_batch(rng: np.random.Generator, b: int = 8) -> dict:
     f = lambda: rng.normal(size=(b, IN)).astype(np.float32)  # noqa: E731
     labels = np.resize(np.arange(CLASSES), b)
     rng.shuffle(labels)
-    return {"x": f(), "image": f(), "view1": f(), "view2": f(), "anchor": f(), "positive": f(), "negative": f(),
-            "features": (rng.random((b, 5)) > 0.5).astype(np.float32), "label": labels.astype(np.int32)}
+    return {
+        "x": f(),
+        "image": f(),
+        "view1": f(),
+        "view2": f(),
+        "anchor": f(),
+        "positive": f(),
+        "negative": f(),
+        "features": (rng.random((b, 5)) > 0.5).astype(np.float32),
+        "label": labels.astype(np.int32),
+    }
 
 
 def stream(seed: int, b: int = 8):
     """``position -> iterator``: batch ``i`` depends only on ``(seed, i)``, so a resumed stream is exact."""
+
     def batches(position: int):
         i = position
         while True:
             yield tiny_batch(np.random.default_rng((seed, i)), b)
             i += 1
+
     return batches
 
 
@@ -62,6 +73,16 @@ if __name__ == "__main__":  # used by the SIGTERM test: python -m tests.training
             time.sleep(pause)
             yield b
 
-    res = train(tiny_state(), CrossEntropy(input_key="x"), slow, num_steps=steps, log_every=1, workdir=workdir,
-                checkpoint_every=1000, progress=False, config={"name": "tiny"}, seed=0)
+    res = train(
+        tiny_state(),
+        CrossEntropy(input_key="x"),
+        slow,
+        num_steps=steps,
+        log_every=1,
+        workdir=workdir,
+        checkpoint_every=1000,
+        progress=False,
+        config={"name": "tiny"},
+        seed=0,
+    )
     print("DONE", int(res.state.step), flush=True)

@@ -14,8 +14,18 @@ import numpy as np
 import pytest
 
 from gensim_jax.training import (
-    BetaBernoulliTarget, CheckpointFallbackWarning, Checkpointer, CheckpointRestoreError, CrossEntropy,
-    GenSimRegression, PreemptionGuard, make_train_step, read_metrics, restore_or_init, train)
+    BetaBernoulliTarget,
+    Checkpointer,
+    CheckpointFallbackWarning,
+    CheckpointRestoreError,
+    CrossEntropy,
+    GenSimRegression,
+    PreemptionGuard,
+    make_train_step,
+    read_metrics,
+    restore_or_init,
+    train,
+)
 from tests.training._tiny import stream, tiny_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +35,7 @@ def assert_trees_equal(a, b):
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
 
 
+@pytest.mark.slow
 def test_save_restore_is_bit_identical(tmp_path):
     state = tiny_state(batchnorm=True)
     state = state.replace(step=state.step + 7)
@@ -49,17 +60,47 @@ def test_restore_or_init_without_checkpoint_returns_init(tmp_path):
     assert out is s and data == {} and not resumed
 
 
+@pytest.mark.slow
 def test_resume_continues_params_and_stream_exactly(tmp_path):
     obj = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")
     step = make_train_step(obj)  # compiled once, shared by the three runs
-    full = train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path / "a", checkpoint_every=2,
-                 progress=False, config={"lr": 0.05}, seed=11, step_fn=step)
-    first = train(tiny_state(), obj, stream(5), num_steps=3, log_every=1, workdir=tmp_path / "b", checkpoint_every=2,
-                  progress=False, step_fn=step)
+    full = train(
+        tiny_state(),
+        obj,
+        stream(5),
+        num_steps=6,
+        log_every=1,
+        workdir=tmp_path / "a",
+        checkpoint_every=2,
+        progress=False,
+        config={"lr": 0.05},
+        seed=11,
+        step_fn=step,
+    )
+    first = train(
+        tiny_state(),
+        obj,
+        stream(5),
+        num_steps=3,
+        log_every=1,
+        workdir=tmp_path / "b",
+        checkpoint_every=2,
+        progress=False,
+        step_fn=step,
+    )
     assert first.start_step == 0 and int(first.state.step) == 3
     # a restart with a different init: everything must come from the checkpoint of step 3
-    second = train(tiny_state(seed=42), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path / "b", checkpoint_every=2,
-                   progress=False, step_fn=step)
+    second = train(
+        tiny_state(seed=42),
+        obj,
+        stream(5),
+        num_steps=6,
+        log_every=1,
+        workdir=tmp_path / "b",
+        checkpoint_every=2,
+        progress=False,
+        step_fn=step,
+    )
     assert second.start_step == 3
     assert_trees_equal(second.state.params, full.state.params)
     assert_trees_equal(second.state.opt_state, full.state.opt_state)
@@ -70,6 +111,7 @@ def test_resume_continues_params_and_stream_exactly(tmp_path):
     assert record["seed"] == 11 and record["config"] == {"lr": 0.05} and record["devices"]["device_count"] >= 1
 
 
+@pytest.mark.slow
 def test_eval_hook_and_data_exhaustion(tmp_path):
     calls = []
 
@@ -77,8 +119,17 @@ def test_eval_hook_and_data_exhaustion(tmp_path):
         calls.append(step)
         return {"score": float(step)}
 
-    res = train(tiny_state(), CrossEntropy(input_key="x"), stream(0), num_steps=4, workdir=tmp_path,
-                eval_every=2, eval_fn=eval_fn, progress=False, log_every=2)
+    res = train(
+        tiny_state(),
+        CrossEntropy(input_key="x"),
+        stream(0),
+        num_steps=4,
+        workdir=tmp_path,
+        eval_every=2,
+        eval_fn=eval_fn,
+        progress=False,
+        log_every=2,
+    )
     assert calls == [2, 4]
     evals = [r for r in res.history if "eval/score" in r]
     assert [r["step"] for r in evals] == [2, 4]
@@ -88,14 +139,29 @@ def test_eval_hook_and_data_exhaustion(tmp_path):
         return iter([])
 
     with pytest.raises(ValueError, match="data stream ended"):
-        train(tiny_state(), CrossEntropy(input_key="x"), short, num_steps=9, log_every=1, workdir=tmp_path / "s", progress=False)
+        train(
+            tiny_state(),
+            CrossEntropy(input_key="x"),
+            short,
+            num_steps=9,
+            log_every=1,
+            workdir=tmp_path / "s",
+            progress=False,
+        )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 0), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
 def test_signal_saves_and_restart_resumes(tmp_path, signum, status):
     env = dict(os.environ, PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.training._tiny", str(tmp_path), "100000", "0.05"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.training._tiny", str(tmp_path), "100000", "0.05"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.time() + 90
         line = ""
@@ -118,12 +184,28 @@ def test_signal_saves_and_restart_resumes(tmp_path, signum, status):
     history = read_metrics(tmp_path)
     assert history[-1]["step"] == saved
     step = make_train_step(CrossEntropy(input_key="x"))
-    res = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, log_every=1, workdir=tmp_path,
-                progress=False, step_fn=step)
+    res = train(
+        tiny_state(),
+        CrossEntropy(input_key="x"),
+        stream(1),
+        num_steps=saved + 2,
+        log_every=1,
+        workdir=tmp_path,
+        progress=False,
+        step_fn=step,
+    )
     assert res.start_step == saved and int(res.state.step) == saved + 2
     # the continued run equals an uninterrupted run of saved + 2 steps
-    ref = train(tiny_state(), CrossEntropy(input_key="x"), stream(1), num_steps=saved + 2, log_every=1, workdir=tmp_path / "ref",
-                progress=False, step_fn=step)
+    ref = train(
+        tiny_state(),
+        CrossEntropy(input_key="x"),
+        stream(1),
+        num_steps=saved + 2,
+        log_every=1,
+        workdir=tmp_path / "ref",
+        progress=False,
+        step_fn=step,
+    )
     assert_trees_equal(res.state.params, ref.state.params)
 
 
@@ -185,18 +267,38 @@ def gensim_step():
 def reference_run(tmp_path_factory, gensim_step):
     obj, step = gensim_step
     workdir = tmp_path_factory.mktemp("reference")
-    res = train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=workdir, checkpoint_every=2, progress=False,
-                step_fn=step)
+    res = train(
+        tiny_state(),
+        obj,
+        stream(5),
+        num_steps=6,
+        log_every=1,
+        workdir=workdir,
+        checkpoint_every=2,
+        progress=False,
+        step_fn=step,
+    )
     return res, [r["loss"] for r in read_metrics(workdir) if "loss" in r]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [_truncate_arrays, _break_json], ids=["truncated-arrays", "broken-json"])
-def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(tmp_path, gensim_step, reference_run,
-                                                                            damage):
+def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(
+    tmp_path, gensim_step, reference_run, damage
+):
     obj, step = gensim_step
     ref, ref_losses = reference_run
-    first = train(tiny_state(), obj, stream(5), num_steps=4, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
-                  step_fn=step)
+    first = train(
+        tiny_state(),
+        obj,
+        stream(5),
+        num_steps=4,
+        log_every=1,
+        workdir=tmp_path,
+        checkpoint_every=2,
+        progress=False,
+        step_fn=step,
+    )
     assert int(first.state.step) == 4
     with Checkpointer(tmp_path / "checkpoints") as ck:
         assert ck.all_steps() == [2, 4]
@@ -205,8 +307,17 @@ def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(tmp_
         f.write('{"step": 5, "lo')  # and a metrics line cut off by the crash
 
     with pytest.warns(CheckpointFallbackWarning, match=r"step 4 .*could not be restored \(\w+(Error|Exception)") as rec:
-        res = train(tiny_state(seed=3), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path, checkpoint_every=2,
-                    progress=False, step_fn=step)
+        res = train(
+            tiny_state(seed=3),
+            obj,
+            stream(5),
+            num_steps=6,
+            log_every=1,
+            workdir=tmp_path,
+            checkpoint_every=2,
+            progress=False,
+            step_fn=step,
+        )
     assert any("falling back to step 2" in str(w.message) for w in rec)
     assert res.start_step == 2 and int(res.state.step) == 6
     # the continued run is the uninterrupted one: parameters, optimizer state and every logged loss
@@ -249,14 +360,32 @@ def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
 
 def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
     obj, step = gensim_step
-    train(tiny_state(), obj, stream(5), num_steps=4, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
-          step_fn=step)
+    train(
+        tiny_state(),
+        obj,
+        stream(5),
+        num_steps=4,
+        log_every=1,
+        workdir=tmp_path,
+        checkpoint_every=2,
+        progress=False,
+        step_fn=step,
+    )
     _damage_everything(tmp_path / "checkpoints" / "4")
     _break_json(tmp_path / "checkpoints" / "2")
     with pytest.warns(CheckpointFallbackWarning):
         with pytest.raises(CheckpointRestoreError, match="none of the 2 checkpoints") as info:
-            train(tiny_state(), obj, stream(5), num_steps=6, log_every=1, workdir=tmp_path, checkpoint_every=2, progress=False,
-                  step_fn=step)
+            train(
+                tiny_state(),
+                obj,
+                stream(5),
+                num_steps=6,
+                log_every=1,
+                workdir=tmp_path,
+                checkpoint_every=2,
+                progress=False,
+                step_fn=step,
+            )
     assert sorted(info.value.errors) == [2, 4]
     assert "step 4: " in str(info.value) and "step 2: JSONDecodeError" in str(info.value)
     with Checkpointer(tmp_path / "checkpoints") as ck:  # nothing was deleted

@@ -1,7 +1,5 @@
 """Export round trip: the rebuilt model gives the trained model's outputs; bad exports are named."""
 
-import json
-
 import jax
 import numpy as np
 import optax
@@ -22,6 +20,7 @@ def _variables():
     return model, {"params": state.params, "batch_stats": stats}
 
 
+@pytest.mark.slow
 def test_round_trip_gives_the_same_embeddings(tmp_path):
     model, variables = _variables()
     export_variables(tmp_path, variables, model="resnet18", model_kwargs=KW, image_size=32, seed=3)
@@ -33,6 +32,7 @@ def test_round_trip_gives_the_same_embeddings(tmp_path):
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+@pytest.mark.slow
 def test_mismatched_description_and_missing_files(tmp_path):
     _, variables = _variables()
     export_variables(tmp_path, variables, model="resnet18", model_kwargs={"num_classes": None}, image_size=32)

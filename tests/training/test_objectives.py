@@ -14,8 +14,19 @@ import pytest
 from gensim_jax import losses
 from gensim_jax.kernels import beta_bernoulli, gaussian_mixture
 from gensim_jax.training import (
-    BetaBernoulliTarget, CenterLoss, CrossEntropy, DistanceRegression, GaussianMixtureTarget, GenSimRegression,
-    NTXent, Sincere, SupCon, TableTarget, TripletObjective, forward)
+    BetaBernoulliTarget,
+    CenterLoss,
+    CrossEntropy,
+    DistanceRegression,
+    GaussianMixtureTarget,
+    GenSimRegression,
+    NTXent,
+    Sincere,
+    SupCon,
+    TableTarget,
+    TripletObjective,
+    forward,
+)
 from tests.training._tiny import CLASSES, tiny_batch, tiny_state
 
 TABLE = np.array([[2.0, 0.5, 0.1], [0.5, 1.5, 0.3], [0.1, 0.3, 1.0]], np.float32)
@@ -48,8 +59,9 @@ def expected(obj, state, batch):
     if isinstance(obj, DistanceRegression):
         return losses.distance_regression_loss(o("image")["embedding"], batch["features"], mask=m)
     if isinstance(obj, TripletObjective):
-        return losses.triplet_loss(o("anchor")["embedding"], o("positive")["embedding"], o("negative")["embedding"],
-                                   form="quadratic", mask=m)
+        return losses.triplet_loss(
+            o("anchor")["embedding"], o("positive")["embedding"], o("negative")["embedding"], form="quadratic", mask=m
+        )
     if isinstance(obj, NTXent):
         return losses.ntxent_loss(o("view1")["projection"], o("view2")["projection"], temperature=0.3, mask=m)
     if isinstance(obj, Sincere):
@@ -80,13 +92,15 @@ OBJECTIVES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("obj", OBJECTIVES, ids=lambda o: type(o).__name__)
 def test_loss_matches_library_loss_on_independent_outputs(setup, obj):
     state, batch = setup
     loss, aux = jax.jit(lambda s, b, o: o(s, b, jax.random.key(0)))(state, batch, obj)
     np.testing.assert_allclose(float(loss), float(expected(obj, state, batch)), rtol=2e-5, atol=1e-6)
     assert aux["batch_stats"] is state.batch_stats or jax.tree.all(
-        jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), aux["batch_stats"], state.batch_stats))
+        jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), aux["batch_stats"], state.batch_stats)
+    )
 
 
 def test_train_mode_uses_one_forward_over_all_views(setup):
@@ -98,8 +112,9 @@ def test_train_mode_uses_one_forward_over_all_views(setup):
     out, mut = state.apply_fn(state.variables, x, train=True, mutable=["batch_stats"])
     ref = losses.ntxent_loss(out["projection"][:8], out["projection"][8:], temperature=0.3, mask=batch["mask"])
     np.testing.assert_allclose(float(loss), float(ref), rtol=1e-6)
-    chex_equal = jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), aux["batch_stats"],
-                              mut["batch_stats"])
+    chex_equal = jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), aux["batch_stats"], mut["batch_stats"]
+    )
     assert chex_equal is not None
 
 
@@ -147,10 +162,16 @@ def test_limit_target_is_negative_squared_distance():
 
 def test_forward_splits_outputs_in_input_order(setup):
     state, batch = setup
-    outs, _ = forward(state.apply_fn, state.params, state.batch_stats,
-                      {"anchor": batch["anchor"], "positive": batch["positive"][:3]}, train=False)
-    np.testing.assert_allclose(outs["positive"]["embedding"], outputs_of(state, batch["positive"][:3])["embedding"],
-                               rtol=1e-6)
+    outs, _ = forward(
+        state.apply_fn,
+        state.params,
+        state.batch_stats,
+        {"anchor": batch["anchor"], "positive": batch["positive"][:3]},
+        train=False,
+    )
+    np.testing.assert_allclose(
+        outs["positive"]["embedding"], outputs_of(state, batch["positive"][:3])["embedding"], rtol=1e-6
+    )
     assert outs["anchor"]["embedding"].shape == (8, 4)
 
 
@@ -173,7 +194,8 @@ def test_errors_name_the_problem(setup):
 def test_class_count_in_helper_batches_is_balanced():
     y = tiny_batch(np.random.default_rng(0), 8)["label"]
     assert set(y.tolist()) == set(range(CLASSES)) and all(
-        sum(1 for a, b in itertools.combinations(y, 2) if a == b == c) >= 1 for c in range(CLASSES))
+        sum(1 for a, b in itertools.combinations(y, 2) if a == b == c) >= 1 for c in range(CLASSES)
+    )
 
 
 def test_tree_kernel_table_target_by_program_id():

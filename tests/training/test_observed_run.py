@@ -10,8 +10,8 @@ import optax
 import pytest
 
 from gensim_jax.training import CrossEntropy, create_train_state, make_train_step, train
-from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.experiment import TrainConfig
+from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.timing import compiled_flops
 from tests.training._events import event_files, read_events
 from tests.training._tiny import stream, tiny_model, tiny_state
@@ -19,17 +19,29 @@ from tests.training._tiny import stream, tiny_model, tiny_state
 
 def _images(factory):
     """The tiny stream with an ``image`` entry of 8 RGB images of 4 x 5 (drawn as the stimuli grid)."""
+
     def batches(position):
         for b in factory(position):
             yield {**b, "image": np.random.default_rng(position).random((8, 4, 5, 3)).astype(np.float32)}
+
     return batches
 
 
 def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_trace(tmp_path):
     tx = make_optimizer(TrainConfig(learning_rate=0.05, schedule="warmup_cosine", warmup_steps=4), 12)
     state = create_train_state(tiny_model(), tx, 0)
-    train(state, CrossEntropy(input_key="x"), _images(stream(0)), num_steps=12, log_every=4, workdir=tmp_path,
-          progress=False, profile_steps="5:7", peak_flops_per_s=1e9, stimuli_key="auto")
+    train(
+        state,
+        CrossEntropy(input_key="x"),
+        _images(stream(0)),
+        num_steps=12,
+        log_every=4,
+        workdir=tmp_path,
+        progress=False,
+        profile_steps="5:7",
+        peak_flops_per_s=1e9,
+        stimuli_key="auto",
+    )
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in lines] == [4, 8, 12]
     expected = {}
@@ -41,8 +53,18 @@ def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_tr
     assert set(scalars) == set(expected)
     for tag, by_step in expected.items():
         assert {s: np.float32(v) for s, v in by_step.items()} == scalars[tag], tag
-    for key in ("loss", "accuracy", "grad_norm", "opt/param_norm", "opt/lr", "perf/step_time_s",
-                "perf/examples_per_s", "perf/data_wait_fraction", "perf/flops_per_s", "perf/mfu"):
+    for key in (
+        "loss",
+        "accuracy",
+        "grad_norm",
+        "opt/param_norm",
+        "opt/lr",
+        "perf/step_time_s",
+        "perf/examples_per_s",
+        "perf/data_wait_fraction",
+        "perf/flops_per_s",
+        "perf/mfu",
+    ):
         assert key in expected, key
     # the learning rate the step used, from the schedule; the MFU from the compiled step's FLOPs
     sched = optax.warmup_cosine_decay_schedule(0.0, 0.05, 4, 12)
@@ -60,15 +82,30 @@ def test_slow_data_triggers_the_input_bound_line_and_fast_data_does_not(tmp_path
             time.sleep(0.05)
             yield b
 
-    train(tiny_state(), CrossEntropy(input_key="x"), slow, num_steps=12, log_every=4, workdir=tmp_path / "slow",
-          progress=False, prefetch=0)
+    train(
+        tiny_state(),
+        CrossEntropy(input_key="x"),
+        slow,
+        num_steps=12,
+        log_every=4,
+        workdir=tmp_path / "slow",
+        progress=False,
+        prefetch=0,
+    )
     err = capsys.readouterr().err
     assert err.count("input-bound") == 1 and "prefetch" in err
     # made before the run, only the entries the objective reads: the host hardly waits
     ready = [{"x": b["x"], "label": b["label"]} for b, _ in zip(stream(0, b=64)(0), range(12))]
     heavy = create_train_state(tiny_model(hidden=2048, embed_dim=256), optax.adam(1e-3), 0)  # ~10 ms steps
-    train(heavy, CrossEntropy(input_key="x"), lambda position: iter(ready[position:]), num_steps=12,
-          log_every=4, workdir=tmp_path / "fast", progress=False)
+    train(
+        heavy,
+        CrossEntropy(input_key="x"),
+        lambda position: iter(ready[position:]),
+        num_steps=12,
+        log_every=4,
+        workdir=tmp_path / "fast",
+        progress=False,
+    )
     assert "input-bound" not in capsys.readouterr().err
 
 

@@ -24,8 +24,11 @@ def _run(config, grads, steps_total=10):
     return out, state
 
 
-GRADS = [np.array([0.3, -0.1, 2.0], np.float32), np.array([-0.5, 0.2, 0.1], np.float32),
-         np.array([0.05, 0.4, -1.0], np.float32)]
+GRADS = [
+    np.array([0.3, -0.1, 2.0], np.float32),
+    np.array([-0.5, 0.2, 0.1], np.float32),
+    np.array([0.05, 0.4, -1.0], np.float32),
+]
 
 
 def test_sgd_with_momentum_and_weight_decay_matches_the_written_out_update():
@@ -45,7 +48,7 @@ def test_adamw_matches_the_written_out_update():
     for t, (g, want) in enumerate(zip(GRADS, got), start=1):
         m = 0.9 * m + 0.1 * g
         v = 0.999 * v + 0.001 * g * g
-        mh, vh = m / (1 - 0.9 ** t), v / (1 - 0.999 ** t)
+        mh, vh = m / (1 - 0.9**t), v / (1 - 0.999**t)
         p = p - 0.01 * (mh / (np.sqrt(vh) + 1e-8) + 0.1 * p)
         np.testing.assert_allclose(want, p, rtol=1e-5)
 
@@ -72,22 +75,31 @@ def test_warmup_cosine_schedule_and_the_learning_rate_in_the_state():
     t = np.arange(13)
     want = np.where(t < 4, 2.0 * t / 4, 0.2 + (2.0 - 0.2) * (1 + np.cos(np.pi * (t - 4) / 8)) / 2)
     np.testing.assert_allclose([float(s(i)) for i in t], want, rtol=1e-6, atol=1e-7)
-    cfg = TrainConfig(optimizer="sgd", momentum=0.0, learning_rate=2.0, schedule="warmup_cosine", warmup_steps=4,
-                      min_learning_rate=0.2)
+    cfg = TrainConfig(
+        optimizer="sgd",
+        momentum=0.0,
+        learning_rate=2.0,
+        schedule="warmup_cosine",
+        warmup_steps=4,
+        min_learning_rate=0.2,
+    )
     _, state = _run(cfg, GRADS, steps_total=12)
     assert float(current_learning_rate(state)) == pytest.approx(want[len(GRADS) - 1])
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("optimizer", "adagrad", "optimizer must be one of"),
-    ("schedule", "linear", "schedule must be one of"),
-    ("momentum", 1.0, "momentum"),
-    ("weight_decay", -1.0, "weight_decay"),
-    ("grad_clip_norm", 0.0, "grad_clip_norm"),
-    ("dtype", "float16", "dtype must be one of"),
-    ("log_every", 0, "log_every"),
-    ("mesh_fsdp", 0, "mesh_data"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("optimizer", "adagrad", "optimizer must be one of"),
+        ("schedule", "linear", "schedule must be one of"),
+        ("momentum", 1.0, "momentum"),
+        ("weight_decay", -1.0, "weight_decay"),
+        ("grad_clip_norm", 0.0, "grad_clip_norm"),
+        ("dtype", "float16", "dtype must be one of"),
+        ("log_every", 0, "log_every"),
+        ("mesh_fsdp", 0, "mesh_data"),
+    ],
+)
 def test_bad_fields_name_themselves(field, value, words):
     with pytest.raises(ValueError, match=words):
         check_train_config(dataclasses.replace(TrainConfig(), **{field: value}))

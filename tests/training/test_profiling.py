@@ -43,8 +43,9 @@ def test_a_short_loop_leaves_a_trace_file(tmp_path, capsys):
     traces = list((tmp_path / "plugins" / "profile").glob("*/*.xplane.pb"))
     assert len(traces) == 1 and traces[0].stat().st_size > 0
     assert prof.trace_dir == traces[0].parent and prof.done and not prof.active
-    chrome = json.loads(gzip.decompress((prof.trace_dir / traces[0].name.replace(".xplane.pb", ".trace.json.gz"))
-                                        .read_bytes()))
+    chrome = json.loads(
+        gzip.decompress((prof.trace_dir / traces[0].name.replace(".xplane.pb", ".trace.json.gz")).read_bytes())
+    )
     marked = sorted(int(e["args"]["step_num"]) for e in chrome["traceEvents"] if e.get("name") == "train")
     assert marked == [2, 3]  # the step annotations of exactly the traced steps
     assert "traced to" in capsys.readouterr().err

@@ -32,17 +32,39 @@ def test_event_files_hold_the_same_tags_steps_and_values_as_metrics_jsonl(tmp_pa
     rng = np.random.default_rng(0)
     with RunRecorder(tmp_path) as rec:
         for step in range(5, 55, 5):
-            rec.write(step, {"loss": rng.normal(), "accuracy": np.float32(rng.uniform()), "grad_norm": np.array(3.25),
-                             "opt/lr": 1e-3 * step, "perf/examples_per_s": 1234.5 + step, "flag": True,
-                             "curve": [1.0, 2.0], "name": "x"})
+            rec.write(
+                step,
+                {
+                    "loss": rng.normal(),
+                    "accuracy": np.float32(rng.uniform()),
+                    "grad_norm": np.array(3.25),
+                    "opt/lr": 1e-3 * step,
+                    "perf/examples_per_s": 1234.5 + step,
+                    "flag": True,
+                    "curve": [1.0, 2.0],
+                    "name": "x",
+                },
+            )
         rec.write(50, {"eval/oddball/r": 0.71, "eval/fewshot/acc": np.float64(0.9)})
     lines = _jsonl(tmp_path)
     assert [r["step"] for r in lines] == list(range(5, 55, 5)) + [50]
     assert lines[0]["curve"] == [1.0, 2.0] and lines[0]["name"] == "x"  # non-scalars: jsonl only
     scalars, images = read_events(tmp_path)
     expected = _scalars_of(lines)
-    assert set(scalars) == set(expected) == {"loss", "accuracy", "grad_norm", "opt/lr", "perf/examples_per_s",
-                                             "flag", "eval/oddball/r", "eval/fewshot/acc"}
+    assert (
+        set(scalars)
+        == set(expected)
+        == {
+            "loss",
+            "accuracy",
+            "grad_norm",
+            "opt/lr",
+            "perf/examples_per_s",
+            "flag",
+            "eval/oddball/r",
+            "eval/fewshot/acc",
+        }
+    )
     for tag, by_step in expected.items():
         assert set(scalars[tag]) == set(by_step), tag
         for step, v in by_step.items():
@@ -85,8 +107,14 @@ def test_resume_drops_later_lines_and_hides_later_events(tmp_path):
         for step in range(8, 14, 2):
             rec.write(step, {"loss": 100.0 + step})
     lines = _jsonl(tmp_path)
-    assert [(r["step"], r["loss"]) for r in lines] == [(2, 2.0), (4, 4.0), (6, 6.0), (8, 108.0), (10, 110.0),
-                                                      (12, 112.0)]
+    assert [(r["step"], r["loss"]) for r in lines] == [
+        (2, 2.0),
+        (4, 4.0),
+        (6, 6.0),
+        (8, 108.0),
+        (10, 110.0),
+        (12, 112.0),
+    ]
     scalars, _ = read_events(tmp_path)
     assert len(event_files(tmp_path)) == 2
     assert scalars == {"loss": {s: np.float32(v) for s, v in _scalars_of(lines)["loss"].items()}}
@@ -126,7 +154,7 @@ def test_image_grid_places_image_i_at_row_i_div_ncol():
     assert g.shape == (3 * 3 + 1, 2 * 4 + 1, 1) and g.dtype == np.uint8
     for i in range(5):
         r, q = divmod(i, 2)
-        np.testing.assert_array_equal(g[1 + 3 * r:3 + 3 * r, 1 + 4 * q:4 + 4 * q, 0], x[i])
+        np.testing.assert_array_equal(g[1 + 3 * r : 3 + 3 * r, 1 + 4 * q : 4 + 4 * q, 0], x[i])
     assert (g[7:9, 5:8] == 255).all()  # the empty sixth tile
     std = image_grid(np.array([[[[-2.0]]], [[[2.0]]]]), ncol=2, pad=0)  # standardised floats: min-max
     assert std[..., 0].tolist() == [[0, 255]]
@@ -159,8 +187,10 @@ def test_closed_recorder_refuses_to_write(tmp_path):
 
 
 def test_the_writer_does_not_import_torch(tmp_path):
-    code = ("import sys; from gensim_jax.training.records import RunRecorder\n"
-            f"r = RunRecorder({str(tmp_path)!r}); r.write(1, {{'loss': 1.0}}); r.close()\n"
-            "print('torch' in sys.modules); import torch; print(torch.tensor([1]).sum().item())")
+    code = (
+        "import sys; from gensim_jax.training.records import RunRecorder\n"
+        f"r = RunRecorder({str(tmp_path)!r}); r.write(1, {{'loss': 1.0}}); r.close()\n"
+        "print('torch' in sys.modules); import torch; print(torch.tensor([1]).sum().item())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "1"]  # torch was not loaded by tensorboardX, and still imports afterwards

@@ -12,8 +12,7 @@ import pytest
 from gensim_jax import experiments as registry
 from gensim_jax.losses import ntxent_loss
 from gensim_jax.models import get_model
-from gensim_jax.training import NTXent, create_train_state, train_step
-from gensim_jax.training import runner
+from gensim_jax.training import NTXent, create_train_state, runner, train_step
 from gensim_jax.training.export import load_exported
 from tests.training._events import read_events
 
@@ -32,6 +31,7 @@ def ran(tiny, tmp_path_factory):
     return workdir, config, runner.run_experiment(tiny, config, workdir, progress=False)
 
 
+@pytest.mark.slow
 def test_runner_writes_every_run_and_the_results(ran, tiny):
     workdir, config, results = ran
     saved = json.loads((workdir / "results.json").read_text())
@@ -50,7 +50,8 @@ def test_runner_writes_every_run_and_the_results(ran, tiny):
             features, x = tiny.prepare(config)
             z = np.asarray(model.apply(variables, x)["projection"])
             assert saved["evaluations"][arm][r]["embedding_norm"] == pytest.approx(
-                float(np.linalg.norm(z, axis=1).mean()), rel=1e-5)
+                float(np.linalg.norm(z, axis=1).mean()), rel=1e-5
+            )
             # TensorBoard: the same scalars as metrics.jsonl, the evaluation, the regression scatter (gensim)
             scalars, images = read_events(run_dir)
             assert scalars["loss"] == {x["step"]: np.float32(x["loss"]) for x in lines if "loss" in x}
@@ -58,12 +59,17 @@ def test_runner_writes_every_run_and_the_results(ran, tiny):
             assert ("eval/similarity_scatter" in images) == (arm == "gensim")
 
 
+@pytest.mark.slow
 def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     """Run 0 of ``gensim``: the runner's per-step losses are those of a hand-written loop over the same batches."""
     workdir, config, _ = ran
     model, _, _ = tiny.model("gensim", config)
-    state = create_train_state(model, optax.sgd(config.learning_rate, momentum=config.momentum), jax.random.key(0),
-                               variables=tiny.init_variables("gensim", config, model, 0))
+    state = create_train_state(
+        model,
+        optax.sgd(config.learning_rate, momentum=config.momentum),
+        jax.random.key(0),
+        variables=tiny.init_variables("gensim", config, model, 0),
+    )
     objective = tiny.objective("gensim", config)
     step = jax.jit(lambda s, b: train_step(s, b, objective))
     stream = iter(tiny.batches("gensim", config, tiny.prepare(config), 0)(0))
@@ -75,6 +81,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     np.testing.assert_allclose([x["loss"] for x in lines if "loss" in x], losses, rtol=2e-5)
 
 
+@pytest.mark.slow
 def test_rerun_resumes_the_finished_runs_without_training(ran, tiny):
     workdir, config, results = ran
     again = runner.run_experiment(tiny, config, workdir, progress=False)

@@ -9,8 +9,19 @@ import pytest
 from gensim_jax import losses
 from gensim_jax.models import get_model
 from gensim_jax.training import (
-    BetaBernoulliTarget, CenterLoss, CrossEntropy, GenSimRegression, NTXent, TripletObjective, create_train_state, eval_step,
-    make_train_step, split_microbatches, step_key, train_step)
+    BetaBernoulliTarget,
+    CenterLoss,
+    CrossEntropy,
+    GenSimRegression,
+    NTXent,
+    TripletObjective,
+    create_train_state,
+    eval_step,
+    make_train_step,
+    split_microbatches,
+    step_key,
+    train_step,
+)
 from tests.training._tiny import tiny_batch, tiny_model, tiny_state
 
 
@@ -18,10 +29,15 @@ def tree_close(a, b, **kw):
     jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x), np.asarray(y), **kw), a, b)
 
 
-@pytest.mark.parametrize("obj", [
-    GenSimRegression(target=BetaBernoulliTarget(), input_key="x"),
-    CrossEntropy(input_key="x"),
-], ids=lambda o: type(o).__name__)
+@pytest.mark.parametrize(
+    "obj",
+    [
+        GenSimRegression(target=BetaBernoulliTarget(), input_key="x"),
+        CrossEntropy(input_key="x"),
+    ],
+    ids=lambda o: type(o).__name__,
+)
+@pytest.mark.slow
 def test_steps_decrease_the_loss_on_a_fixed_batch(obj):
     state = tiny_state(batchnorm=True, lr=0.02)
     batch = tiny_batch(np.random.default_rng(0), 16)
@@ -35,6 +51,7 @@ def test_steps_decrease_the_loss_on_a_fixed_batch(obj):
     assert final < 0.8 * first, (first, final)
 
 
+@pytest.mark.slow
 def test_lenet_center_loss_steps_on_32x32_images():
     """Thesis 003 set-up in miniature: LeNet-5 on 32x32x3 images, CE + lambda * class-centre loss."""
     model = get_model("lenet5", num_classes=3)
@@ -52,6 +69,7 @@ def test_lenet_center_loss_steps_on_32x32_images():
     assert float(m["loss"]) < float(ref) and 0.0 <= float(m["accuracy"]) <= 1.0
 
 
+@pytest.mark.slow
 def test_step_gradient_and_batchnorm_update_match_an_independent_computation():
     """One SGD step: params - lr * grad of the library loss on one concatenated train-mode forward."""
     model = tiny_model(batchnorm=True)
@@ -60,8 +78,9 @@ def test_step_gradient_and_batchnorm_update_match_an_independent_computation():
 
     def ref_loss(params):
         x = jnp.concatenate([batch["view1"], batch["view2"]])
-        out, mut = model.apply({"params": params, "batch_stats": state.batch_stats}, x, train=True,
-                               mutable=["batch_stats"])
+        out, mut = model.apply(
+            {"params": params, "batch_stats": state.batch_stats}, x, train=True, mutable=["batch_stats"]
+        )
         return losses.ntxent_loss(out["projection"][:8], out["projection"][8:], temperature=0.5), mut
 
     (loss, mut), g = jax.jit(jax.value_and_grad(ref_loss, has_aux=True))(state.params)
@@ -78,8 +97,12 @@ def test_step_gradient_and_batchnorm_update_match_an_independent_computation():
     np.testing.assert_allclose(bs_new["mean"], 0.9 * bs_old["mean"] + 0.1 * pre_bn.mean(0), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("obj,k", [(TripletObjective(form="softplus"), 4), (CrossEntropy(input_key="x"), 2)],
-                         ids=["triplet-4", "crossentropy-2"])
+@pytest.mark.parametrize(
+    "obj,k",
+    [(TripletObjective(form="softplus"), 4), (CrossEntropy(input_key="x"), 2)],
+    ids=["triplet-4", "crossentropy-2"],
+)
+@pytest.mark.slow
 def test_accumulating_k_microbatches_equals_one_big_batch(obj, k):
     # SGD with momentum: Adam would turn round-off in (exactly) cancelling gradients into +-lr steps
     state = create_train_state(tiny_model(), optax.sgd(0.1, momentum=0.9), 0)
@@ -91,6 +114,7 @@ def test_accumulating_k_microbatches_equals_one_big_batch(obj, k):
     tree_close(acc.opt_state, big.opt_state, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_accumulation_of_an_all_pairs_loss_averages_microbatch_losses():
     """All-pairs losses do not decompose: accumulation = mean of per-micro-batch all-pairs losses."""
     obj = GenSimRegression(target=BetaBernoulliTarget(), input_key="x")

@@ -9,8 +9,14 @@ import optax
 import pytest
 
 from gensim_jax.training.timing import (
-    InputBoundDetector, MetricWindow, StepTimer, compiled_flops, injected_learning_rate, learning_rate_at,
-    param_norm)
+    InputBoundDetector,
+    MetricWindow,
+    StepTimer,
+    compiled_flops,
+    injected_learning_rate,
+    learning_rate_at,
+    param_norm,
+)
 
 
 class FakeClock:

@@ -57,8 +57,7 @@ class Tiny(Experiment):
         return np.zeros((1, IN), np.float32)
 
     def model(self, arm, config):
-        kw = {"in_features": IN, "hidden": 16, "embed_dim": 4, "projection_dims": (8, 3),
-              "projection_batchnorm": True}
+        kw = {"in_features": IN, "hidden": 16, "embed_dim": 4, "projection_dims": (8, 3), "projection_batchnorm": True}
         return get_model("mlp", **kw), "mlp", kw
 
     def objective(self, arm, config):

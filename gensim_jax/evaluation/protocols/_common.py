@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 from typing import Callable, Optional
@@ -15,8 +14,9 @@ from gensim_jax.jsonable import to_jsonable
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """``--workdir DIR`` (writes ``DIR/<protocol>.json`` and ``DIR/<protocol>.png``) and ``--out FILE``."""
-    p.add_argument("--workdir", default=None,
-                   help="write <workdir>/<protocol>.json and the figure <workdir>/<protocol>.png")
+    p.add_argument(
+        "--workdir", default=None, help="write <workdir>/<protocol>.json and the figure <workdir>/<protocol>.png"
+    )
     p.add_argument("--out", default=None, help="also write the JSON to this file")
 
 
@@ -63,8 +63,13 @@ def load_encoders(dirs):
 def run_info(encoder) -> dict:
     """What a run's JSON entry says about its export."""
     m = encoder.metadata
-    return {"export": encoder.directory, "model": m.get("model"), "seed": m.get("seed"),
-            "image_size": encoder.image_size, "preprocess": encoder.preprocess}
+    return {
+        "export": encoder.directory,
+        "model": m.get("model"),
+        "seed": m.get("seed"),
+        "image_size": encoder.image_size,
+        "preprocess": encoder.preprocess,
+    }
 
 
 def model_label(label: Optional[str], encoders) -> str:

@@ -23,8 +23,15 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, mean_sem_dict, model_label, run_info
 from gensim_jax.evaluation import fewshot
+from gensim_jax.evaluation.protocols._common import (
+    add_output_arguments,
+    finish,
+    load_encoders,
+    mean_sem_dict,
+    model_label,
+    run_info,
+)
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS
 
 _KEYS = ("acc_close", "acc_far", "auc_close", "auc_far", "acc")
@@ -52,7 +59,7 @@ def embed_all(concepts, embed) -> dict:
     out, start = {}, 0
     for n in names:
         c = concepts[n]
-        tr, te = e[start:start + len(c.train)], e[start + len(c.train):start + len(c.train) + len(c.test)]
+        tr, te = e[start : start + len(c.train)], e[start + len(c.train) : start + len(c.train) + len(c.test)]
         start += len(c.train) + len(c.test)
         out[n] = (tr, te, c.test_kind)
     return out
@@ -67,12 +74,18 @@ def _evaluate(embedded, rules) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval geoclidean", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m eval geoclidean", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--root", required=True, help="Geoclidean benchmark directory")
     p.add_argument("--concepts", default="test", help="'test' (7 held-out), 'all' (37) or name,name,...")
-    p.add_argument("--export", nargs="+", default=None, metavar="DIR",
-                   help="export directories of trained encoders, one per training run")
+    p.add_argument(
+        "--export",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="export directories of trained encoders, one per training run",
+    )
     p.add_argument("--model", default="pixels", help="'pixels' or a registered model name (without --export)")
     p.add_argument("--checkpoint", default=None, help="PyTorch weights for --model")
     p.add_argument("--image-size", type=int, default=224, help="input size for --model (exports carry their own)")
@@ -86,8 +99,7 @@ def main(argv=None) -> int:
     if a.export and (a.checkpoint or a.model != "pixels"):
         p.error("--export replaces --model/--checkpoint; give one or the other")
 
-    names = (list(TEST_CONCEPTS) if a.concepts == "test" else None if a.concepts == "all"
-             else a.concepts.split(","))
+    names = list(TEST_CONCEPTS) if a.concepts == "test" else None if a.concepts == "all" else a.concepts.split(",")
     rules = ("per_concept", "global") if a.threshold == "both" else (a.threshold,)
     fig_rule = rules[0]
     if a.export:
@@ -102,9 +114,15 @@ def main(argv=None) -> int:
             embedded = embed_all(concepts, lambda x, enc=enc: enc(x, a.batch_size))
             runs.append({**run_info(enc), **_evaluate(embedded, rules)})
         label = model_label(a.label, encoders)
-        result = {"model": label, "weights": "exports", "concepts": list(concepts), "runs": runs,
-                  "across_runs": {rule: {k: mean_sem_dict([r[rule]["mean"][k] for r in runs]) for k in _KEYS}
-                                  for rule in rules}}
+        result = {
+            "model": label,
+            "weights": "exports",
+            "concepts": list(concepts),
+            "runs": runs,
+            "across_runs": {
+                rule: {k: mean_sem_dict([r[rule]["mean"][k] for r in runs]) for k in _KEYS} for rule in rules
+            },
+        }
         per_run = {t: [r[fig_rule]["mean"][f"acc_{t}"] for r in runs] for t in ("close", "far")}
     else:
         if a.model == "pixels":
@@ -114,9 +132,12 @@ def main(argv=None) -> int:
             concepts = fewshot.load_geoclidean(a.root, names, image_size=a.image_size)
             embed = _model_embedder(a.model, a.checkpoint, a.image_size, a.batch_size)
         # pixels: per concept (no copy of all 360 x 360 images); a model: one call, one compilation
-        embedded = (fewshot.embed_concepts(concepts, embed) if a.model == "pixels" else embed_all(concepts, embed))
-        weights = ("none (model-free)" if a.model == "pixels" else a.checkpoint
-                   or "random initialisation (no --checkpoint given)")
+        embedded = fewshot.embed_concepts(concepts, embed) if a.model == "pixels" else embed_all(concepts, embed)
+        weights = (
+            "none (model-free)"
+            if a.model == "pixels"
+            else a.checkpoint or "random initialisation (no --checkpoint given)"
+        )
         label = a.label or a.model
         result = {"model": label, "weights": weights, "concepts": list(concepts), **_evaluate(embedded, rules)}
         per_run = {t: [result[fig_rule]["mean"][f"acc_{t}"]] for t in ("close", "far")}
@@ -126,7 +147,11 @@ def main(argv=None) -> int:
     def plot(path):
         from gensim_jax.evaluation.figures import plot_geoclidean
 
-        plot_geoclidean({label: per_run}, path, human=human,
-                        title=f"Geoclidean few-shot, {len(result['concepts'])} concepts, {fig_rule} threshold")
+        plot_geoclidean(
+            {label: per_run},
+            path,
+            human=human,
+            title=f"Geoclidean few-shot, {len(result['concepts'])} concepts, {fig_rule} threshold",
+        )
 
     return finish(result, a, "geoclidean", plot)

@@ -23,8 +23,16 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, load_npz, mean_sem_dict, model_label, run_info
 from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+from gensim_jax.evaluation.protocols._common import (
+    add_output_arguments,
+    finish,
+    load_encoders,
+    load_npz,
+    mean_sem_dict,
+    model_label,
+    run_info,
+)
 from gensim_jax.stimuli.hierarchy import synthetic_hierarchy_images
 
 
@@ -36,11 +44,17 @@ def _decode(x, y, tree, nodes, a, rng) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval hierarchy", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m eval hierarchy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--embeddings", default=None, help="npz with embeddings (N,D) and classes (N,)")
-    p.add_argument("--export", nargs="+", default=None, metavar="DIR",
-                   help="export directories of trained encoders, one per training run")
+    p.add_argument(
+        "--export",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="export directories of trained encoders, one per training run",
+    )
     p.add_argument("--images", default=None, help="with --export: npz with images (N,H,W[,C]) and classes (N,)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
@@ -78,9 +92,16 @@ def main(argv=None) -> int:
         levels = [lv.level for lv in runs[0]["levels"]]
         acc = [[lv.accuracy for lv in r["levels"]] for r in runs]
         chance = [lv.chance for lv in runs[0]["levels"]]
-        result = {**head, "model": label, "runs": runs,
-                  "across_runs": {"levels": levels, "accuracy": mean_sem_dict(acc),
-                                  "score": mean_sem_dict([r["score"] for r in runs])}}
+        result = {
+            **head,
+            "model": label,
+            "runs": runs,
+            "across_runs": {
+                "levels": levels,
+                "accuracy": mean_sem_dict(acc),
+                "score": mean_sem_dict([r["score"] for r in runs]),
+            },
+        }
         scores = [r["score"] for r in runs]
     else:
         x = data.reshape(len(data), -1) if not a.embeddings else data
@@ -93,7 +114,10 @@ def main(argv=None) -> int:
     def plot(path):
         from gensim_jax.evaluation.figures import plot_hierarchy
 
-        plot_hierarchy({label: {"levels": levels, "accuracy": acc, "chance": chance, "score": scores}}, path,
-                       title=f"Hierarchy decoding ({source}, chance {a.chance})")
+        plot_hierarchy(
+            {label: {"levels": levels, "accuracy": acc, "chance": chance, "score": scores}},
+            path,
+            title=f"Hierarchy decoding ({source}, chance {a.chance})",
+        )
 
     return finish(result, a, "hierarchy", plot)

@@ -14,8 +14,8 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz
 from gensim_jax.evaluation.odd_one_out import choice_log_probs, odd_one_out_likelihood, read_trials
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz
 
 
 def objective_curves(embeddings, trials, alphas, objective: str) -> dict[str, np.ndarray]:
@@ -24,19 +24,26 @@ def objective_curves(embeddings, trials, alphas, objective: str) -> dict[str, np
     for p in np.unique(trials.participant):
         m = trials.participant == p
         sub = type(trials)(trials.items[m], trials.choice[m], trials.rt[m], trials.participant[m])
-        lp = choice_log_probs(embeddings, sub, alphas)                   # (A, T_p)
+        lp = choice_log_probs(embeddings, sub, alphas)  # (A, T_p)
         out[str(p)] = (np.exp(lp) if objective == "mean_likelihood" else lp).mean(axis=1)
     return out
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval odd_one_out", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m eval odd_one_out", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--trials", required=True)
     p.add_argument("--embeddings", required=True)
     p.add_argument("--objective", choices=("mean_likelihood", "log_likelihood"), default="mean_likelihood")
-    p.add_argument("--alphas", nargs=3, type=float, default=(-4.0, 2.0, 121), metavar=("LO", "HI", "COUNT"),
-                   help="log10 range and size of the alpha grid")
+    p.add_argument(
+        "--alphas",
+        nargs=3,
+        type=float,
+        default=(-4.0, 2.0, 121),
+        metavar=("LO", "HI", "COUNT"),
+        help="log10 range and size of the alpha grid",
+    )
     add_output_arguments(p)
     a = p.parse_args(argv)
     lo, hi, count = a.alphas
@@ -54,9 +61,13 @@ def main(argv=None) -> int:
         from gensim_jax.evaluation.figures import plot_odd_one_out
 
         mean_lik = a.objective == "mean_likelihood"
-        plot_odd_one_out(alphas, curves, path, fitted={k: f.alpha for k, f in result["participants"].items()},
-                         chance=1.0 / 3.0 if mean_lik else float(np.log(1.0 / 3.0)),
-                         ylabel="mean likelihood of the human choices" if mean_lik
-                         else "mean log-likelihood of the human choices")
+        plot_odd_one_out(
+            alphas,
+            curves,
+            path,
+            fitted={k: f.alpha for k, f in result["participants"].items()},
+            chance=1.0 / 3.0 if mean_lik else float(np.log(1.0 / 3.0)),
+            ylabel="mean likelihood of the human choices" if mean_lik else "mean log-likelihood of the human choices",
+        )
 
     return finish(result, a, "odd_one_out", plot)

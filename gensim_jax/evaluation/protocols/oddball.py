@@ -30,9 +30,16 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_encoders, load_npz, model_label, run_info
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
+from gensim_jax.evaluation.protocols._common import (
+    add_output_arguments,
+    finish,
+    load_encoders,
+    load_npz,
+    model_label,
+    run_info,
+)
 
 
 def shape_statistics(model, table, behavior_trials=None) -> dict:
@@ -49,7 +56,8 @@ def shape_statistics(model, table, behavior_trials=None) -> dict:
     rho, pval, dof = ob.regularity_correlation(model)
     out["regularity_spearman"] = {"rho": rho, "p": pval, "dof": dof}
     out["population_correlation"] = {
-        pop: dict(zip(("r", "p"), ob.behaviour_correlation(model, d["error_rate"]))) for pop, d in table.items()}
+        pop: dict(zip(("r", "p"), ob.behaviour_correlation(model, d["error_rate"]))) for pop, d in table.items()
+    }
     if behavior_trials:
         subj = ob.subject_correlations(model, sm.subject_error_rates(behavior_trials))
         by_pop: dict[str, list[float]] = {}
@@ -70,24 +78,37 @@ def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval oddball", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m eval oddball", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--trials", help="npz with embeddings (T,6,D), deviant (T,), shapes (T,)")
-    src.add_argument("--export", nargs="+", metavar="DIR",
-                     help="export directories of trained encoders, one per training run")
+    src.add_argument(
+        "--export", nargs="+", metavar="DIR", help="export directories of trained encoders, one per training run"
+    )
     p.add_argument("--test-seed", type=int, default=0, help="seed of the rendered oddball test set (--export)")
-    p.add_argument("--trials-per-condition", type=int, default=10,
-                   help="test-set trials per (shape, deviant) (--export; 10 -> 440 trials)")
+    p.add_argument(
+        "--trials-per-condition",
+        type=int,
+        default=10,
+        help="test-set trials per (shape, deviant) (--export; 10 -> 440 trials)",
+    )
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--human-populations", default=",".join(sm.HUMAN_POPULATIONS),
-                   help="comma-separated populations pooled as 'human' in the summary (Fig. 2C, t-test); "
-                        "default: all five human groups")
+    p.add_argument(
+        "--human-populations",
+        default=",".join(sm.HUMAN_POPULATIONS),
+        help="comma-separated populations pooled as 'human' in the summary (Fig. 2C, t-test); "
+        "default: all five human groups",
+    )
     p.add_argument("--label", default=None, help="model name in the outputs")
     p.add_argument("--error-rates", default=None, help="per-population CSV (default: packaged data)")
-    p.add_argument("--behavior", nargs="+", default=None,
-                   help="trial-level CSV files for per-subject correlations (give each subject once: "
-                        "e.g. baboons_target.csv or the per-baboon files, not both)")
+    p.add_argument(
+        "--behavior",
+        nargs="+",
+        default=None,
+        help="trial-level CSV files for per-subject correlations (give each subject once: "
+        "e.g. baboons_target.csv or the per-baboon files, not both)",
+    )
     p.add_argument("--judgements", default=None, help="CSV stimulus_a,stimulus_b,rating")
     p.add_argument("--stimuli", default=None, help="npz with ids (S,) and embeddings (S,D) for --judgements")
     add_output_arguments(p)
@@ -102,11 +123,14 @@ def main(argv=None) -> int:
     humans = [h for h in a.human_populations.split(",") if h]
     if a.trials:
         z = load_npz(a.trials, ("embeddings", "deviant", "shapes"))
-        rates = ob.error_rates_by_shape(z["embeddings"], z["deviant"].astype(np.int64),
-                                        [str(s) for s in z["shapes"]])
+        rates = ob.error_rates_by_shape(z["embeddings"], z["deviant"].astype(np.int64), [str(s) for s in z["shapes"]])
         label = a.label or "model"
-        result = {"shapes": list(sm.SHAPES), "error_rate": rates["error_rate"], "trials": rates["trials"],
-                  **shape_statistics(rates["error_rate"], table, behavior)}
+        result = {
+            "shapes": list(sm.SHAPES),
+            "error_rate": rates["error_rate"],
+            "trials": rates["trials"],
+            **shape_statistics(rates["error_rate"], table, behavior),
+        }
         per_run = rates["error_rate"][None]
     else:
         from gensim_jax.stimuli import quadrilaterals as q
@@ -117,16 +141,31 @@ def main(argv=None) -> int:
         cache: dict = {}
         runs = []
         for enc in encoders:
-            rates = ob.error_rates_by_shape(embed_test_set(test, enc, a.batch_size, cache),
-                                            test.deviant_position, shapes)
-            runs.append({**run_info(enc), "error_rate": rates["error_rate"], "errors": rates["errors"],
-                         **shape_statistics(rates["error_rate"], table)})
+            rates = ob.error_rates_by_shape(
+                embed_test_set(test, enc, a.batch_size, cache), test.deviant_position, shapes
+            )
+            runs.append(
+                {
+                    **run_info(enc),
+                    "error_rate": rates["error_rate"],
+                    "errors": rates["errors"],
+                    **shape_statistics(rates["error_rate"], table),
+                }
+            )
         per_run = np.stack([r["error_rate"] for r in runs])
         label = model_label(a.label, encoders)
-        result = {"model": label, "shapes": list(sm.SHAPES),
-                  "test_set": {"seed": a.test_seed, "trials_per_condition": a.trials_per_condition,
-                               "trials": len(test), "trials_per_shape": np.bincount(test.shape, minlength=11)},
-                  "runs": runs, "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior)}
+        result = {
+            "model": label,
+            "shapes": list(sm.SHAPES),
+            "test_set": {
+                "seed": a.test_seed,
+                "trials_per_condition": a.trials_per_condition,
+                "trials": len(test),
+                "trials_per_shape": np.bincount(test.shape, minlength=11),
+            },
+            "runs": runs,
+            "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior),
+        }
     # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
     summary = None
     if np.all(np.isfinite(per_run)):

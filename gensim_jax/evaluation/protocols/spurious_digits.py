@@ -28,7 +28,7 @@ def find_exports(workdir: Path) -> dict[str, list[Path]]:
     """``{lambda (str): [export dirs in run order]}`` of a training workdir."""
     found: dict[str, list[tuple[int, Path]]] = {}
     for d in sorted(workdir.glob("lambda_*/run*/export")):
-        lam = d.parent.parent.name[len("lambda_"):]
+        lam = d.parent.parent.name[len("lambda_") :]
         m = re.fullmatch(r"run(\d+)", d.parent.name)
         if m and (d / "model.json").is_file():
             found.setdefault(f"{float(lam):g}", []).append((int(m.group(1)), d))
@@ -37,8 +37,9 @@ def find_exports(workdir: Path) -> dict[str, list[Path]]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval spurious_digits", description=__doc__)
-    p.add_argument("--runs", default=None,
-                   help="workdir of `python -m train spurious_digits` to evaluate (default: --workdir)")
+    p.add_argument(
+        "--runs", default=None, help="workdir of `python -m train spurious_digits` to evaluate (default: --workdir)"
+    )
     p.add_argument("--data-dir", default=None, help="tfds data directory (overrides the runs' config)")
     p.add_argument("--confidence", type=float, default=None, help="interval level (default: the config's, 0.95)")
     add_output_arguments(p)
@@ -91,12 +92,20 @@ def main(argv=None) -> int:
             acc = protocol.evaluate(predictors[key], variables, sets)
             per_run.setdefault(lam, []).append({"run": d.parent.name, "seed": meta.get("seed"), **acc})
     summary = protocol.summarize(per_run, confidence)
-    result = {"workdir": str(workdir), "data": config.data, "ood": config.ood, "confidence": confidence,
-              "num_test": {k: int(len(v[1])) for k, v in sets.items()}, "summary": summary, "per_run": per_run}
+    result = {
+        "workdir": str(workdir),
+        "data": config.data,
+        "ood": config.ood,
+        "confidence": confidence,
+        "num_test": {k: int(len(v[1])) for k, v in sets.items()},
+        "summary": summary,
+        "per_run": per_run,
+    }
 
     def plot(path: str) -> None:
-        protocol.plot_accuracy_vs_lambda(summary, path, confidence=confidence,
-                                         title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}")
+        protocol.plot_accuracy_vs_lambda(
+            summary, path, confidence=confidence, title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}"
+        )
 
     rc = finish(result, a, "spurious_digits", plot)
     print()

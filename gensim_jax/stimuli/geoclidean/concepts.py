@@ -39,10 +39,7 @@ __all__ = [
 
 _PROGRAMS = {
     "perp_bisector": (
-        "l1 = line(p1(), p2())\n"
-        "c1* = circle(p1(), p2())\n"
-        "c2* = circle(p2(), p1())\n"
-        "l2 = line(p3(c1, c2), p4(c1, c2))\n"
+        "l1 = line(p1(), p2())\nc1* = circle(p1(), p2())\nc2* = circle(p2(), p1())\nl2 = line(p3(c1, c2), p4(c1, c2))\n"
     ),
     "rectilinear": (
         "l1 = line(p1(), p2())\n"
@@ -111,10 +108,7 @@ _PROGRAMS = {
         "l4 = line(p8(c3, c4), p4(l1, c2))\n"
         "l5 = line(p4(l1, c2), p1())\n"
     ),
-    "angle": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p2(), p3())\n"
-    ),
+    "angle": ("l1 = line(p1(), p2())\nl2 = line(p2(), p3())\n"),
     "square": (
         "l1* = line(p1(), p2())\n"
         "c1* = circle(p1(), p2())\n"
@@ -127,10 +121,7 @@ _PROGRAMS = {
         "l6 = line(p7(l2, c3), p1())\n"
     ),
     "sixty_ang": (
-        "l1 = line(p1(), p2())\n"
-        "c1* = circle(p1(), p2())\n"
-        "c2* = circle(p2(), p1())\n"
-        "l2 = line(p1(), p3(c1, c2))\n"
+        "l1 = line(p1(), p2())\nc1* = circle(p1(), p2())\nc2* = circle(p2(), p1())\nl2 = line(p1(), p3(c1, c2))\n"
     ),
     "right_ang_t": (
         "l1* = line(p1(), p2())\n"
@@ -141,12 +132,7 @@ _PROGRAMS = {
         "l4 = line(p5(l1, l2), p7(l1))\n"
         "l5 = line(p6(l2), p7(l1))\n"
     ),
-    "radii": (
-        "c1 = circle(p1(), p2())\n"
-        "l1 = line(p1(), p3(c1))\n"
-        "l2 = line(p1(), p4(c1))\n"
-        "l3 = line(p1(), p5(c1))\n"
-    ),
+    "radii": ("c1 = circle(p1(), p2())\nl1 = line(p1(), p3(c1))\nl2 = line(p1(), p4(c1))\nl3 = line(p1(), p5(c1))\n"),
     "diameter": (
         "l1* = line(p1(), p2())\n"
         "c1* = circle(p1(), p2())\n"
@@ -154,42 +140,16 @@ _PROGRAMS = {
         "l2 = line(p3(c1, c2), p4(c1, c2))\n"
         "c3 = circle(p5(l1, l2), p3(c1, c2))\n"
     ),
-    "triangle": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p2(), p3())\n"
-        "l3 = line(p3(), p1())\n"
-    ),
-    "quadrilateral": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p2(), p3())\n"
-        "l3 = line(p3(), p4())\n"
-        "l4 = line(p4(), p1())\n"
-    ),
-    "segment": (
-        "c1 = circle(p1(), p2())\n"
-        "l1 = line(p3(c1), p4(c1))\n"
-    ),
+    "triangle": ("l1 = line(p1(), p2())\nl2 = line(p2(), p3())\nl3 = line(p3(), p1())\n"),
+    "quadrilateral": ("l1 = line(p1(), p2())\nl2 = line(p2(), p3())\nl3 = line(p3(), p4())\nl4 = line(p4(), p1())\n"),
+    "segment": ("c1 = circle(p1(), p2())\nl1 = line(p3(c1), p4(c1))\n"),
     "llcc": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p3(), p4())\n"
-        "c3 = circle(p5(l1), p6(l1, l2))\n"
-        "c4 = circle(p7(), p8(l1, l2))\n"
+        "l1 = line(p1(), p2())\nl2 = line(p3(), p4())\nc3 = circle(p5(l1), p6(l1, l2))\nc4 = circle(p7(), p8(l1, l2))\n"
     ),
-    "ccl": (
-        "c1 = circle(p1(), p2())\n"
-        "c2 = circle(p3(c1), p4())\n"
-        "l3 = line(p5(c1), p6(c1, c2))\n"
-    ),
-    "ccc": (
-        "c1 = circle(p1(), p2())\n"
-        "c2 = circle(p3(c1), p4(c1))\n"
-        "c3 = circle(p5(c1), p6(c1, c2))\n"
-    ),
+    "ccl": ("c1 = circle(p1(), p2())\nc2 = circle(p3(c1), p4())\nl3 = line(p5(c1), p6(c1, c2))\n"),
+    "ccc": ("c1 = circle(p1(), p2())\nc2 = circle(p3(c1), p4(c1))\nc3 = circle(p5(c1), p6(c1, c2))\n"),
     "clcl": (
-        "c1 = circle(p1(), p2())\n"
-        "l2 = line(p3(c1), p4(c1))\n"
-        "c3 = circle(p5(), p6(c1, l2))\n"
-        "l4 = line(p7(c1), p8(c3))\n"
+        "c1 = circle(p1(), p2())\nl2 = line(p3(c1), p4(c1))\nc3 = circle(p5(), p6(c1, l2))\nl4 = line(p7(c1), p8(c3))\n"
     ),
     "clt": (
         "c1 = circle(p1(), p2())\n"
@@ -206,16 +166,10 @@ _PROGRAMS = {
         "l5 = line(p7(), p5())\n"
     ),
     "clcc": (
-        "c1 = circle(p1(), p2())\n"
-        "l2 = line(p3(c1), p4(c1))\n"
-        "c3 = circle(p5(c1), p6(c1))\n"
-        "c4 = circle(p7(c1), p8(c1))\n"
+        "c1 = circle(p1(), p2())\nl2 = line(p3(c1), p4(c1))\nc3 = circle(p5(c1), p6(c1))\nc4 = circle(p7(c1), p8(c1))\n"
     ),
     "lllc": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p3(l1), p4())\n"
-        "l3 = line(p5(l2), p6())\n"
-        "c4 = circle(p7(l1, l2), p8(l3))\n"
+        "l1 = line(p1(), p2())\nl2 = line(p3(l1), p4())\nl3 = line(p5(l2), p6())\nc4 = circle(p7(l1, l2), p8(l3))\n"
     ),
     "cccc": (
         "c1 = circle(p1(), p2())\n"
@@ -230,16 +184,10 @@ _PROGRAMS = {
         "l4 = line(p7(c1, c2), p8(c1, c2))\n"
     ),
     "clll": (
-        "c1 = circle(p1(), p2())\n"
-        "l2 = line(p3(c1), p4())\n"
-        "l3 = line(p5(l2), p6())\n"
-        "l4 = line(p7(c1, l2), p8(l3))\n"
+        "c1 = circle(p1(), p2())\nl2 = line(p3(c1), p4())\nl3 = line(p5(l2), p6())\nl4 = line(p7(c1, l2), p8(l3))\n"
     ),
     "llll": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p3(), p4())\n"
-        "l3 = line(p5(l1, l2), p6())\n"
-        "l4 = line(p7(l1, l2), p8())\n"
+        "l1 = line(p1(), p2())\nl2 = line(p3(), p4())\nl3 = line(p5(l1, l2), p6())\nl4 = line(p7(l1, l2), p8())\n"
     ),
     "tll": (
         "l1 = line(p1(), p2())\n"
@@ -248,21 +196,9 @@ _PROGRAMS = {
         "l4 = line(p4(l1, l2), p5())\n"
         "l5 = line(p6(l1, l2), p7())\n"
     ),
-    "cll": (
-        "c1 = circle(p1(), p2())\n"
-        "l2 = line(p3(c1), p4(c1))\n"
-        "l3 = line(p5(c1), p6(c1))\n"
-    ),
-    "lll": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p3(l1), p4())\n"
-        "l3 = line(p5(l1), p6())\n"
-    ),
-    "llc": (
-        "l1 = line(p1(), p2())\n"
-        "l2 = line(p3(), p4(l1))\n"
-        "c3 = circle(p5(l1), p6(l1, l2))\n"
-    ),
+    "cll": ("c1 = circle(p1(), p2())\nl2 = line(p3(c1), p4(c1))\nl3 = line(p5(c1), p6(c1))\n"),
+    "lll": ("l1 = line(p1(), p2())\nl2 = line(p3(l1), p4())\nl3 = line(p5(l1), p6())\n"),
+    "llc": ("l1 = line(p1(), p2())\nl2 = line(p3(), p4(l1))\nc3 = circle(p5(l1), p6(l1, l2))\n"),
     "cct": (
         "c1 = circle(p1(), p2())\n"
         "c2 = circle(p3(), p4())\n"
@@ -277,11 +213,7 @@ _PROGRAMS = {
         "c4 = circle(p4(l1, l2), p5())\n"
         "l5 = line(p6(l1, l2), p7(l3))\n"
     ),
-    "lcc": (
-        "l1 = line(p1(), p2())\n"
-        "c2 = circle(p3(l1), p4(l1))\n"
-        "c3 = circle(p5(l1, c2), p6(l1, c2))\n"
-    ),
+    "lcc": ("l1 = line(p1(), p2())\nc2 = circle(p3(l1), p4(l1))\nc3 = circle(p5(l1, c2), p6(l1, c2))\n"),
     "tcc": (
         "l1 = line(p1(), p2())\n"
         "l2 = line(p1(), p3())\n"
@@ -302,7 +234,13 @@ CONCEPT_IDS = MappingProxyType({name: i for i, name in enumerate(CONCEPT_NAMES)}
 
 #: The 7 concepts held out for testing in the paper (Appendix M/O).
 TEST_CONCEPTS: tuple[str, ...] = (
-    "cccc", "clcc", "quadrilateral", "triangle", "perp_bisector", "llcc", "ccc",
+    "cccc",
+    "clcc",
+    "quadrilateral",
+    "triangle",
+    "perp_bisector",
+    "llcc",
+    "ccc",
 )
 
 #: The 30 training concepts, in Appendix O order.
@@ -313,14 +251,30 @@ TRAIN_IDS: tuple[int, ...] = tuple(CONCEPT_IDS[n] for n in TRAIN_CONCEPTS)
 TEST_IDS: tuple[int, ...] = tuple(CONCEPT_IDS[n] for n in TEST_CONCEPTS)
 
 _CONSTRAINTS = (
-    "llcc", "ccl", "ccc", "clcl", "clt", "llt", "clcc", "lllc", "cccc", "cccl", "clll",
-    "llll", "tll", "cll", "lll", "llc", "cct", "tcl", "lcc", "tcc",
+    "llcc",
+    "ccl",
+    "ccc",
+    "clcl",
+    "clt",
+    "llt",
+    "clcc",
+    "lllc",
+    "cccc",
+    "cccl",
+    "clll",
+    "llll",
+    "tll",
+    "cll",
+    "lll",
+    "llc",
+    "cct",
+    "tcl",
+    "lcc",
+    "tcc",
 )
 
 #: name -> benchmark family directory (``"elements"`` or ``"constraints"``).
-CONCEPT_FAMILY = MappingProxyType(
-    {n: ("constraints" if n in _CONSTRAINTS else "elements") for n in CONCEPT_NAMES}
-)
+CONCEPT_FAMILY = MappingProxyType({n: ("constraints" if n in _CONSTRAINTS else "elements") for n in CONCEPT_NAMES})
 
 
 def concept_program(name: str) -> Program:

@@ -92,9 +92,7 @@ def _concept_name(concept: str | int) -> str:
             return CONCEPT_NAMES[int(concept)]
         raise ValueError(f"program id must be in [0, {N_CONCEPTS}), got {concept}")
     if concept not in CONCEPT_IDS:
-        raise ValueError(
-            f"unknown Geoclidean concept {concept!r}; known: {', '.join(CONCEPT_NAMES)}"
-        )
+        raise ValueError(f"unknown Geoclidean concept {concept!r}; known: {', '.join(CONCEPT_NAMES)}")
     return str(concept)
 
 
@@ -172,8 +170,7 @@ def benchmark_parse_trees() -> tuple[Tree, ...]:
       >>> len(trees), trees[tree_id(3)] == benchmark_program(3).parse_tree()
       (111, True)
     """
-    return tuple(_program(CONCEPT_NAMES[i], v).parse_tree()
-                 for v in range(len(VARIANTS)) for i in range(N_CONCEPTS))
+    return tuple(_program(CONCEPT_NAMES[i], v).parse_tree() for v in range(len(VARIANTS)) for i in range(N_CONCEPTS))
 
 
 def _check_seed_index(seed: int, index: int) -> None:
@@ -210,8 +207,9 @@ def sample_image(
     _check_seed_index(seed, index)
     name = _concept_name(concept)
     v = _variant_index(variant)
-    scene = sample_scene(_program(name, v), np.random.default_rng([seed, index]),
-                         max_tries=max_tries, name=f"{name} ({VARIANTS[v]})")
+    scene = sample_scene(
+        _program(name, v), np.random.default_rng([seed, index]), max_tries=max_tries, name=f"{name} ({VARIANTS[v]})"
+    )
     return render(scene, size)
 
 
@@ -392,17 +390,22 @@ def write_shards(
       >>> [p.name for p in paths]
       ['geoclidean-00000-of-00002.npz', 'geoclidean-00001-of-00002.npz']
     """
-    if (isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer))
-            or shard_size < 1):
+    if isinstance(shard_size, bool) or not isinstance(shard_size, (int, np.integer)) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     ids = _resolve_ids(concepts)
-    meta = {"format": "gensim_jax.geoclidean.npz/1", "n": int(n), "seed": int(seed),
-            "shard_size": int(shard_size), "program_ids": list(ids),
-            "variant": _variant_index(variant), "size": int(size)}
+    meta = {
+        "format": "gensim_jax.geoclidean.npz/1",
+        "n": int(n),
+        "seed": int(seed),
+        "shard_size": int(shard_size),
+        "program_ids": list(ids),
+        "variant": _variant_index(variant),
+        "size": int(size),
+    }
     mpath = d / "meta.json"
     if mpath.exists():
         old = json.loads(mpath.read_text())
@@ -460,8 +463,10 @@ def read_shards(directory: str | os.PathLike) -> Iterator[dict[str, np.ndarray]]
     paths = [d / _shard_name(k, num) for k in range(num)]
     missing = [p.name for p in paths if not p.exists()]
     if missing:
-        raise ValueError(f"{d} is incomplete: {len(missing)} of {num} shards missing "
-                         f"(first: {missing[0]}); re-run write_shards to resume")
+        raise ValueError(
+            f"{d} is incomplete: {len(missing)} of {num} shards missing "
+            f"(first: {missing[0]}); re-run write_shards to resume"
+        )
     for p in paths:
         with np.load(p, allow_pickle=False) as z:
             arrays = {f: z[f] for f in _FIELDS}

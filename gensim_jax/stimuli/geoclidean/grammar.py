@@ -170,8 +170,7 @@ class Construction:
     def to_source(self) -> str:
         """Canonical text, e.g. ``"c1* = circle(p1(), p3(l1))"``."""
         pts = ", ".join(
-            f"{p.name}({', '.join(o.name + ('*' if o.starred else '') for o in p.constraints)})"
-            for p in self.points
+            f"{p.name}({', '.join(o.name + ('*' if o.starred else '') for o in p.constraints)})" for p in self.points
         )
         return f"{self.name}{'*' if self.invisible else ''} = {self.kind}({pts})"
 
@@ -287,10 +286,7 @@ def _tokenize(text: str) -> list[_Tok]:
         if ("a" <= ch <= "z") or ("A" <= ch <= "Z") or ch == "_":
             j = i + 1
             while j < n and (
-                ("a" <= text[j] <= "z")
-                or ("A" <= text[j] <= "Z")
-                or text[j] == "_"
-                or text[j] in _DIGITS
+                ("a" <= text[j] <= "z") or ("A" <= text[j] <= "Z") or text[j] == "_" or text[j] in _DIGITS
             ):
                 j += 1
             toks.append(_Tok("NAME", text[i:j], line, col))
@@ -340,17 +336,18 @@ class _Parser:
         t = self.toks[self.k]
         if t.kind == "BAD":
             raise GeoclideanSyntaxError(
-                f"unexpected character {t.text!r}", t.line, t.column,
-                expected="a construction", found=repr(t.text),
+                f"unexpected character {t.text!r}",
+                t.line,
+                t.column,
+                expected="a construction",
+                found=repr(t.text),
             )
         return t
 
     def fail(self, expected: str, tok: _Tok | None = None) -> GeoclideanSyntaxError:
         tok = tok or self.tok
         found = _describe(tok)
-        return GeoclideanSyntaxError(
-            f"expected {expected}, found {found}", tok.line, tok.column, expected, found
-        )
+        return GeoclideanSyntaxError(f"expected {expected}, found {found}", tok.line, tok.column, expected, found)
 
     def expect(self, kind: str, expected: str) -> _Tok:
         if self.tok.kind != kind:
@@ -394,9 +391,7 @@ class _Parser:
     def surplus_parens(self) -> None:
         while self.tok.kind == ")" and not self.strict:
             t = self.tok
-            self.repairs.append(
-                Repair("ignored a surplus ')' after the construction", t.line, t.column)
-            )
+            self.repairs.append(Repair("ignored a surplus ')' after the construction", t.line, t.column))
             self.k += 1
 
     # construction = object_def "=" object
@@ -428,17 +423,10 @@ class _Parser:
         name = None
         if t.kind == "NAME" and _name_kind(t.text) in ("line", "circle"):
             name = t.text
-        elif (
-            t.kind == "NUMBER"
-            and not self.strict
-            and len(t.text) >= 2
-            and t.text[0] == "1"
-            and _is_index(t.text[1:])
-        ):
+        elif t.kind == "NUMBER" and not self.strict and len(t.text) >= 2 and t.text[0] == "1" and _is_index(t.text[1:]):
             name = "l" + t.text[1:]
             self.repairs.append(
-                Repair(f"read object name {t.text!r} as {name!r} (digit 1 typed for letter l)",
-                       t.line, t.column)
+                Repair(f"read object name {t.text!r} as {name!r} (digit 1 typed for letter l)", t.line, t.column)
             )
         if name is None:
             raise self.fail(expected)
@@ -480,9 +468,11 @@ def _check_semantics(prog: Program) -> None:
     for c in prog.constructions:
         if c.name[0] != c.kind[0]:
             raise GeoclideanSemanticError(
-                f"object {c.name} is a {'line' if c.name[0] == 'l' else 'circle'} name but is "
-                f"built with {c.kind}()",
-                c.line, c.column, expected=f"a {c.kind} name", found=c.name,
+                f"object {c.name} is a {'line' if c.name[0] == 'l' else 'circle'} name but is built with {c.kind}()",
+                c.line,
+                c.column,
+                expected=f"a {c.kind} name",
+                found=c.name,
             )
         for p in c.points:
             names = [o.name for o in p.constraints]
@@ -490,26 +480,32 @@ def _check_semantics(prog: Program) -> None:
                 o = p.constraints[1]
                 raise GeoclideanSemanticError(
                     f"point {p.name} is constrained twice to {o.name}",
-                    o.line, o.column, expected="two different objects", found=o.name,
+                    o.line,
+                    o.column,
+                    expected="two different objects",
+                    found=o.name,
                 )
             for o in p.constraints:
                 if o.name not in defined:
                     raise GeoclideanSemanticError(
-                        f"point {p.name} refers to {o.name}, which is not defined before this "
-                        "construction",
-                        o.line, o.column, expected="an object defined earlier", found=o.name,
+                        f"point {p.name} refers to {o.name}, which is not defined before this construction",
+                        o.line,
+                        o.column,
+                        expected="an object defined earlier",
+                        found=o.name,
                     )
         if c.name in defined:
             raise GeoclideanSemanticError(
-                f"object {c.name} is defined twice", c.line, c.column,
-                expected="a new object name", found=c.name,
+                f"object {c.name} is defined twice",
+                c.line,
+                c.column,
+                expected="a new object name",
+                found=c.name,
             )
         defined.add(c.name)
 
 
-def parse_program(
-    source: str | Sequence[str], *, strict: bool = False, validate: bool = True
-) -> Program:
+def parse_program(source: str | Sequence[str], *, strict: bool = False, validate: bool = True) -> Program:
     """Parse a Geoclidean program (paper Appendix P grammar) into a typed :class:`Program`.
 
     Args:
@@ -541,9 +537,7 @@ def parse_program(
                 raise ValueError(f"source[{i}] spans several lines; give one construction per item")
         text = "\n".join(source)
     else:
-        raise TypeError(
-            f"source must be a str or a sequence of str, got {type(source).__name__}"
-        )
+        raise TypeError(f"source must be a str or a sequence of str, got {type(source).__name__}")
     prog = _Parser(_tokenize(text), strict).program()
     if validate:
         _check_semantics(prog)
@@ -612,8 +606,7 @@ def _build_tree(prog: Program) -> Tree:
         else:
             cons = node(
                 "Constraints",
-                node("DoubleConstraint", object_ref(p.constraints[0]), leaf(","),
-                     object_ref(p.constraints[1])),
+                node("DoubleConstraint", object_ref(p.constraints[0]), leaf(","), object_ref(p.constraints[1])),
             )
         args = node("ConstraintArgs", leaf("("), cons, leaf(")"))
         return node("PointRef", node("ConstrainedPoint", point, args))
@@ -626,8 +619,7 @@ def _build_tree(prog: Program) -> Tree:
         label = "Line" if c.kind == "line" else "Circle"
         obj = node(
             "Object",
-            node(label, leaf(c.kind), leaf("("), point_ref(c.points[0]), leaf(","),
-                 point_ref(c.points[1]), leaf(")")),
+            node(label, leaf(c.kind), leaf("("), point_ref(c.points[0]), leaf(","), point_ref(c.points[1]), leaf(")")),
         )
         return node("Construction", odef, leaf("="), obj)
 

@@ -56,9 +56,7 @@ def _check_size(size: int) -> int:
     return int(size)
 
 
-def view_transform(
-    bbox: tuple[float, float, float, float], size: int
-) -> tuple[float, float, float]:
+def view_transform(bbox: tuple[float, float, float, float], size: int) -> tuple[float, float, float]:
     """Map canvas coordinates to pixels as the benchmark's matplotlib figures do.
 
     ``px = ox + s * x`` and ``py = oy - s * y`` (pixel rows grow downward; pixel ``(i, j)`` has
@@ -174,8 +172,7 @@ def render_ink(
         s, ox, oy = view_transform(scene.extent, size)
         segs = np.asarray(scene.segments, np.float64).reshape(-1, 4)
         circs = np.asarray(scene.circles, np.float64).reshape(-1, 3)
-        segs = np.stack([ox + s * segs[:, 0], oy - s * segs[:, 1],
-                         ox + s * segs[:, 2], oy - s * segs[:, 3]], -1)
+        segs = np.stack([ox + s * segs[:, 0], oy - s * segs[:, 1], ox + s * segs[:, 2], oy - s * segs[:, 3]], -1)
         circs = np.stack([ox + s * circs[:, 0], oy - s * circs[:, 1], s * circs[:, 2]], -1)
     else:
         segs = np.zeros((0, 4)) if segments_px is None else np.asarray(segments_px, np.float64)
@@ -194,8 +191,7 @@ def render_ink(
     return ink
 
 
-def render(scene: Scene, size: int = 224, *, line_width: float | None = None,
-           cap: str = "projecting") -> np.ndarray:
+def render(scene: Scene, size: int = 224, *, line_width: float | None = None, cap: str = "projecting") -> np.ndarray:
     """Grayscale image of a scene: black strokes on white, uint8 ``(size, size)``.
 
     ``255 * (1 - ink)`` of :func:`render_ink`, rounded; framing and stroke width as in the

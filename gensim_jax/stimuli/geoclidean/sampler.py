@@ -133,9 +133,7 @@ def segment_intersections(a: Sequence[float], b: Sequence[float]) -> list[tuple[
     return []
 
 
-def segment_circle_intersections(
-    seg: Sequence[float], circ: Sequence[float]
-) -> list[tuple[float, float]]:
+def segment_circle_intersections(seg: Sequence[float], circ: Sequence[float]) -> list[tuple[float, float]]:
     """Intersections of segment ``[x0, y0, x1, y1]`` with circle ``[cx, cy, r]`` (0, 1 or 2).
 
     Solves ``|p + t d - c|^2 = r^2`` for ``t`` in ``[0, 1]``; a tangent touch counts once.
@@ -217,8 +215,7 @@ def _plan(program: Program) -> tuple:
         return hit[1]
     slots = {n: i for i, n in enumerate(program.point_names)}
     steps = tuple(
-        (c.name, c.kind == "line",
-         *((slots[q.name], q.name, tuple(o.name for o in q.constraints)) for q in c.points))
+        (c.name, c.kind == "line", *((slots[q.name], q.name, tuple(o.name for o in q.constraints)) for q in c.points))
         for c in program.constructions
     )
     plan = (steps, tuple(program.visible_objects), len(slots))
@@ -252,8 +249,7 @@ def _resolve(q: tuple, objects: dict, points: dict, u: list, canvas: float) -> t
         if len(cands) > 1:
             # a new name denotes a new point: prefer intersections that are not already named
             tol = 1e-7 * canvas
-            fresh = [c for c in cands
-                     if all(abs(c[0] - v[0]) + abs(c[1] - v[1]) > tol for v in points.values())]
+            fresh = [c for c in cands if all(abs(c[0] - v[0]) + abs(c[1] - v[1]) > tol for v in points.values())]
             cands = fresh or cands
         xy = cands[min(int(u1 * len(cands)), len(cands) - 1)]
     points[name] = xy
@@ -326,8 +322,9 @@ def _bbox(objs: list[tuple]) -> tuple[float, float, float, float]:
     return (min(xs), min(ys), max(xs), max(ys))
 
 
-def _check_visibility(objs: list[tuple], names: list[str], min_visible: float, cover_tol: float,
-                      n: int = 64) -> tuple[float, float, float, float]:
+def _check_visibility(
+    objs: list[tuple], names: list[str], min_visible: float, cover_tol: float, n: int = 64
+) -> tuple[float, float, float, float]:
     box = _bbox(objs)
     extent = max(box[2] - box[0], box[3] - box[1])
     if extent <= 0.0:
@@ -400,9 +397,7 @@ def sample_scene(
     if not canvas > 0:
         raise ValueError(f"canvas must be > 0, got {canvas}")
     if not 0 <= min_visible or not 0 <= cover_tol:
-        raise ValueError(
-            f"min_visible and cover_tol must be >= 0, got {min_visible} and {cover_tol}"
-        )
+        raise ValueError(f"min_visible and cover_tol must be >= 0, got {min_visible} and {cover_tol}")
     if not program.visible_objects:
         raise ValueError(f"program {name or program.to_source()!r} has no visible object to draw")
     tiny = 1e-9 * canvas

@@ -53,7 +53,8 @@ def exports(tmp_path_factory):
     for seed, pre in ((0, "imagenet"), (1, "none")):
         v = random_variables(model, seed)
         d = tmp_path_factory.mktemp(f"export{seed}")
-        export_variables(d, v, model="lenet5", model_kwargs={"num_classes": None}, image_size=32,
-                         preprocess=pre, seed=seed)
+        export_variables(
+            d, v, model="lenet5", model_kwargs={"num_classes": None}, image_size=32, preprocess=pre, seed=seed
+        )
         dirs.append(d)
     return dirs

@@ -34,11 +34,25 @@ def test_oddball_cli(tmp_path, capsys):
 def test_oddball_cli_per_subject(tmp_path, shared_dir):
     rng = np.random.default_rng(1)
     e = rng.standard_normal((11 * 12, 6, 4))
-    np.savez(tmp_path / "trials.npz", embeddings=e, deviant=np.zeros(132, np.int64),
-             shapes=np.repeat(np.array(SHAPES), 12))
+    np.savez(
+        tmp_path / "trials.npz", embeddings=e, deviant=np.zeros(132, np.int64), shapes=np.repeat(np.array(SHAPES), 12)
+    )
     beh = shared_dir / "reference" / "sable_meyer" / "behavior"
-    assert main(["oddball", "--trials", str(tmp_path / "trials.npz"), "--behavior", str(beh / "himbas.csv"),
-                 str(beh / "MALI.csv"), "--out", str(tmp_path / "o.json")]) == 0
+    assert (
+        main(
+            [
+                "oddball",
+                "--trials",
+                str(tmp_path / "trials.npz"),
+                "--behavior",
+                str(beh / "himbas.csv"),
+                str(beh / "MALI.csv"),
+                "--out",
+                str(tmp_path / "o.json"),
+            ]
+        )
+        == 0
+    )
     out = json.loads((tmp_path / "o.json").read_text())
     assert set(out["subject_correlation"]) == {"himbas", "baboons"}
     assert out["subject_correlation"]["baboons"]["n"] == 1
@@ -54,18 +68,32 @@ def test_hierarchy_cli(tmp_path):
 def test_odd_one_out_cli(tmp_path):
     ids = np.array(["a", "b", "c", "d"])
     np.savez(tmp_path / "emb.npz", ids=ids, embeddings=np.eye(4) + 0.1)
-    (tmp_path / "t.csv").write_text("image_1,image_2,image_3,choice,rt,participant\n"
-                                    "a,b,c,a,1.0,p1\nb,c,d,d,2.0,p1\na,c,d,c,1.5,p2\n")
-    assert main(["odd_one_out", "--trials", str(tmp_path / "t.csv"), "--embeddings", str(tmp_path / "emb.npz"),
-                 "--out", str(tmp_path / "l.json")]) == 0
+    (tmp_path / "t.csv").write_text(
+        "image_1,image_2,image_3,choice,rt,participant\na,b,c,a,1.0,p1\nb,c,d,d,2.0,p1\na,c,d,c,1.5,p2\n"
+    )
+    assert (
+        main(
+            [
+                "odd_one_out",
+                "--trials",
+                str(tmp_path / "t.csv"),
+                "--embeddings",
+                str(tmp_path / "emb.npz"),
+                "--out",
+                str(tmp_path / "l.json"),
+            ]
+        )
+        == 0
+    )
     out = json.loads((tmp_path / "l.json").read_text())
     assert set(out["participants"]) == {"p1", "p2"} and 0 < out["mean_likelihood"] <= 1
 
 
 def test_geoclidean_cli(shared_dir, tmp_path):
     root = shared_dir / "reference" / "geoclidean"
-    assert main(["geoclidean", "--root", str(root), "--concepts", "triangle,ccc",
-                 "--out", str(tmp_path / "g.json")]) == 0
+    assert (
+        main(["geoclidean", "--root", str(root), "--concepts", "triangle,ccc", "--out", str(tmp_path / "g.json")]) == 0
+    )
     out = json.loads((tmp_path / "g.json").read_text())
     assert out["concepts"] == ["triangle", "ccc"]
     assert 0.5 <= out["per_concept"]["mean"]["acc"] <= 1.0

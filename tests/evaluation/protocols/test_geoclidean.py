@@ -33,8 +33,26 @@ def _png_ok(path):
 def test_geoclidean_pixels_workdir(shared_dir, tmp_path):
     root = shared_dir / "reference" / "geoclidean"
     wd = tmp_path / "wd"
-    assert main(["geoclidean", "--root", str(root), "--concepts", ",".join(CONCEPTS), "--threshold", "per_concept",
-                 "--human-close", "0.8", "--workdir", str(wd), "--out", str(tmp_path / "g.json")]) == 0
+    assert (
+        main(
+            [
+                "geoclidean",
+                "--root",
+                str(root),
+                "--concepts",
+                ",".join(CONCEPTS),
+                "--threshold",
+                "per_concept",
+                "--human-close",
+                "0.8",
+                "--workdir",
+                str(wd),
+                "--out",
+                str(tmp_path / "g.json"),
+            ]
+        )
+        == 0
+    )
     out = json.loads((wd / "geoclidean.json").read_text())
     assert out == json.loads((tmp_path / "g.json").read_text())
     for name, c in load_geoclidean(root, CONCEPTS).items():
@@ -48,8 +66,24 @@ def test_geoclidean_pixels_workdir(shared_dir, tmp_path):
 def test_geoclidean_exports(shared_dir, exports, tmp_path):
     root = shared_dir / "reference" / "geoclidean"
     wd = tmp_path / "wd"
-    assert main(["geoclidean", "--root", str(root), "--concepts", ",".join(CONCEPTS), "--export",
-                 *map(str, exports), "--label", "tiny", "--workdir", str(wd)]) == 0
+    assert (
+        main(
+            [
+                "geoclidean",
+                "--root",
+                str(root),
+                "--concepts",
+                ",".join(CONCEPTS),
+                "--export",
+                *map(str, exports),
+                "--label",
+                "tiny",
+                "--workdir",
+                str(wd),
+            ]
+        )
+        == 0
+    )
     out = json.loads((wd / "geoclidean.json").read_text())
     assert out["model"] == "tiny" and len(out["runs"]) == 2
     concepts = load_geoclidean(root, CONCEPTS, image_size=32)
@@ -73,5 +107,14 @@ def test_geoclidean_exports(shared_dir, exports, tmp_path):
 
 def test_geoclidean_export_excludes_model(shared_dir, exports):
     with pytest.raises(SystemExit):
-        main(["geoclidean", "--root", str(shared_dir / "reference" / "geoclidean"), "--export", str(exports[0]),
-              "--model", "resnet18"])
+        main(
+            [
+                "geoclidean",
+                "--root",
+                str(shared_dir / "reference" / "geoclidean"),
+                "--export",
+                str(exports[0]),
+                "--model",
+                "resnet18",
+            ]
+        )

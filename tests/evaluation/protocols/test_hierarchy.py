@@ -26,18 +26,35 @@ def test_hierarchy_pixels_workdir(tmp_path):
     assert [(lv["level"], lv["num_labels"]) for lv in out["levels"]] == [(1, 2), (2, 6), (3, 18)]
     acc = np.array([lv["accuracy"] for lv in out["levels"]])
     assert out["score"] == pytest.approx(np.log(acc[0] * 2) + np.log(acc[1] * 6) + np.log(acc[2] * 18))
-    assert acc[0] > 0.9 and acc[2] > 0.5          # low noise: the pixels carry the whole tree
+    assert acc[0] > 0.9 and acc[2] > 0.5  # low noise: the pixels carry the whole tree
     _png_ok(wd / "hierarchy.png")
 
 
+@pytest.mark.slow
 def test_hierarchy_exports(exports, tmp_path):
     import jax
 
     from gensim_jax.training.export import load_exported
 
     wd = tmp_path / "wd"
-    assert main(["hierarchy", "--export", *map(str, exports), "--per-leaf", "4", "--size", "32", "--seed", "2",
-                 "--workdir", str(wd)]) == 0
+    assert (
+        main(
+            [
+                "hierarchy",
+                "--export",
+                *map(str, exports),
+                "--per-leaf",
+                "4",
+                "--size",
+                "32",
+                "--seed",
+                "2",
+                "--workdir",
+                str(wd),
+            ]
+        )
+        == 0
+    )
     out = json.loads((wd / "hierarchy.json").read_text())
     images, classes, tree = synthetic_hierarchy_images(np.random.default_rng(2), per_leaf=4, size=32, noise=2.0)
     scores = []
@@ -46,11 +63,14 @@ def test_hierarchy_exports(exports, tmp_path):
         x = (images - IMAGENET_MEAN) / IMAGENET_STD if meta["preprocess"] == "imagenet" else images
         emb = np.asarray(jax.jit(lambda v, b: model.apply(v, b)["embedding"])(variables, x.astype(np.float32)))
         want = decode_levels(emb, classes, tree, seed=2)
-        np.testing.assert_allclose([lv["accuracy"] for lv in run["levels"]], [lv.accuracy for lv in want.levels],
-                                   atol=1.01 / 72)  # float32 rounding (batched vs one jit) may move one image
+        np.testing.assert_allclose(
+            [lv["accuracy"] for lv in run["levels"]], [lv.accuracy for lv in want.levels], atol=1.01 / 72
+        )  # float32 rounding (batched vs one jit) may move one image
         scores.append(run["score"])
     s = out["across_runs"]["score"]
-    assert s["mean"] == pytest.approx(np.mean(scores)) and s["sem"] == pytest.approx(np.std(scores, ddof=1) / np.sqrt(2))
+    assert s["mean"] == pytest.approx(np.mean(scores)) and s["sem"] == pytest.approx(
+        np.std(scores, ddof=1) / np.sqrt(2)
+    )
     _png_ok(wd / "hierarchy.png")
 
 
@@ -59,6 +79,7 @@ def test_hierarchy_images_need_export(tmp_path):
         main(["hierarchy", "--images", str(tmp_path / "x.npz")])
 
 
+@pytest.mark.slow
 def test_hierarchy_export_images_on_the_imagenet_tree(exports, tmp_path):
     import jax
 
@@ -66,13 +87,15 @@ def test_hierarchy_export_images_on_the_imagenet_tree(exports, tmp_path):
     from gensim_jax.training.export import load_exported
 
     rng = np.random.default_rng(4)
-    classes = np.repeat([0, 1, 400, 950], 9)              # tench, goldfish, an artefact, a fruit
+    classes = np.repeat([0, 1, 400, 950], 9)  # tench, goldfish, an artefact, a fruit
     images = rng.random((len(classes), 32, 32, 3)).astype(np.float32)
-    images[:, :16] *= (classes[:, None, None, None] % 7) / 7.0     # class-dependent brightness
+    images[:, :16] *= (classes[:, None, None, None] % 7) / 7.0  # class-dependent brightness
     np.savez(tmp_path / "img.npz", images=images, classes=classes)
     wd = tmp_path / "wd"
-    assert main(["hierarchy", "--export", str(exports[1]), "--images", str(tmp_path / "img.npz"),
-                 "--workdir", str(wd)]) == 0
+    assert (
+        main(["hierarchy", "--export", str(exports[1]), "--images", str(tmp_path / "img.npz"), "--workdir", str(wd)])
+        == 0
+    )
     out = json.loads((wd / "hierarchy.json").read_text())
     model, variables, meta = load_exported(exports[1])
     assert meta["preprocess"] == "none"
@@ -82,6 +105,7 @@ def test_hierarchy_export_images_on_the_imagenet_tree(exports, tmp_path):
     got = out["runs"][0]["levels"]
     assert [lv["level"] for lv in got] == [lv.level for lv in want.levels]
     assert [lv["num_labels"] for lv in got] == [lv.num_labels for lv in want.levels]
-    np.testing.assert_allclose([lv["accuracy"] for lv in got], [lv.accuracy for lv in want.levels],
-                               atol=1.01 / 36)  # at most one of 36 images may differ (float32 rounding)
+    np.testing.assert_allclose(
+        [lv["accuracy"] for lv in got], [lv.accuracy for lv in want.levels], atol=1.01 / 36
+    )  # at most one of 36 images may differ (float32 rounding)
     _png_ok(wd / "hierarchy.png")

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gensim_jax.evaluation.cli import PROTOCOLS, main
 from gensim_jax import cli
+from gensim_jax.evaluation.cli import PROTOCOLS, main
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -22,8 +22,9 @@ def test_help_lists_protocols(capsys):
 
 
 def test_python_m_eval_help_runs_from_the_repository_root():
-    out = subprocess.run([sys.executable, "-m", "eval", "--help"], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "eval", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     assert all(name in out for name in PROTOCOLS)
 
 

@@ -25,17 +25,33 @@ def test_odd_one_out_workdir_curve(tmp_path):
     lines += [f"{ids[a]},{ids[b]},{ids[c]},{ids[(a, b, c)[ch]]},{rt},{p}" for (a, b, c), ch, rt, p in rows]
     (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
     wd = tmp_path / "wd"
-    assert main(["odd_one_out", "--trials", str(tmp_path / "t.csv"), "--embeddings", str(tmp_path / "emb.npz"),
-                 "--alphas", "-1", "1", "5", "--workdir", str(wd)]) == 0
+    assert (
+        main(
+            [
+                "odd_one_out",
+                "--trials",
+                str(tmp_path / "t.csv"),
+                "--embeddings",
+                str(tmp_path / "emb.npz"),
+                "--alphas",
+                "-1",
+                "1",
+                "5",
+                "--workdir",
+                str(wd),
+            ]
+        )
+        == 0
+    )
     out = json.loads((wd / "odd_one_out.json").read_text())
 
     def cos(i, j):
         return float(emb[i] @ emb[j] / math.sqrt((emb[i] @ emb[i]) * (emb[j] @ emb[j])))
 
-    alphas = [10.0 ** k for k in (-1, -0.5, 0, 0.5, 1)]
+    alphas = [10.0**k for k in (-1, -0.5, 0, 0.5, 1)]
     per_part = {}
     for (a, b, c), ch, rt, p in rows:
-        pair_left = [cos(b, c), cos(a, c), cos(a, b)]           # similarity of the pair that stays
+        pair_left = [cos(b, c), cos(a, c), cos(a, b)]  # similarity of the pair that stays
         probs = []
         for al in alphas:
             z = [math.exp(s / (al * rt)) for s in pair_left]

@@ -15,8 +15,19 @@ from gensim_jax.evaluation.cli import main
 from gensim_jax.stimuli import quadrilaterals as q
 from tests.evaluation.protocols.conftest import reference_embed
 
-SHAPES = ["square", "rectangle", "losange", "parallelogram", "rightKite", "kite", "isoTrapezoid", "hinge",
-          "rustedHinge", "trapezoid", "random"]
+SHAPES = [
+    "square",
+    "rectangle",
+    "losange",
+    "parallelogram",
+    "rightKite",
+    "kite",
+    "isoTrapezoid",
+    "hinge",
+    "rustedHinge",
+    "trapezoid",
+    "random",
+]
 
 
 def _png_ok(path):
@@ -63,12 +74,26 @@ def test_oddball_trials_workdir(tmp_path):
 
 def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     wd = tmp_path / "wd"
-    assert main(["oddball", "--export", *map(str, exports), "--trials-per-condition", "2",
-                 "--test-seed", "5", "--workdir", str(wd)]) == 0
+    assert (
+        main(
+            [
+                "oddball",
+                "--export",
+                *map(str, exports),
+                "--trials-per-condition",
+                "2",
+                "--test-seed",
+                "5",
+                "--workdir",
+                str(wd),
+            ]
+        )
+        == 0
+    )
     out = json.loads((wd / "oddball.json").read_text())
 
     test = q.oddball_test_set(seed=5, trials_per_condition=2)
-    images = test.images(32)                                               # (T, 6, 32, 32) grey
+    images = test.images(32)  # (T, 6, 32, 32) grey
     per_run = []
     for d in exports:
         emb = reference_embed(d, images.reshape(-1, 32, 32)).reshape(len(test), 6, -1)

@@ -30,7 +30,13 @@ def test_split_is_the_papers():
     # 'llcc', 'ccc'; the other 30 train.
     assert len(CONCEPT_NAMES) == len(set(CONCEPT_NAMES)) == 37
     assert set(TEST_CONCEPTS) == {
-        "cccc", "clcc", "quadrilateral", "triangle", "perp_bisector", "llcc", "ccc",
+        "cccc",
+        "clcc",
+        "quadrilateral",
+        "triangle",
+        "perp_bisector",
+        "llcc",
+        "ccc",
     }
     assert len(TRAIN_CONCEPTS) == 30
     assert set(TRAIN_CONCEPTS) | set(TEST_CONCEPTS) == set(CONCEPT_NAMES)
@@ -54,9 +60,7 @@ def test_ids_index_parse_trees_and_tables():
     full = gram_log_table(trees, "st", lam=0.5)
     np.testing.assert_allclose(tab, full[np.ix_(TRAIN_IDS, TRAIN_IDS)], rtol=1e-6)
     a, b = CONCEPT_IDS["square"], CONCEPT_IDS["rhombus"]
-    assert full[a, b] == pytest.approx(
-        np.log(normalized_tree_kernel(trees[a], trees[b], "st", 0.5)), rel=1e-5
-    )
+    assert full[a, b] == pytest.approx(np.log(normalized_tree_kernel(trees[a], trees[b], "st", 0.5)), rel=1e-5)
 
 
 def test_program_facts_by_hand():

@@ -60,8 +60,7 @@ def test_tree_ids_index_benchmark_parse_trees():
     assert trees[:37] == concept_parse_trees()
     for i, name in enumerate(CONCEPT_NAMES):
         for v in VARIANTS:
-            assert trees[tree_id(i, v)] == parse_program(
-                benchmark_program(name, v).to_source()).parse_tree()
+            assert trees[tree_id(i, v)] == parse_program(benchmark_program(name, v).to_source()).parse_tree()
     np.testing.assert_array_equal(tree_id(np.arange(3), "close"), 37 + np.arange(3))
 
 
@@ -150,6 +149,7 @@ def test_stimuli_do_not_import_tensorflow_or_need_shared():
         "assert 'tensorflow' not in sys.modules and 'torch' not in sys.modules, 'TF imported'"
     )
     # run from an unrelated directory so that nothing from ../shared is reachable by cwd
-    r = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
-                       env={"PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd="/", capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}
+    )
     assert r.returncode == 0, r.stderr

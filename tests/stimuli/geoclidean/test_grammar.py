@@ -51,9 +51,7 @@ def _appendix_o_programs() -> dict[str, str]:
     trailing commas, '****' marking test concepts)."""
     progs: dict[str, list[str]] = {}
     cur = None
-    block = _appendix(
-        "Appendix O Geoclidean Concepts", "Appendix P Geoclidean Context-Free Grammar"
-    )
+    block = _appendix("Appendix O Geoclidean Concepts", "Appendix P Geoclidean Context-Free Grammar")
     for line in block:
         s = line.strip()
         if not s or s.startswith("Below are"):
@@ -126,7 +124,7 @@ def test_appendix_o_programs_parse_and_match_concepts_module():
 @needs_reference
 def test_reference_concepts_equal_appendix_o():
     for f in sorted(GEOCLIDEAN.glob("*/concept_*/concept.txt")):
-        name = f.parent.name[len("concept_"):]
+        name = f.parent.name[len("concept_") :]
         assert parse_program(f.read_text(encoding="utf-8")) == concept_program(name), name
 
 
@@ -157,44 +155,37 @@ def test_parse_trees_use_exactly_the_appendix_p_productions():
             used.add(prod)
     # the 37 concepts exercise every rule except the starred object reference
     assert allowed - used == {"ObjectRef -> OBJECT_NAME '*'"}
-    assert "ObjectRef -> OBJECT_NAME '*'" in parse_tree(
-        "c1 = circle(p1(), p2())\nl1 = line(p3(c1*), p4())"
-    ).productions()
+    assert (
+        "ObjectRef -> OBJECT_NAME '*'" in parse_tree("c1 = circle(p1(), p2())\nl1 = line(p3(c1*), p4())").productions()
+    )
 
 
 def test_parse_tree_by_hand():
     text = "c1* = circle(p1(), p2())\nl1 = line(p3(c1), p2())"
     # Derivation under Appendix P, written out by hand.
     circle = (
-        '(Construction (ObjectDef (InvisibleObject (OBJECT_NAME (CIRCLE_NAME c1)) *)) = '
+        "(Construction (ObjectDef (InvisibleObject (OBJECT_NAME (CIRCLE_NAME c1)) *)) = "
         '(Object (Circle circle "(" '
         '(PointRef (SimplePoint (Point (POINT_NAME p1)) (EmptyArgs "(" ")"))) , '
         '(PointRef (SimplePoint (Point (POINT_NAME p2)) (EmptyArgs "(" ")"))) ")")))'
     )
     line = (
-        '(Construction (ObjectDef (VisibleObject (OBJECT_NAME (LINE_NAME l1)))) = '
+        "(Construction (ObjectDef (VisibleObject (OBJECT_NAME (LINE_NAME l1)))) = "
         '(Object (Line line "(" '
         '(PointRef (ConstrainedPoint (Point (POINT_NAME p3)) (ConstraintArgs "(" '
         '(Constraints (SingleConstraint (ObjectRef (OBJECT_NAME (CIRCLE_NAME c1))))) ")"))) , '
         '(PointRef (SimplePoint (Point (POINT_NAME p2)) (EmptyArgs "(" ")"))) ")")))'
     )
-    expected = Tree.from_bracket(
-        f"(S (ConstructionSequence {circle} (ConstructionSequence {line})))"
-    )
+    expected = Tree.from_bracket(f"(S (ConstructionSequence {circle} (ConstructionSequence {line})))")
     assert parse_tree(text) == expected
 
 
 def test_typed_ast_by_hand():
-    prog = parse_program(
-        "'l1* = line(p1(), p2())',\n'c1 = circle(p1(), p3(l1))',\n"
-        "'l2 = line(p4(c1, l1), p3())',"
-    )
+    prog = parse_program("'l1* = line(p1(), p2())',\n'c1 = circle(p1(), p3(l1))',\n'l2 = line(p4(c1, l1), p3())',")
     assert prog.constructions == (
         Construction("l1", "line", (PointRef("p1"), PointRef("p2")), invisible=True),
         Construction("c1", "circle", (PointRef("p1"), PointRef("p3", (ObjectRef("l1"),)))),
-        Construction(
-            "l2", "line", (PointRef("p4", (ObjectRef("c1"), ObjectRef("l1"))), PointRef("p3"))
-        ),
+        Construction("l2", "line", (PointRef("p4", (ObjectRef("c1"), ObjectRef("l1"))), PointRef("p3"))),
     )
     assert prog.object_names == ("l1", "c1", "l2")
     assert prog.visible_objects == ("c1", "l2")
@@ -335,12 +326,8 @@ def programs(draw):
             npoints += 1
             k = draw(st.integers(0, min(2, len(objects))))
             cons = draw(st.permutations(objects))[:k] if k else []
-            pts.append(
-                PointRef(f"p{npoints}", tuple(ObjectRef(o, draw(st.booleans())) for o in cons))
-            )
-        out.append(
-            Construction(name, "line" if kind == "l" else "circle", tuple(pts), draw(st.booleans()))
-        )
+            pts.append(PointRef(f"p{npoints}", tuple(ObjectRef(o, draw(st.booleans())) for o in cons)))
+        out.append(Construction(name, "line" if kind == "l" else "circle", tuple(pts), draw(st.booleans())))
         objects.append(name)
     return Program(tuple(out))
 

@@ -16,8 +16,7 @@ from gensim_jax.stimuli.geoclidean.render import MIN_SIZE, render, render_ink, v
 from gensim_jax.stimuli.geoclidean.sampler import sample_scene
 
 GEOCLIDEAN = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "geoclidean"
-needs_ref = pytest.mark.skipif(not GEOCLIDEAN.is_dir(),
-                               reason="shared/reference/geoclidean not present")
+needs_ref = pytest.mark.skipif(not GEOCLIDEAN.is_dir(), reason="shared/reference/geoclidean not present")
 
 
 @pytest.mark.parametrize("w", [1.0, 1.87, 3.0, 5.5])
@@ -97,8 +96,7 @@ def test_framing_matches_matplotlib(concept):
     for a, b in ((ours, ref),):
         ya, xa = np.nonzero(a > 0.5)
         yb, xb = np.nonzero(b > 0.5)
-        for u, v in ((ya.min(), yb.min()), (ya.max(), yb.max()), (xa.min(), xb.min()),
-                     (xa.max(), xb.max())):
+        for u, v in ((ya.min(), yb.min()), (ya.max(), yb.max()), (xa.min(), xb.min()), (xa.max(), xb.max())):
             assert abs(int(u) - int(v)) <= 2
 
 
@@ -124,8 +122,7 @@ def test_pixel_statistics_match_official_images():
         d = GEOCLIDEAN / CONCEPT_FAMILY[name] / f"concept_{name}"
         theirs += [load_official(p) for p in sorted(d.glob("train/*.png"))[:3]]
         prog = concept_program(name)
-        ours += [render_ink(sample_scene(prog, np.random.default_rng([cid, k])), 360)
-                 for k in range(4)]
+        ours += [render_ink(sample_scene(prog, np.random.default_rng([cid, k])), 360) for k in range(4)]
     ink_o = np.mean([a.mean() for a in ours])
     ink_t = np.mean([a.mean() for a in theirs])
     assert abs(ink_o - ink_t) <= 0.1 * ink_t
@@ -142,8 +139,9 @@ def test_every_benchmark_program_renders():
     for name in CONCEPT_NAMES:
         d = GEOCLIDEAN / CONCEPT_FAMILY[name] / f"concept_{name}"
         for f in ("concept.txt", "close_concept.txt", "far_concept.txt"):
-            scene = sample_scene(parse_program((d / f).read_text()),
-                                 np.random.default_rng(len(name)), name=f"{name}/{f}")
+            scene = sample_scene(
+                parse_program((d / f).read_text()), np.random.default_rng(len(name)), name=f"{name}/{f}"
+            )
             img = render(scene, 64)
             assert img.shape == (64, 64) and img.dtype == np.uint8
             assert img.min() < 128 and img.max() == 255

@@ -27,8 +27,7 @@ from gensim_jax.stimuli.geoclidean.sampler import (
 
 GEOCLIDEAN = Path(__file__).resolve().parents[3] / ".." / "shared" / "reference" / "geoclidean"
 VARIANT_FILES = ("concept.txt", "close_concept.txt", "far_concept.txt")
-needs_ref = pytest.mark.skipif(not GEOCLIDEAN.is_dir(),
-                               reason="shared/reference/geoclidean not present")
+needs_ref = pytest.mark.skipif(not GEOCLIDEAN.is_dir(), reason="shared/reference/geoclidean not present")
 
 
 def reference_programs():
@@ -86,10 +85,8 @@ def check_scene(prog, scene):
             assert on_object(p, scene.objects[o.name], tol), (name, o.name)
     vis = [scene.objects[n] for n in prog.visible_objects]
     assert scene.visible == prog.visible_objects
-    np.testing.assert_array_equal(scene.segments, [o[1:] for o in vis if o[0] == "line"] or
-                                  np.zeros((0, 4)))
-    np.testing.assert_array_equal(scene.circles, [o[1:] for o in vis if o[0] == "circle"] or
-                                  np.zeros((0, 3)))
+    np.testing.assert_array_equal(scene.segments, [o[1:] for o in vis if o[0] == "line"] or np.zeros((0, 4)))
+    np.testing.assert_array_equal(scene.circles, [o[1:] for o in vis if o[0] == "circle"] or np.zeros((0, 3)))
 
 
 @needs_ref
@@ -123,8 +120,7 @@ def test_square_eq_triangle_sixty_angle_are_exact():
         sides = np.linalg.norm(sq.segments[:, 2:] - sq.segments[:, :2], axis=1)
         np.testing.assert_allclose(sides, sides[0], rtol=1e-9)
         v = sq.segments[:, 2:] - P
-        np.testing.assert_allclose([v[i] @ v[(i + 1) % 4] for i in range(4)], 0,
-                                   atol=1e-9 * sides[0] ** 2)
+        np.testing.assert_allclose([v[i] @ v[(i + 1) % 4] for i in range(4)], 0, atol=1e-9 * sides[0] ** 2)
         t = sample_scene(concept_program("eq_t"), rng)
         sides = np.linalg.norm(t.segments[:, 2:] - t.segments[:, :2], axis=1)
         np.testing.assert_allclose(sides, sides[0], rtol=1e-9)
@@ -140,8 +136,7 @@ def test_square_eq_triangle_sixty_angle_are_exact():
 
 
 def test_point_on_circle_is_uniform_in_angle_and_on_segment_uniform_in_length():
-    prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p3(c1), p4())\n"
-                         "l2 = line(p5(l1), p6())")
+    prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p3(c1), p4())\nl2 = line(p5(l1), p6())")
     angles, ts = [], []
     for s in range(400):
         sc = sample_scene(prog, np.random.default_rng([7, s]), min_visible=0.0)
@@ -158,16 +153,16 @@ def test_point_on_circle_is_uniform_in_angle_and_on_segment_uniform_in_length():
 
 def test_free_points_uniform_on_canvas():
     prog = parse_program("l1 = line(p1(), p2())")
-    xs = np.array([sample_scene(prog, np.random.default_rng([3, s])).points["p1"]
-                   for s in range(300)])
+    xs = np.array([sample_scene(prog, np.random.default_rng([3, s])).points["p1"] for s in range(300)])
     for col in xs.T:
         assert stats.kstest(col / CANVAS, "uniform").pvalue > 1e-3
 
 
 def test_intersection_choice_is_uniform():
     # the two points of the vesica: above or below the base segment, each with probability 1/2
-    prog = parse_program("l1 = line(p1(), p2())\nc1* = circle(p1(), p2())\n"
-                         "c2* = circle(p2(), p1())\nl2 = line(p1(), p3(c1, c2))")
+    prog = parse_program(
+        "l1 = line(p1(), p2())\nc1* = circle(p1(), p2())\nc2* = circle(p2(), p1())\nl2 = line(p1(), p3(c1, c2))"
+    )
     side = []
     for s in range(400):
         sc = sample_scene(prog, np.random.default_rng([11, s]))
@@ -247,8 +242,9 @@ def test_deterministic_given_generator_state():
 
 def test_unsatisfiable_program_raises_after_max_tries():
     # c2 is concentric with c1 and has a smaller radius: they never meet
-    prog = parse_program("c1 = circle(p1(), p2())\nl1* = line(p1(), p3(c1))\n"
-                         "c2 = circle(p1(), p4(l1))\nl2 = line(p5(c1, c2), p6())")
+    prog = parse_program(
+        "c1 = circle(p1(), p2())\nl1* = line(p1(), p3(c1))\nc2 = circle(p1(), p4(l1))\nl2 = line(p5(c1, c2), p6())"
+    )
     with pytest.raises(GeoclideanSamplingError, match=r"'nested'.*max_tries=25.*no intersection"):
         sample_scene(prog, np.random.default_rng(0), max_tries=25, name="nested")
 
@@ -273,8 +269,13 @@ def test_visible_objects_are_exposed_in_every_accepted_draw():
             th = np.linspace(0, 2 * np.pi, 4000, endpoint=False)
             P = np.stack([cx + r * np.cos(th), cy + r * np.sin(th)], 1)
             others = np.delete(circles, k, 0)
-            d = np.min(np.abs(np.hypot(P[:, None, 0] - others[None, :, 0],
-                                       P[:, None, 1] - others[None, :, 1]) - others[None, :, 2]), 1)
+            d = np.min(
+                np.abs(
+                    np.hypot(P[:, None, 0] - others[None, :, 0], P[:, None, 1] - others[None, :, 1])
+                    - others[None, :, 2]
+                ),
+                1,
+            )
             exposed = np.mean(d > 0.02 * E) * 2 * np.pi * r
             assert exposed >= 0.35 * E * 0.95
 
@@ -293,8 +294,7 @@ def test_bad_arguments():
 
 def test_new_point_name_prefers_an_unnamed_intersection():
     # l1 starts at p2, which lies on c1; when l1 meets c1 a second time, p4 must be that point
-    prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p2(), p3())\n"
-                         "l2 = line(p4(l1, c1), p5())")
+    prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p2(), p3())\nl2 = line(p4(l1, c1), p5())")
     seen_second = 0
     for s in range(200):
         sc = sample_scene(prog, np.random.default_rng([13, s]), min_visible=0.0)
