@@ -1,0 +1,69 @@
+"""The SCALING.md table: each experiment's config planned on TPU topologies with ``gensim-jax plan --json``.
+
+Usage::
+
+    python scripts/plan_experiments.py --experiments gaussian_mixture spurious_digits \\
+        --topologies v5e:2x4 v5e:16x16 [--config paper] > table.md
+
+Every row is one compile of the runner's own step (first arm of the config) for the topology; the
+columns are the report's memory per device, the roofline step time and the examples/s it implies.
+GPU topologies (``h100:1x8``) need the XLA CUDA plug-in (``pip install 'jax[cuda12]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def plan(experiment: str, config: str, topology: str) -> dict:
+    from gensim_jax.experiments.cli import plan_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = plan_main([experiment, "--config", config, "--topology", topology, "--json"])
+    if status:
+        return {"error": err.getvalue().strip().splitlines()[-1]}
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--experiments", nargs="+", required=True)
+    p.add_argument("--topologies", nargs="+", required=True)
+    p.add_argument("--config", default="paper")
+    args = p.parse_args(argv)
+    print(
+        "| experiment | topology | global batch | memory / device | of | fits | step >= (roofline) | examples/s <= | compile s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    from gensim_jax.planning import fmt_bytes
+
+    for e in args.experiments:
+        for t in args.topologies:
+            r = plan(e, args.config, t)
+            if "error" in r:
+                print(f"| {e} | {t} | | {r['error']} | | | | | |", flush=True)
+                continue
+            roof = r.get("roofline") or {}
+            step = roof.get("step_seconds")
+            print(
+                f"| {e} | {t} | {r['global_batch']:,} | {fmt_bytes(r['memory_per_device_bytes'])} | "
+                f"{fmt_bytes(r['memory_capacity_bytes'])} | {'yes' if r['fits'] else 'no'} | "
+                f"{'n/a' if step is None else f'{step * 1e3:.3g} ms'} | "
+                f"{'n/a' if not roof.get('examples_per_second') else format(roof['examples_per_second'], ',.0f')} | "
+                f"{r['compile_seconds']:.1f} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
