@@ -136,8 +136,8 @@ class StepCache:
         return bind_objective(jitted, objective)
 
 
-def _scalars(tree, prefix: str = "eval") -> dict:
-    """The numbers of an evaluation as ``{"eval/a/b": x}``; a numeric vector gives its mean (``.../mean``)."""
+def _scalars(tree, prefix: str = "result") -> dict:
+    """The numbers of a run's final evaluation as ``{"result/a/b": x}``; a numeric vector gives its mean (``.../mean``)."""
     tree = to_jsonable(tree)
     out: dict = {}
     if isinstance(tree, dict):
@@ -168,7 +168,7 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, v
             recorder.write_images(
                 step,
                 {
-                    "eval/similarity_scatter": similarity_scatter_image(
+                    "result/similarity_scatter": similarity_scatter_image(
                         np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target"
                     )
                 },

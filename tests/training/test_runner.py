@@ -55,8 +55,8 @@ def test_runner_writes_every_run_and_the_results(ran, tiny):
             # TensorBoard: the same scalars as metrics.jsonl, the evaluation, the regression scatter (gensim)
             scalars, images = read_events(run_dir)
             assert scalars["loss"] == {x["step"]: np.float32(x["loss"]) for x in lines if "loss" in x}
-            assert scalars["eval/embedding_norm"] == {20: np.float32(saved["evaluations"][arm][r]["embedding_norm"])}
-            assert ("eval/similarity_scatter" in images) == (arm == "gensim")
+            assert scalars["result/embedding_norm"] == {20: np.float32(saved["evaluations"][arm][r]["embedding_norm"])}
+            assert ("result/similarity_scatter" in images) == (arm == "gensim")
 
 
 @pytest.mark.slow
