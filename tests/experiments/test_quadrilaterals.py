@@ -80,7 +80,9 @@ def test_runs_exports_and_oddball_numbers(run):
             run_dir = workdir / name / f"run{r}"
             saved = json.loads((run_dir / "config.json").read_text())
             assert saved["seed"] == r and saved["config"]["arm"] == name
-            losses = [r["loss"] for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if "loss" in r]
+            losses = [
+                r["loss"] for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if "loss" in r
+            ]
             assert len(losses) == 2 and np.all(np.isfinite(losses))
             # re-evaluate the exported encoder independently: embed, farthest-from-mean, count errors
             model, variables, meta = load_exported(run_dir / "export")
