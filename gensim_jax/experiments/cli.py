@@ -34,11 +34,17 @@ HELP_FLAGS = ("-h", "--help")
 PROG = "gensim-jax train"
 
 
-def _experiments_epilog(available: dict) -> str:
+def _experiments_epilog(available: dict, with_configs: bool = False) -> str:
     lines = ["experiments (gensim_jax/experiments/; or the path of a .py file that defines EXPERIMENT):"]
     width = max((len(n) for n in available), default=0)
     for name, path in available.items():
-        lines.append(f"  {name:<{width}}  {registry.summary(path)}")
+        configs = ""
+        if with_configs:  # imports the declarations (--help only)
+            try:
+                configs = f" [configs: {', '.join(registry.load(name).CONFIGS)}]"
+            except Exception as err:  # noqa: BLE001 - a broken declaration still gets listed
+                configs = f" [cannot be loaded: {type(err).__name__}: {err}]"
+        lines.append(f"  {name:<{width}}  {registry.summary(path)}{configs}")
     lines.append(f"\n`{PROG} EXPERIMENT --help` lists that experiment's configs and config fields.")
     return "\n".join(lines)
 
@@ -251,9 +257,10 @@ def main(argv=None) -> int:
     """Entry point of ``gensim-jax train`` / ``python -m train``; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     available = registry.available()
-    epilog = _experiments_epilog(available)
+    asks_help = any(a in HELP_FLAGS for a in argv)
+    epilog = _experiments_epilog(available, with_configs=asks_help)
     parser = build_parser(epilog)
-    if any(a in HELP_FLAGS for a in argv):
+    if asks_help:
         chosen = next((a for a in argv if a in available or a.endswith(".py")), None)
         if chosen is not None:
             try:

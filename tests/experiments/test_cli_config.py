@@ -69,6 +69,8 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
     out = capsys.readouterr().out
     for name, path in registry.available().items():
         assert f"  {name}" in out and registry.summary(path) in out
+        assert ", ".join(registry.load(name).CONFIGS) in out  # every config, demo included
+    assert "demo" in out
     with pytest.raises(SystemExit):
         main(["geoclidean", "--help"])
     out = capsys.readouterr().out
