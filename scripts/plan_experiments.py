@@ -24,11 +24,20 @@ if __package__ in (None, ""):
 
 
 def plan(experiment: str, config: str, topology: str) -> dict:
+    """One ``gensim-jax plan --json``; a config batch that does not divide over the devices is raised to
+    the next multiple of the device count (one example per device at least)."""
+    from gensim_jax import experiments
     from gensim_jax.experiments.cli import plan_main
+    from gensim_jax.planning import parse_topology
 
+    n = parse_topology(topology).num_devices
+    batch = experiments.load(experiment).get_config(config).batch_size
+    batch = -(-batch // n) * n
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = plan_main([experiment, "--config", config, "--topology", topology, "--json"])
+        status = plan_main(
+            [experiment, "--config", config, "--topology", topology, "--json", "--batch-size", str(batch)]
+        )
     if status:
         return {"error": err.getvalue().strip().splitlines()[-1]}
     return json.loads(out.getvalue().strip().splitlines()[-1])
