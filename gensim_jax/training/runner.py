@@ -158,7 +158,7 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, v
     from gensim_jax.training.records import RunRecorder, similarity_scatter_image
 
     with RunRecorder(run_dir, start_step=step) as recorder:
-        values = _scalars(evaluation)
+        values = _scalars(evaluation if isinstance(evaluation, dict) else {"evaluation": evaluation})
         if values:
             recorder.write(step, values)
         if hasattr(objective, "regression_pairs"):
