@@ -69,7 +69,7 @@ def _setup(batch: int):
     return mesh, make_state, objective, cache
 
 
-def measure(batch: int = 512, steps: int = 200, repeats: int = 3) -> dict:
+def measure(batch: int = 512, steps: int = 200, repeats: int = 3, workdir: str | None = None) -> dict:
     """``{"bare_s", "runner_s", "fixed_s", ...}``: seconds per step of both loops (medians over repeats)."""
     import statistics
 
@@ -91,8 +91,12 @@ def measure(batch: int = 512, steps: int = 200, repeats: int = 3) -> dict:
         jax.block_until_ready((state, metrics))
         return time.perf_counter() - t0
 
+    root = Path(workdir or tempfile.mkdtemp(prefix="runner_overhead_"))
+    calls = iter(range(10**6))  # every process names its runs alike: checkpoints are written together
+
     def runner(n: int, tensorboard: bool = True) -> float:
-        with tempfile.TemporaryDirectory() as d:
+        d = root / f"run{next(calls)}"
+        if True:
             t0 = time.perf_counter()
             train(
                 make_state(),
@@ -166,6 +170,7 @@ def measure_processes(processes: int, batch: int, steps: int, timeout: float = 6
     port = _free_port()
     env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1")
     root = Path(__file__).resolve().parents[1]
+    workdir = tempfile.mkdtemp(prefix="runner_overhead_mp_")
     procs = [
         subprocess.Popen(
             [
@@ -182,6 +187,8 @@ def measure_processes(processes: int, batch: int, steps: int, timeout: float = 6
                 str(batch),
                 "--steps",
                 str(steps),
+                "--workdir",
+                workdir,
             ],
             cwd=root,
             env=env,
@@ -191,7 +198,7 @@ def measure_processes(processes: int, batch: int, steps: int, timeout: float = 6
         )
         for i in range(processes)
     ]
-    try:
+    try:  # every wait bounded: a dead peer cannot hang the benchmark
         outs = [p.communicate(timeout=timeout) for p in procs]
     finally:
         for p in procs:
@@ -217,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
         from gensim_jax import parallel
@@ -224,7 +232,7 @@ def main(argv=None) -> int:
         parallel.initialize_distributed(
             f"127.0.0.1:{args.port}", args.processes, args.worker, initialization_timeout=120
         )
-        print(json.dumps(measure(args.batch, args.steps, repeats=3)), flush=True)
+        print(json.dumps(measure(args.batch, args.steps, repeats=3, workdir=args.workdir)), flush=True)
         return 0
     from bench._harness import emit
 
