@@ -216,13 +216,17 @@ def gather_to_host(tree):
 # Multi-host
 # --------------------------------------------------------------------------------------------
 
-_CLUSTER_ENV = (
-    "SLURM_NTASKS",
-    "OMPI_COMM_WORLD_SIZE",
-    "JAX_COORDINATOR_ADDRESS",
-    "TPU_WORKER_HOSTNAMES",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-)
+
+def _cluster_environment() -> bool:
+    """Whether the environment describes a run of several processes: Open MPI, a JAX or Megascale
+    coordinator, SLURM with more than one task, or a TPU pod slice (several TPU workers; a one-host
+    TPU VM also names its one worker)."""
+    env = os.environ
+    if any(env.get(k) for k in ("OMPI_COMM_WORLD_SIZE", "JAX_COORDINATOR_ADDRESS", "MEGASCALE_COORDINATOR_ADDRESS")):
+        return True
+    if env.get("SLURM_NTASKS", "1") not in ("", "1"):
+        return True
+    return "," in env.get("TPU_WORKER_HOSTNAMES", "")
 
 
 def initialize_distributed(
@@ -251,12 +255,7 @@ def initialize_distributed(
       ``{"process_index", "process_count", "local_devices", "devices"}``.
     """
     explicit = coordinator_address is not None or num_processes is not None or process_id is not None
-    # a TPU VM of one host also names its (one) worker: only several workers make a pod slice
-    multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k != "TPU_WORKER_HOSTNAMES") or "," in os.environ.get(
-        "TPU_WORKER_HOSTNAMES", ""
-    )
-    if os.environ.get("SLURM_NTASKS") == "1" and not explicit:
-        multi_env = any(os.environ.get(k) for k in _CLUSTER_ENV if k not in ("SLURM_NTASKS", "TPU_WORKER_HOSTNAMES"))
+    multi_env = _cluster_environment()
     if (explicit or multi_env or force) and not jax.distributed.is_initialized():
         kwargs = {
             k: v

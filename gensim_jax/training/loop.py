@@ -113,6 +113,10 @@ def read_metrics(workdir) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+#: One compiled parameter norm for every run of the process (a jit per call would recompile per run).
+_param_norm = jax.jit(param_norm)
+
+
 def _global_rows(batch) -> int:
     """Rows of the global batch (the leading size of any entry: device batches are global arrays)."""
     return int(np.shape(next(iter(batch.values())))[0])
@@ -226,7 +230,6 @@ def train(
     timer = StepTimer(peak_flops_per_s=peak_flops_per_s)
     detector = InputBoundDetector(hint=input_bound_hint) if input_bound_hint else InputBoundDetector()
     profile = ProfileWindow.parse(profile_steps, workdir)
-    norm = jax.jit(param_norm)
     history: list[dict] = []
     preempted = False
     stop_signal: Optional[str] = None
@@ -295,7 +298,7 @@ def train(
                     profile.maybe_stop(step, wait_for=metrics)
                 if step % log_every == 0 or step == num_steps:
                     values = window.mean()  # the one device-to-host transfer of the window (it syncs)
-                    values["opt/param_norm"] = float(norm(state.params))
+                    values["opt/param_norm"] = float(_param_norm(state.params))
                     lr = injected_learning_rate(state.opt_state)
                     if lr is not None:
                         values["opt/lr"] = lr

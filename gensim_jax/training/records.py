@@ -37,34 +37,19 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
+from gensim_jax.jsonable import to_jsonable
+
 __all__ = [
     "RunRecorder",
     "image_grid",
     "similarity_scatter_image",
     "truncate_history",
-    "jsonable",
     "scalar_value",
     "METRICS_FILE",
 ]
 
 #: The JSON-lines history of a run directory.
 METRICS_FILE = "metrics.jsonl"
-
-
-def jsonable(x):
-    """``x`` with numpy/JAX arrays turned into Python numbers or lists (for ``json.dumps``)."""
-    if x is None or isinstance(x, (str, int, float, bool)):  # first: the common case, cheap
-        return x
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, (np.generic, np.ndarray)) or hasattr(x, "__array__"):
-        a = np.asarray(x)
-        return a.item() if a.ndim == 0 else a.tolist()
-    if isinstance(x, Mapping):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    return repr(x)
 
 
 def scalar_value(x) -> Optional[float]:
@@ -232,7 +217,7 @@ class RunRecorder:
         if not self.active:
             return record
         self._check_open()
-        self._jsonl.write(json.dumps(jsonable(record)) + "\n")
+        self._jsonl.write(json.dumps(to_jsonable(record), default=repr) + "\n")
         self._jsonl.flush()
         if self._tb is not None:
             pb = self._summary_pb2

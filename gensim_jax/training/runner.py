@@ -239,17 +239,16 @@ def run_experiment(
     for r in range(config.num_runs):
         seed = config.seed + r
         for arm in experiment.arms(config):
-            if arm not in models:
-                models[arm] = experiment.model(arm, config)
-            model, model_name, model_kwargs = models[arm]
+            if arm not in models:  # one module per arm (and its compute-dtype copy): runs share the step
+                model, model_name, model_kwargs = experiment.model(arm, config)
+                models[arm] = (model, compute_dtype_model(model, config.dtype), model_name, model_kwargs)
+            model, train_model, model_name, model_kwargs = models[arm]
             lr = experiment.learning_rate(arm, config)
             if lr not in optimizers:
                 optimizers[lr] = make_optimizer(config, steps, lr)
             run_dir = workdir / str(arm) / f"run{r}"
             variables = experiment.init_variables(arm, config, model, seed)
-            state = create_train_state(
-                compute_dtype_model(model, config.dtype), optimizers[lr], jax.random.key(seed), variables=variables
-            )
+            state = create_train_state(train_model, optimizers[lr], jax.random.key(seed), variables=variables)
             objective = experiment.objective(arm, config)
             periodic = experiment.periodic_eval(arm, config, data, model)
             eval_every, eval_fn = periodic if periodic else (None, None)
