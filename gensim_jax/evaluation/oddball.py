@@ -7,6 +7,10 @@ module's business (see :func:`gensim_jax.evaluation.embed.embed_images`).
 * :func:`oddball_choices` -- the model's choice: the item farthest (Euclidean) from the trial's
   mean embedding (paper Sec. 3.1, after Sable-Meyer et al. 2021).
 * :func:`error_rates_by_shape` -- error rate per reference shape (Fig. 2B).
+* :func:`outlier_scores`, :func:`graded_error_rates`, :func:`fit_temperature` -- a graded read-out
+  next to the paper's argmax rule: choice probabilities ``softmax(score / tau)`` over the six items,
+  ``tau`` set so that the model's mean error equals the humans' (the level is fixed, the shape of the
+  curve across shapes stays the model's).
 * :func:`regularity_correlation` -- Spearman rho between error rate and irregularity rank (the
   paper's rho(9) = 0.88 for GenSim).
 * :func:`behaviour_correlation` / :func:`subject_correlations` -- correlation of a model's error
@@ -39,6 +43,12 @@ from gensim_jax.evaluation.sable_meyer import (
 __all__ = [
     "oddball_choices",
     "error_rates_by_shape",
+    "outlier_scores",
+    "graded_error_rates",
+    "fit_temperature",
+    "GradedReadout",
+    "graded_readout",
+    "population_correlations",
     "regularity_correlation",
     "behaviour_correlation",
     "subject_correlations",
@@ -118,6 +128,146 @@ def error_rates_by_shape(embeddings, deviant, shapes: Sequence[str]) -> dict[str
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(trials > 0, errors / np.maximum(trials, 1), np.nan)
     return {"error_rate": rate, "trials": trials, "errors": errors, "choices": choices}
+
+
+def outlier_scores(embeddings) -> np.ndarray:
+    """Outlier score of every item: ``d_i / sd(d)``, ``d_i = ||e_i - mean_j e_j||_2`` over the trial's items.
+
+    ``d`` is the distance the argmax rule of Sec. 3.1 compares (:func:`oddball_choices` picks
+    ``argmax_i d_i``); ``sd(d)`` is the standard deviation of ``d`` over every item of every trial
+    of the test set, one scale per model, so that a temperature means the same for every model
+    while the size of each trial's deviation is kept (a deviant far from its references scores
+    higher than a near one; a per-trial scale would erase that). Constant ``d`` scores 0.
+
+    Args:
+      embeddings: ``(T, N, D)`` trial embeddings.
+
+    Returns:
+      ``(T, N)`` float64 scores.
+
+    Example:
+      >>> e = np.zeros((2, 3, 1)); e[0, 2] = 3.0   # d = (1, 1, 2) and (0, 0, 0); sd(d) = 0.745
+      >>> np.round(outlier_scores(e), 3)
+      array([[1.342, 1.342, 2.683],
+             [0.   , 0.   , 0.   ]])
+    """
+    e = _check_trials(embeddings)
+    d = np.linalg.norm(e - e.mean(axis=1, keepdims=True), axis=-1)
+    sd = d.std()
+    return d / sd if sd > 0 else np.zeros_like(d)
+
+
+def _check_scores(scores, deviant) -> tuple[np.ndarray, np.ndarray]:
+    s = np.asarray(scores, np.float64)
+    if s.ndim != 2 or s.shape[1] < 2 or s.shape[0] == 0:
+        raise ValueError(f"scores must have shape (num_trials, num_items>=2), got {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError("scores contain NaN or inf")
+    dev = np.asarray(deviant)
+    if dev.shape != (s.shape[0],) or not np.issubdtype(dev.dtype, np.integer):
+        raise ValueError(f"deviant must be an integer array of shape ({s.shape[0]},), got {dev.dtype} {dev.shape}")
+    if np.any((dev < 0) | (dev >= s.shape[1])):
+        raise ValueError(f"deviant indices must lie in [0, {s.shape[1]}), got range [{dev.min()}, {dev.max()}]")
+    return s, dev
+
+
+def _trial_errors(scores: np.ndarray, deviant: np.ndarray, temperature: float) -> np.ndarray:
+    """``1 - p(deviant)`` per trial, ``p = softmax(scores / tau)``; ``tau = 0`` is the argmax rule."""
+    if temperature == 0:
+        return (np.argmax(scores, axis=1) != deviant).astype(np.float64)
+    z = scores / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    return 1.0 - p[np.arange(len(deviant)), deviant]
+
+
+def graded_error_rates(scores, deviant, shapes: Sequence[str], temperature: float) -> np.ndarray:
+    """Expected error rate per shape of an observer choosing item ``i`` with ``softmax(scores / tau)_i``.
+
+    ``error(trial) = 1 - exp(s_dev / tau) / sum_i exp(s_i / tau)``, averaged over each shape's
+    trials. ``tau -> 0`` gives the argmax rule (``tau = 0`` is accepted and means exactly that);
+    ``tau -> inf`` gives chance, 5/6 for six items.
+
+    Args:
+      scores: ``(T, N)`` outlier scores (:func:`outlier_scores`).
+      deviant: ``(T,)`` index of each trial's deviant.
+      shapes: ``T`` reference-shape names.
+      temperature: ``tau >= 0``.
+
+    Returns:
+      ``(11,)`` expected error rates in ``SHAPES`` order (NaN for a shape without trials).
+    """
+    s, dev = _check_scores(scores, deviant)
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature}")
+    idx = _shape_indices(shapes, s.shape[0])
+    err = _trial_errors(s, dev, float(temperature))
+    trials = np.bincount(idx, minlength=len(SHAPES))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(
+            trials > 0, np.bincount(idx, weights=err, minlength=len(SHAPES)) / np.maximum(trials, 1), np.nan
+        )
+
+
+def fit_temperature(scores, deviant, target_error: float, *, bounds: tuple = (1e-3, 1e3)) -> float:
+    """The temperature at which the softmax observer's mean error over trials equals ``target_error``.
+
+    The mean error rises from the argmax error (``tau -> 0``) towards chance (``tau -> inf``), not
+    always monotonically (a trial whose deviant is not the top score gains then loses probability),
+    so the smallest crossing is taken: a log-spaced grid over ``bounds`` brackets the first ``tau``
+    whose error reaches the target and Brent's method refines it. When the argmax error already
+    reaches the target (the model errs more than the target even without noise) the answer is 0
+    (the argmax rule); a target above the error at ``bounds[1]`` is an error.
+
+    Args:
+      scores: ``(T, N)`` outlier scores; deviant: ``(T,)``.
+      target_error: in ``(0, 1 - 1/N)``, e.g. the humans' mean error 0.249.
+
+    Returns:
+      ``tau >= 0``.
+    """
+    from scipy.optimize import brentq
+
+    s, dev = _check_scores(scores, deviant)
+    chance = 1.0 - 1.0 / s.shape[1]
+    if not 0.0 < target_error < chance:
+        raise ValueError(f"target_error must lie in (0, {chance:.4f}) (chance), got {target_error}")
+    if _trial_errors(s, dev, 0.0).mean() >= target_error:
+        return 0.0
+    lo, hi = bounds
+    grid = np.geomspace(lo, hi, 241)
+    errs = np.array([_trial_errors(s, dev, t).mean() for t in grid])
+    above = np.nonzero(errs >= target_error)[0]
+    if above.size == 0:
+        raise ValueError(f"the mean error stays below {target_error} up to temperature {hi} (max {errs.max():.4f})")
+    i = int(above[0])
+    if i == 0:
+        lo_t, hi_t = 0.0, grid[0]
+        f = lambda t: (_trial_errors(s, dev, t).mean() if t > 0 else _trial_errors(s, dev, 0.0).mean()) - target_error  # noqa: E731
+    else:
+        lo_t, hi_t = grid[i - 1], grid[i]
+        f = lambda t: _trial_errors(s, dev, t).mean() - target_error  # noqa: E731
+    return float(brentq(f, lo_t, hi_t, xtol=1e-10, rtol=1e-10))
+
+
+@dataclass(frozen=True)
+class GradedReadout:
+    """Result of :func:`graded_readout`."""
+
+    argmax_error_rate: np.ndarray  # (11,) the paper's rule
+    graded_error_rate: np.ndarray  # (11,) the softmax observer at ``temperature``
+    temperature: float  # 0 when the argmax error already reaches the target
+    level_matched: bool  # the graded mean error equals the target (False: the argmax error exceeds it)
+
+
+def graded_readout(embeddings, deviant, shapes: Sequence[str], target_error: float) -> GradedReadout:
+    """Argmax and level-matched softmax error rates per shape of one model (see :func:`fit_temperature`)."""
+    scores = outlier_scores(embeddings)
+    tau = fit_temperature(scores, deviant, target_error)
+    argmax = graded_error_rates(scores, deviant, shapes, 0.0)
+    graded = graded_error_rates(scores, deviant, shapes, tau)
+    return GradedReadout(argmax, graded, tau, bool(tau > 0))
 
 
 def _check_rates(x, name: str) -> np.ndarray:
@@ -243,6 +393,52 @@ def _maybe_corr(a: np.ndarray, b: np.ndarray, method: str = "pearson") -> dict |
     return {"r": r, "p": p}
 
 
+def population_correlations(
+    run_error_rates,
+    behaviour: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    baboon_population: str = "baboons",
+    method: str = "pearson",
+) -> dict[str, dict]:
+    """Each population's correlation with a model, per run, and each human group's t-test against baboons.
+
+    The pooled "human" rate of :func:`oddball_summary` mixes five groups that differ from each other
+    (pooled humans vs baboons r = 0.43 across shapes, French adults 0.27 and 0.48), so the contrast
+    that :func:`compare_across_runs` measures depends on the group; this reports every group.
+
+    Args:
+      run_error_rates: ``(R, 11)`` error rates of one model's runs.
+      behaviour: per-population rates (default: the packaged counts).
+
+    Returns:
+      ``{population: {"r": [R], "r_mean", "r_sem", "r_with_baboons", "comparison"}}`` where
+      ``r_with_baboons`` is the population's own correlation with the baboons and ``comparison``
+      the t-test of the runs' r with this population vs with the baboons (None for the baboons,
+      for fewer than 2 runs, or for a run with constant rates).
+    """
+    table = packaged_error_rates() if behaviour is None else behaviour
+    runs = np.asarray(run_error_rates, np.float64)
+    runs = runs[None] if runs.ndim == 1 else runs
+    baboon = _check_rates(table[baboon_population]["error_rate"], "baboon error rate")
+    out = {}
+    for pop in table:
+        ref = _check_rates(table[pop]["error_rate"], f"{pop} error rate")
+        per_run = [_maybe_corr(x, ref, method) for x in runs]
+        vals = np.array([c["r"] for c in per_run if c is not None])
+        comparison = None
+        if pop != baboon_population and runs.shape[0] >= 2 and all(np.ptp(x) > 0 for x in runs):
+            c = compare_across_runs(runs, ref, baboon, method)
+            if np.isfinite(c.t):
+                comparison = {"t": c.t, "p": c.p, "dof": c.dof}
+        out[pop] = {
+            "r": [None if c is None else c["r"] for c in per_run],
+            "r_mean": float(vals.mean()) if vals.size else None,
+            "r_sem": float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0,
+            "r_with_baboons": _corr(ref, baboon, method)[0],
+            "comparison": comparison,
+        }
+    return out
+
+
 def oddball_summary(
     run_error_rates: Mapping[str, object],
     behaviour: Mapping[str, Mapping[str, np.ndarray]] | None = None,
@@ -261,7 +457,9 @@ def oddball_summary(
       ``regularity_per_run`` (rho of each run);
     * ``r_human`` / ``r_baboon``: the ``R`` per-run correlations with the human rate (trial-weighted
       pool of ``human_populations``) and the baboon rate, their means and s.e.m. (Fig. 2C);
-    * ``comparison``: :func:`compare_across_runs` (``t``, ``p``, ``dof = 2R - 2``) when ``R >= 2``.
+    * ``comparison``: :func:`compare_across_runs` (``t``, ``p``, ``dof = 2R - 2``) when ``R >= 2``;
+    * ``populations``: the same correlations and t-test for every population of the table
+      (:func:`population_correlations`).
 
     A correlation is undefined when a vector is constant (e.g. a run that never errs): it is
     reported as None and left out of the means (``n_defined`` says how many remain), never NaN.
@@ -310,6 +508,7 @@ def oddball_summary(
             entry[f"r_{who}_sem"] = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
             entry[f"r_{who}_n_defined"] = int(vals.size)
             entry[f"{who}_correlation_of_mean"] = _maybe_corr(mean, ref, method)
+        entry["populations"] = population_correlations(runs, table, baboon_population, method)
         entry["comparison"] = None
         if r >= 2 and all(np.ptp(x) > 0 for x in runs):
             c = compare_across_runs(runs, human, baboon, method)

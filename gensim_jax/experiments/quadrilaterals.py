@@ -92,6 +92,10 @@ class Config(TrainConfig):
     lr_gensim: Optional[float] = None
     lr_supervised: Optional[float] = 5e-6
     lr_simclr: Optional[float] = None
+    # Which quadrilaterals training draws: the paper trains on the 11 references only; adding the
+    # deviants ("deviant_1".."deviant_4", each with its own 22 features and, for "supervised", its
+    # reference's label) trains on more of the generative model, at poses that stay off the test grid.
+    train_variants: tuple = ("reference",)
     rotation_range_deg: tuple = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
     scale_range: tuple = (0.85, 1.15)  # covers the test scales 0.875..1.125
     # gensim
@@ -108,6 +112,8 @@ class Config(TrainConfig):
     eval_seed: int = 0
     eval_trials_per_condition: int = 10  # 11 shapes x 4 deviants x 10 = 440 trials
     eval_batch_size: int = 128
+    eval_every: int = 0  # ours: > 0 evaluates both read-outs every so many steps (the learning curve)
+    readout_target_error: Optional[float] = None  # graded read-out's mean error; None: the humans' 0.249
     checkpoint_every: int = 1000
 
 
@@ -134,6 +140,11 @@ CONFIGS = {
 #: ``make demo``: ``cpu_small`` with GenSim and the supervised baseline only (SimCLR, the slowest
 #: objective because of its host-side augmentation, is left to ``cpu_small``).
 CONFIGS["demo"] = dataclasses.replace(CONFIGS["cpu_small"], objectives=("gensim", "supervised"))
+#: The learning curve of docs/results/quadrilaterals.md: the demo's model and data scale, 2,000 steps,
+#: both read-outs every 125 steps, 3 runs per objective (scripts/quadrilaterals_curve.py reads it).
+CONFIGS["curve"] = dataclasses.replace(
+    CONFIGS["demo"], num_runs=3, num_steps=2000, num_train_images=6_600, eval_every=125
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,6 +161,7 @@ def training_source(config: Config, seed: int) -> GreyImageSource:
     stim = quads.sample_training_stimuli(
         np.random.default_rng(seed),
         config.num_train_images,
+        variants=tuple(config.train_variants),
         rotation_range_deg=tuple(config.rotation_range_deg),
         scale_range=tuple(config.scale_range),
     )
@@ -258,21 +270,75 @@ def pretrained_variables(objective: Optional[str], config: Config, seed: int) ->
 # --------------------------------------------------------------------------------------------
 
 
-def test_trials(config: Config) -> tuple[np.ndarray, np.ndarray, list]:
-    """``(images (T, 6, S, S) uint8, deviant position (T,), shape names (T,))`` of the seeded oddball test set."""
+def test_trials(config: Config) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
+    """``(images (T, 6, S, S) uint8, deviant position (T,), shape names (T,), features (T, 6, 22))`` of
+    the seeded oddball test set."""
     trials = quads.oddball_test_set(seed=config.eval_seed, trials_per_condition=config.eval_trials_per_condition)
     images = np.round(trials.images(config.image_size) * 255.0).astype(np.uint8)
     names = [quads.SHAPE_NAMES[s] for s in trials.shape]
-    return images, trials.deviant_position.astype(np.int64), names
+    return images, trials.deviant_position.astype(np.int64), names, trials.features().astype(np.float32)
+
+
+def human_mean_error() -> float:
+    """The pooled humans' mean error over the 11 shapes (0.249): the level the graded read-out matches."""
+    from gensim_jax.evaluation import sable_meyer
+
+    return float(
+        np.mean(sable_meyer.pooled_error_rates(sable_meyer.packaged_error_rates(), sable_meyer.HUMAN_POPULATIONS))
+    )
+
+
+def trial_embeddings(embed, trials) -> np.ndarray:
+    """``(T, 6, D)`` embeddings of every trial item by ``embed(images (N, S, S, 3) uint8) -> (N, D)``."""
+    images = trials[0]
+    t, n, s = images.shape[:3]
+    flat = np.repeat(images.reshape(t * n, s, s)[..., None], 3, axis=-1)
+    return np.asarray(embed(flat)).reshape(t, n, -1)
+
+
+def readout(embeddings: np.ndarray, trials, target_error: Optional[float] = None) -> dict:
+    """Both read-outs of one model's trial embeddings (:func:`~gensim_jax.evaluation.oddball.graded_readout`).
+
+    ``argmax``: the paper's rule (the item farthest from the trial mean); ``graded``: a softmax over
+    the standardised outlier scores with the temperature that makes the mean error equal
+    ``target_error`` (default: the humans' 0.249), so the level is the humans' and the shape across
+    shapes stays the model's. ``temperature`` 0 means the argmax error already exceeds the target.
+    """
+    target = human_mean_error() if target_error is None else float(target_error)
+    g = ob.graded_readout(embeddings, trials[1], trials[2], target)
+    return {
+        "argmax": g.argmax_error_rate,
+        "graded": g.graded_error_rate,
+        "temperature": g.temperature,
+        "regression_error": regression_error(embeddings, trials),
+    }
+
+
+def regression_error(embeddings: np.ndarray, trials) -> dict:
+    """How well a model's distances match the GenSim target on the test items, pairs within trials.
+
+    ``mean (||z_i - z_j||_2 - ||f_i - f_j||_2)^2`` (the Appendix L regression loss) over the pairs of
+    reference items (the shapes training saw) and over the (reference, deviant) pairs (shapes it
+    never saw), with ``f`` the 22 features; ``embeddings`` ``(T, 6, D)`` and ``trials`` from
+    :func:`test_trials`. Meaningful for the GenSim arm (the others are not trained on this scale).
+    """
+    z = np.asarray(embeddings, np.float64)
+    f = np.asarray(trials[3], np.float64)
+    dev = np.asarray(trials[1])
+    dz = np.linalg.norm(z[:, :, None] - z[:, None, :], axis=-1)
+    df = np.linalg.norm(f[:, :, None] - f[:, None, :], axis=-1)
+    sq = (dz - df) ** 2
+    n = z.shape[1]
+    is_dev = np.arange(n)[None, :] == dev[:, None]  # (T, N)
+    upper = np.triu(np.ones((n, n), bool), 1)[None]
+    ref_pair = upper & ~is_dev[:, :, None] & ~is_dev[:, None, :]
+    dev_pair = upper & (is_dev[:, :, None] ^ is_dev[:, None, :])
+    return {"reference_pairs": float(sq[ref_pair].mean()), "deviant_pairs": float(sq[dev_pair].mean())}
 
 
 def trial_error_rates(embed, trials) -> np.ndarray:
-    """``(11,)`` error rates of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``trials``."""
-    images, deviant, names = trials
-    t, n, s = images.shape[:3]
-    flat = np.repeat(images.reshape(t * n, s, s)[..., None], 3, axis=-1)
-    e = embed(flat).reshape(t, n, -1)
-    return ob.error_rates_by_shape(e, deviant, names)["error_rate"]
+    """``(11,)`` argmax error rates of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``trials``."""
+    return readout(trial_embeddings(embed, trials), trials)["argmax"]
 
 
 def _model_embed(model, variables, batch_size):
@@ -315,6 +381,15 @@ class Quadrilaterals(Experiment):
             value = getattr(config, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive (or null: learning_rate), got {value}")
+        if not config.train_variants or any(v not in quads.VARIANT_NAMES for v in config.train_variants):
+            raise ValueError(
+                f"train_variants must be a non-empty subset of {quads.VARIANT_NAMES}, got {config.train_variants}"
+            )
+        if config.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0 (0: no evaluation during training), got {config.eval_every}")
+        t = config.readout_target_error
+        if t is not None and not 0 < t < ob.CHANCE_ERROR_RATE:
+            raise ValueError(f"readout_target_error must lie in (0, 5/6) or be null (the humans' mean), got {t}")
         if config.eval_trials_per_condition < 1:
             raise ValueError(f"eval_trials_per_condition must be >= 1, got {config.eval_trials_per_condition}")
         return config
@@ -362,18 +437,57 @@ class Quadrilaterals(Experiment):
             else super().init_variables(None, config, model, config.seed)
         )
         name = "pretrained" if config.pretrained else "initial"
+        target = config.readout_target_error
         return {
-            "pixels": [trial_error_rates(_pixel_embed, data.trials)],
-            name: [trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)],
+            "features": [readout(data.trials[3], data.trials, target)],
+            "pixels": [readout(trial_embeddings(_pixel_embed, data.trials), data.trials, target)],
+            name: [
+                readout(
+                    trial_embeddings(_model_embed(model, variables, config.eval_batch_size), data.trials),
+                    data.trials,
+                    target,
+                )
+            ],
         }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int):
-        return trial_error_rates(_model_embed(model, variables, config.eval_batch_size), data.trials)
+        e = trial_embeddings(_model_embed(model, variables, config.eval_batch_size), data.trials)
+        return readout(e, data.trials, config.readout_target_error)
+
+    def periodic_eval(self, arm: str, config: Config, data: Data, model):
+        """With ``eval_every``: both read-outs during training, logged per shape (the learning curve)."""
+        if not config.eval_every:
+            return None
+
+        def evaluate(state, step):
+            out = self.evaluate_run(arm, config, data, model, state.variables, config.seed)
+            logged = {"temperature": out["temperature"]}
+            logged.update({f"regression_error/{k}": v for k, v in out["regression_error"].items()})
+            for rule in ("argmax", "graded"):
+                logged[f"{rule}/mean_error"] = float(np.mean(out[rule]))
+                logged.update({f"{rule}/{shape}": float(v) for shape, v in zip(quads.SHAPE_NAMES, out[rule])})
+            return logged
+
+        return config.eval_every, evaluate
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
+        """``summary`` is the headline (graded) read-out, ``summary_argmax`` the paper's rule; both
+        :func:`~gensim_jax.evaluation.oddball.oddball_summary`; ``temperatures`` per model and run."""
         return {
             "num_trials": int(data.trials[0].shape[0]),
-            "summary": ob.oddball_summary({name: np.stack(v) for name, v in evaluations.items()}),
+            "readout": {
+                "headline": "graded",
+                "target_error": human_mean_error()
+                if config.readout_target_error is None
+                else config.readout_target_error,
+                "humans": "pooled (five groups); per population in summary.models.*.populations",
+            },
+            "summary": ob.oddball_summary({n: np.stack([e["graded"] for e in v]) for n, v in evaluations.items()}),
+            "summary_argmax": ob.oddball_summary(
+                {n: np.stack([e["argmax"] for e in v]) for n, v in evaluations.items()}
+            ),
+            "temperatures": {n: [e["temperature"] for e in v] for n, v in evaluations.items()},
+            "regression_error": {n: [e["regression_error"] for e in v] for n, v in evaluations.items()},
             "training": training,
         }
 
@@ -382,7 +496,8 @@ class Quadrilaterals(Experiment):
         figures.plot_oddball(
             results["summary"],
             path,
-            title=f"Oddball error per shape: {cfg['model']}, {cfg['image_size']} px, {cfg['num_runs']} run(s)",
+            title=f"Oddball error per shape (graded read-out at the humans' mean error): {cfg['model']}, "
+            f"{cfg['image_size']} px, {cfg['num_runs']} run(s)",
         )
 
     def format_table(self, results: dict) -> str:
@@ -393,30 +508,71 @@ def _fmt(v, spec=".3f") -> str:
     return "n/a" if v is None else format(v, spec)
 
 
-def format_table(results: dict) -> str:
-    """Two Markdown tables: the summary per model (Fig. 2B/2C statistics) and the error rate per shape."""
-    s = results["summary"]
-    models = s["models"]
-    lines = [
-        f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}); "
-        "rho = Spearman with irregularity rank (paper: GenSim 0.88, supervised 0.472); "
-        "r = Pearson with the pooled human / baboon error rates, mean over runs; "
-        "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).",
-        "",
-        "| model | runs | mean error | rho(9) | p | r human | r baboon | t (dof) | p(t) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name, m in models.items():
+def _stats_rows(summary: dict, temperatures: Optional[dict] = None) -> list[str]:
+    rows = []
+    for name, m in summary["models"].items():
         reg, cmp_ = m["regularity"], m["comparison"]
-        lines.append(
-            f"| {name} | {m['runs']} | {np.mean(m['error_rate_mean']):.3f} | "
+        taus = (temperatures or {}).get(name)
+        tau = "" if taus is None else f" {np.mean(taus):.3g} |"
+        rows.append(
+            f"| {name} | {m['runs']} | {np.mean(m['error_rate_mean']):.3f} |{tau} "
             f"{_fmt(reg and reg['rho'], '.2f')} | {_fmt(reg and reg['p'], '.3g')} | "
             f"{_fmt(m['r_human_mean'], '.2f')} | {_fmt(m['r_baboon_mean'], '.2f')} | "
             + (f"{cmp_['t']:.2f} ({cmp_['dof']}) | {cmp_['p']:.3g} |" if cmp_ else "n/a | n/a |")
         )
+    return rows
+
+
+def format_table(results: dict) -> str:
+    """Markdown tables: the headline (graded) and argmax statistics per model (Fig. 2C), the
+    correlation with every population, and the error rate per shape (Fig. 2B)."""
+    s = results["summary"]
+    models = s["models"]
+    head = "| model | runs | mean error |{} rho(9) | p | r human | r baboon | t (dof) | p(t) |"
+    target = results.get("readout", {}).get("target_error")
+    lines = [
+        f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}). "
+        "rho = Spearman with the irregularity rank (paper: GenSim 0.88, supervised 0.472); "
+        "r = Pearson with the pooled human (five groups) / baboon error rates, mean over runs; "
+        "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).",
+        "",
+        f"Graded read-out (headline): softmax over the six items' standardised outlier scores, temperature "
+        f"tau set per run so the mean error is the humans' {_fmt(target)} (tau 0: the argmax error is "
+        "already higher).",
+        "",
+        head.format(" tau |"),
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *_stats_rows(s, results.get("temperatures")),
+    ]
+    if "summary_argmax" in results:
+        lines += [
+            "",
+            "Argmax read-out (the paper's rule: the item farthest from the trial mean):",
+            "",
+            head.format(""),
+            "|---|---|---|---|---|---|---|---|---|",
+            *_stats_rows(results["summary_argmax"]),
+        ]
+    pops = next(iter(models.values())).get("populations")
+    if pops:
+        lines += [
+            "",
+            "Graded read-out, mean r over runs with each population (t vs baboons in brackets; "
+            "the populations' own r with the baboons in the header):",
+            "",
+            "| model | " + " | ".join(f"{p} ({pops[p]['r_with_baboons']:.2f})" for p in pops) + " |",
+            "|---|" + "---|" * len(pops),
+        ]
+        for name, m in models.items():
+            cells = []
+            for p in pops:
+                e = m["populations"][p]
+                c = e["comparison"]
+                cells.append(_fmt(e["r_mean"], ".2f") + (f" (t {c['t']:.2f})" if c else ""))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Error rate per shape (most to least regular):",
+        "Error rate per shape, graded read-out (most to least regular):",
         "",
         "| shape | humans | baboons | " + " | ".join(models) + " |",
         "|---|---|---|" + "---|" * len(models),
@@ -442,11 +598,15 @@ __all__ = [
     "OBJECTIVES",
     "Quadrilaterals",
     "format_table",
+    "human_mean_error",
     "make_batches",
     "make_objective",
     "model_kwargs",
     "pretrained_variables",
+    "readout",
+    "regression_error",
     "test_trials",
+    "trial_embeddings",
     "trial_error_rates",
     "training_source",
 ]

@@ -166,3 +166,88 @@ def test_oddball_summary_matches_direct_statistics(tmp_path):
 
     with Image.open(out) as im:
         assert im.size[0] > 500 and im.size[1] > 200
+
+
+# ---- graded read-out -----------------------------------------------------------------------
+
+
+def _graded_fixture(seed=0, t=220):
+    rng = np.random.default_rng(seed)
+    e = rng.normal(size=(t, 6, 4))
+    dev = rng.integers(0, 6, size=t)
+    e[np.arange(t), dev] += rng.uniform(0, 3, size=(t, 1))  # deviants of varying strength
+    shapes = [SHAPES[i % 11] for i in range(t)]
+    return e, dev, shapes
+
+
+def test_outlier_scores_are_distances_over_their_global_sd():
+    from gensim_jax.evaluation.oddball import outlier_scores
+
+    e, _, _ = _graded_fixture()
+    d = np.array([[np.sqrt(((x - trial.mean(0)) ** 2).sum()) for x in trial] for trial in e])
+    np.testing.assert_allclose(outlier_scores(e), d / d.std(), rtol=1e-12)
+    assert np.all(outlier_scores(np.ones((3, 6, 2))) == 0)
+
+
+def test_graded_error_rates_limits_and_direct_softmax():
+    from gensim_jax.evaluation.oddball import error_rates_by_shape, graded_error_rates, outlier_scores
+
+    e, dev, shapes = _graded_fixture()
+    s = outlier_scores(e)
+    np.testing.assert_allclose(
+        graded_error_rates(s, dev, shapes, 0.0), error_rates_by_shape(e, dev, shapes)["error_rate"]
+    )
+    np.testing.assert_allclose(graded_error_rates(s, dev, shapes, 1e6), 5 / 6, atol=1e-5)
+    tau = 0.37
+    p = np.exp(s / tau) / np.exp(s / tau).sum(1, keepdims=True)
+    err = 1 - p[np.arange(len(dev)), dev]
+    want = [err[[x == k for x in shapes]].mean() for k in SHAPES]
+    np.testing.assert_allclose(graded_error_rates(s, dev, shapes, tau), want, rtol=1e-12)
+    with pytest.raises(ValueError, match="temperature"):
+        graded_error_rates(s, dev, shapes, -1.0)
+    with pytest.raises(ValueError, match="deviant"):
+        graded_error_rates(s, dev[:-1], shapes, 1.0)
+
+
+def test_fit_temperature_hits_the_target_mean_error():
+    from gensim_jax.evaluation.oddball import fit_temperature, graded_readout, outlier_scores
+
+    e, dev, shapes = _graded_fixture()
+    s = outlier_scores(e)
+    argmax_error = np.mean(np.argmax(s, 1) != dev)
+    for target in (argmax_error + 0.01, 0.5, 0.8):
+        tau = fit_temperature(s, dev, target)
+        p = np.exp(s / tau) / np.exp(s / tau).sum(1, keepdims=True)
+        assert np.mean(1 - p[np.arange(len(dev)), dev]) == pytest.approx(target, abs=1e-8)
+    # the argmax rule already errs more than the target: temperature 0, graded = argmax
+    assert fit_temperature(s, dev, argmax_error - 0.01) == 0.0
+    g = graded_readout(e, dev, shapes, argmax_error - 0.01)
+    assert not g.level_matched
+    np.testing.assert_array_equal(g.graded_error_rate, g.argmax_error_rate)
+    with pytest.raises(ValueError, match="target_error"):
+        fit_temperature(s, dev, 0.9)
+
+
+def test_population_correlations_against_scipy():
+    from gensim_jax.evaluation.oddball import population_correlations
+    from gensim_jax.evaluation.sable_meyer import packaged_error_rates
+
+    table = packaged_error_rates()
+    runs = np.random.default_rng(1).uniform(0, 0.8, size=(3, 11))
+    out = population_correlations(runs, table)
+    assert set(out) == set(table)
+    b = table["baboons"]["error_rate"]
+    for pop, entry in out.items():
+        ref = table[pop]["error_rate"]
+        rs = [stats.pearsonr(x, ref).statistic for x in runs]
+        np.testing.assert_allclose(entry["r"], rs)
+        assert entry["r_mean"] == pytest.approx(np.mean(rs))
+        assert entry["r_with_baboons"] == pytest.approx(stats.pearsonr(ref, b).statistic)
+        if pop == "baboons":
+            assert entry["comparison"] is None
+        else:
+            rb = [stats.pearsonr(x, b).statistic for x in runs]
+            assert entry["comparison"]["t"] == pytest.approx(stats.ttest_ind(rs, rb).statistic)
+    # the pooled humans' and the French adults' own correlation with the baboons (issue 13: 0.27, 0.48)
+    assert out["french_adults_1"]["r_with_baboons"] == pytest.approx(0.27, abs=0.01)
+    assert out["french_adults_2"]["r_with_baboons"] == pytest.approx(0.48, abs=0.01)

@@ -66,16 +66,29 @@ def test_gensim_loss_is_the_authors_cdist_mse():
     assert float(loss) == pytest.approx(want, rel=1e-5)
 
 
+def _softmax_errors(e, deviant, tau):
+    """Independent graded read-out: 1 - softmax(d / sd(d) / tau)[deviant] per trial."""
+    d = np.linalg.norm(e - e.mean(1, keepdims=True), axis=-1)
+    z = d / d.std() / tau
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    return 1.0 - p[np.arange(len(deviant)), deviant]
+
+
 @pytest.mark.slow
 def test_runs_exports_and_oddball_numbers(run):
     workdir, results = run
-    summary = results["summary"]["models"]
-    assert list(summary) == ["pixels", "initial", *exp.OBJECTIVES]
+    summary = results["summary_argmax"]["models"]
+    assert list(summary) == ["features", "pixels", "initial", *exp.OBJECTIVES]
+    assert list(results["summary"]["models"]) == list(summary)
+    assert results["readout"]["headline"] == "graded"
+    target = results["readout"]["target_error"]
+    assert target == pytest.approx(0.2489, abs=1e-4)  # the pooled humans' mean error over 11 shapes
     assert results["num_trials"] == 44
     human = np.asarray(results["summary"]["human_error_rate"])
     trials = exp.test_trials(tiny_config())
     for name in exp.OBJECTIVES:
-        rows = []
+        rows, graded_rows = [], []
         for r in range(2):
             run_dir = workdir / name / f"run{r}"
             saved = json.loads((run_dir / "config.json").read_text())
@@ -87,28 +100,67 @@ def test_runs_exports_and_oddball_numbers(run):
             # re-evaluate the exported encoder independently: embed, farthest-from-mean, count errors
             model, variables, meta = load_exported(run_dir / "export")
             assert meta["objective"] == name and meta["image_size"] == 32
-            images, deviant, shapes = trials
+            images, deviant, shapes = trials[:3]
             x = np.repeat(images.reshape(-1, 32, 32)[..., None], 3, -1).astype(np.float32) / 255.0
             x = (x - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225])
             e = embed_images(model, variables, x.astype(np.float32), batch_size=66).reshape(44, 6, -1)
             choice = np.argmax(np.linalg.norm(e - e.mean(1, keepdims=True), axis=-1), axis=1)
-            rate = [np.mean(choice[[s == k for s in shapes]] != deviant[[s == k for s in shapes]]) for k in SHAPES]
-            rows.append(rate)
+            masks = [np.array([s == k for s in shapes]) for k in SHAPES]
+            rows.append([np.mean(choice[m] != deviant[m]) for m in masks])
+            tau = results["temperatures"][name][r]
+            if tau > 0:  # level matched: the softmax observer's mean error is the humans'
+                err = _softmax_errors(e, deviant, tau)
+                assert err.mean() == pytest.approx(target, abs=1e-6)
+                graded_rows.append([err[m].mean() for m in masks])
+            else:  # the argmax error already exceeds the target
+                assert np.mean(rows[-1]) >= target
+                graded_rows.append(rows[-1])
         rows = np.array(rows)
         got = summary[name]
         np.testing.assert_allclose(got["error_rate_runs"], rows)
         np.testing.assert_allclose(got["error_rate_mean"], rows.mean(0))
+        np.testing.assert_allclose(results["summary"]["models"][name]["error_rate_runs"], graded_rows, atol=2e-4)
         for r in range(2):
             if np.ptp(rows[r]) > 0:
                 assert got["r_human"][r] == pytest.approx(stats.pearsonr(rows[r], human).statistic)
     baboon = packaged_error_rates()["baboons"]["error_rate"]
     np.testing.assert_allclose(results["summary"]["baboon_error_rate"], baboon)
     table = exp.format_table(results)
-    for name in ("pixels", "initial", *exp.OBJECTIVES):
+    for name in ("features", "pixels", "initial", *exp.OBJECTIVES):
         assert f"| {name} |" in table
-    assert "No pretrained weights" in table and "| square |" in table
+    assert "No pretrained weights" in table and "| square |" in table and "french_adults_1" in table
     assert (workdir / "quadrilaterals.png").stat().st_size > 10_000
     assert json.loads((workdir / "results.json").read_text())["config"]["num_runs"] == 2
+
+
+def test_features_as_embedding_have_zero_regression_error_and_a_human_like_graded_curve():
+    """The GenSim target itself (the 22 features as the embedding) is the objective's ceiling."""
+    trials = exp.test_trials(tiny_config(eval_trials_per_condition=10))
+    f = trials[3].astype(np.float64)
+    assert exp.regression_error(f, trials) == {"reference_pairs": 0.0, "deviant_pairs": 0.0}
+    # twice the features: every pair's error is its own feature distance, squared
+    df = np.linalg.norm(f[:, :, None] - f[:, None, :], axis=-1)
+    dev = trials[1]
+    ref_pairs = [
+        df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] not in (i, j)
+    ]
+    dev_pairs = [df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] in (i, j)]
+    got = exp.regression_error(2 * f, trials)
+    assert got["reference_pairs"] == pytest.approx(np.mean(ref_pairs)) and got["deviant_pairs"] == pytest.approx(
+        np.mean(dev_pairs)
+    )
+    out = exp.readout(f, trials)
+    graded = out["graded"]
+    assert np.mean(graded) == pytest.approx(exp.human_mean_error(), abs=1e-6)
+    # measured in issue 13 with an independent script: rho(9) 0.96, r humans 0.86, r baboons 0.24
+    human = packaged_error_rates()
+    from gensim_jax.evaluation.sable_meyer import HUMAN_POPULATIONS, pooled_error_rates, regularity_rank
+
+    assert stats.spearmanr(graded, regularity_rank()).statistic == pytest.approx(0.96, abs=0.01)
+    assert stats.pearsonr(graded, pooled_error_rates(human, HUMAN_POPULATIONS)).statistic == pytest.approx(
+        0.86, abs=0.01
+    )
+    assert stats.pearsonr(graded, human["baboons"]["error_rate"]).statistic == pytest.approx(0.24, abs=0.01)
 
 
 def test_pretrained_supervised_head_is_extended(tmp_path):
@@ -144,6 +196,8 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
         (dict(cornet_times=(1, 1, 1)), "cornet_times"),
         (dict(lr_supervised=0.0), "lr_supervised"),
         (dict(batch_size=100), "batch_size"),
+        (dict(eval_every=-1), "eval_every"),
+        (dict(readout_target_error=0.9), "readout_target_error"),
     ],
 )
 def test_bad_config(bad, match):

@@ -20,7 +20,9 @@ Reports error rate per shape, Spearman rho against irregularity rank, and correl
 packaged per-population error rates (or ``--error-rates CSV``) and, with ``--behavior FILE ...``,
 with every subject of those trial-level files. ``--judgements CSV --stimuli FILE.npz`` (arrays
 ``ids``, ``embeddings``) adds the correlation with human similarity ratings (``--trials`` only).
-``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C,
+``--readout graded`` replaces the paper's argmax rule by the level-matched softmax observer
+(:func:`gensim_jax.evaluation.oddball.graded_readout`; ``--target-error``, default the pooled humans'
+mean error 0.249), and records each run's temperature. ``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C,
 :func:`gensim_jax.evaluation.figures.plot_oddball`).
 """
 
@@ -100,6 +102,18 @@ def main(argv=None) -> int:
         help="comma-separated populations pooled as 'human' in the summary (Fig. 2C, t-test); "
         "default: all five human groups",
     )
+    p.add_argument(
+        "--readout",
+        choices=("argmax", "graded"),
+        default="argmax",
+        help="argmax: the paper's rule (farthest from the trial mean); graded: softmax observer at the target error",
+    )
+    p.add_argument(
+        "--target-error",
+        type=float,
+        default=None,
+        help="mean error the graded read-out matches (default: the pooled humans' mean over the 11 shapes)",
+    )
     p.add_argument("--label", default=None, help="model name in the outputs")
     p.add_argument("--error-rates", default=None, help="per-population CSV (default: packaged data)")
     p.add_argument(
@@ -121,14 +135,30 @@ def main(argv=None) -> int:
     table = sm.read_error_rates(a.error_rates) if a.error_rates else sm.packaged_error_rates()
     behavior = [t for f in a.behavior for t in sm.read_behavior(f)] if a.behavior else None
     humans = [h for h in a.human_populations.split(",") if h]
+    target = a.target_error
+    if target is None:
+        target = float(np.mean(sm.pooled_error_rates(table, humans)))
+    if not 0 < target < ob.CHANCE_ERROR_RATE:
+        raise ValueError(f"--target-error must lie in (0, 5/6), got {target}")
+
+    def rates_of(embeddings, deviant, shapes) -> dict:
+        rates = ob.error_rates_by_shape(embeddings, deviant, shapes)
+        if a.readout == "graded":
+            g = ob.graded_readout(embeddings, deviant, shapes, target)
+            rates = {**rates, "error_rate": g.graded_error_rate, "temperature": g.temperature}
+            rates.pop("errors")
+        return rates
+
     if a.trials:
         z = load_npz(a.trials, ("embeddings", "deviant", "shapes"))
-        rates = ob.error_rates_by_shape(z["embeddings"], z["deviant"].astype(np.int64), [str(s) for s in z["shapes"]])
+        rates = rates_of(z["embeddings"], z["deviant"].astype(np.int64), [str(s) for s in z["shapes"]])
         label = a.label or "model"
         result = {
             "shapes": list(sm.SHAPES),
+            "readout": a.readout,
             "error_rate": rates["error_rate"],
             "trials": rates["trials"],
+            **({"temperature": rates["temperature"]} if "temperature" in rates else {}),
             **shape_statistics(rates["error_rate"], table, behavior),
         }
         per_run = rates["error_rate"][None]
@@ -141,14 +171,12 @@ def main(argv=None) -> int:
         cache: dict = {}
         runs = []
         for enc in encoders:
-            rates = ob.error_rates_by_shape(
-                embed_test_set(test, enc, a.batch_size, cache), test.deviant_position, shapes
-            )
+            rates = rates_of(embed_test_set(test, enc, a.batch_size, cache), test.deviant_position, shapes)
             runs.append(
                 {
                     **run_info(enc),
                     "error_rate": rates["error_rate"],
-                    "errors": rates["errors"],
+                    **{k: rates[k] for k in ("errors", "temperature") if k in rates},
                     **shape_statistics(rates["error_rate"], table),
                 }
             )
@@ -156,6 +184,7 @@ def main(argv=None) -> int:
         label = model_label(a.label, encoders)
         result = {
             "model": label,
+            "readout": a.readout,
             "shapes": list(sm.SHAPES),
             "test_set": {
                 "seed": a.test_seed,

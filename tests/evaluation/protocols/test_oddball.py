@@ -72,6 +72,26 @@ def test_oddball_trials_workdir(tmp_path):
     _png_ok(tmp_path / "wd" / "oddball.png")
 
 
+def test_oddball_trials_graded_readout(tmp_path):
+    rng = np.random.default_rng(4)
+    emb = rng.standard_normal((11 * 8, 6, 5))
+    dev = rng.integers(0, 6, 88)
+    emb[np.arange(88), dev] *= 3.0
+    shapes = np.repeat(np.array(SHAPES), 8)
+    np.savez(tmp_path / "t.npz", embeddings=emb, deviant=dev, shapes=shapes)
+    argv = ["oddball", "--trials", str(tmp_path / "t.npz"), "--workdir", str(tmp_path / "wd"), "--readout", "graded"]
+    assert main([*argv, "--target-error", "0.4"]) == 0
+    out = json.loads((tmp_path / "wd" / "oddball.json").read_text())
+    assert out["readout"] == "graded" and out["temperature"] > 0
+    # independent softmax observer at the reported temperature
+    d = np.linalg.norm(emb - emb.mean(1, keepdims=True), axis=-1)
+    z = d / d.std() / out["temperature"]
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    err = 1 - p[np.arange(88), dev]
+    np.testing.assert_allclose(out["error_rate"], err.reshape(11, 8).mean(1), rtol=1e-9)
+    assert np.mean(out["error_rate"]) == pytest.approx(0.4, abs=1e-8)
+
+
 def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     wd = tmp_path / "wd"
     assert (

@@ -1,0 +1,200 @@
+"""Learning curves of the quadrilateral experiment from its runs' evaluations during training.
+
+``python -m train quadrilaterals --config curve`` evaluates both read-outs every ``eval_every``
+steps and logs them per shape in every run's ``metrics.jsonl`` (``eval/argmax/<shape>``,
+``eval/graded/<shape>``, ``eval/regression_error/...``). This script reads those lines for one or
+more work directories (e.g. the paper's protocol and a variant), computes per step and objective
+the statistics of paper Fig. 2C for every run (Spearman rho(9) with the irregularity rank, Pearson
+r with the pooled humans and with the baboons) and their means with 95% t-intervals over runs, and
+writes a Markdown table and a figure.
+
+    python scripts/quadrilaterals_curve.py runs/quadrilaterals-curve --label references \\
+        [runs/quad-variant --label "references + deviants"] --out docs/figures/quadrilaterals_curve.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from gensim_jax.evaluation.sable_meyer import (
+    HUMAN_POPULATIONS,
+    packaged_error_rates,
+    pooled_error_rates,
+    regularity_rank,
+)
+from gensim_jax.stimuli.quadrilaterals import SHAPE_NAMES
+
+STATS = ("argmax_error", "argmax_shapes_with_errors", "rho", "r_human", "r_baboon", "reg_ref", "reg_dev")
+
+
+def _corr(fn, a, b):
+    return float(fn(a, b).statistic) if np.ptp(a) > 0 else np.nan
+
+
+def run_curve(run_dir: Path) -> dict[int, dict[str, float]]:
+    """``{step: {statistic: value}}`` of one run from its ``metrics.jsonl`` (graded read-out for the correlations)."""
+    table = packaged_error_rates()
+    human = pooled_error_rates(table, HUMAN_POPULATIONS)
+    baboon = table["baboons"]["error_rate"]
+    out = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        if "eval/graded/square" not in m:
+            continue
+        argmax = np.array([m[f"eval/argmax/{s}"] for s in SHAPE_NAMES])
+        graded = np.array([m[f"eval/graded/{s}"] for s in SHAPE_NAMES])
+        out[int(m["step"])] = {
+            "argmax_error": float(argmax.mean()),
+            "argmax_shapes_with_errors": float((argmax > 0).sum()),
+            "rho": _corr(stats.spearmanr, graded, regularity_rank()),
+            "r_human": _corr(stats.pearsonr, graded, human),
+            "r_baboon": _corr(stats.pearsonr, graded, baboon),
+            "reg_ref": float(m["eval/regression_error/reference_pairs"]),
+            "reg_dev": float(m["eval/regression_error/deviant_pairs"]),
+        }
+    return out
+
+
+def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, dict] | None:
+    """The run's final evaluation (results.json) in the same form, at the last step."""
+    s = results["summary"]["models"].get(arm)
+    a = results["summary_argmax"]["models"].get(arm)
+    if s is None or r >= s["runs"]:
+        return None
+    graded = np.asarray(s["error_rate_runs"][r])
+    argmax = np.asarray(a["error_rate_runs"][r])
+    reg = results["regression_error"][arm][r]
+    table = packaged_error_rates()
+    return int(results["num_steps"]), {
+        "argmax_error": float(argmax.mean()),
+        "argmax_shapes_with_errors": float((argmax > 0).sum()),
+        "rho": _corr(stats.spearmanr, graded, regularity_rank()),
+        "r_human": _corr(stats.pearsonr, graded, pooled_error_rates(table, HUMAN_POPULATIONS)),
+        "r_baboon": _corr(stats.pearsonr, graded, table["baboons"]["error_rate"]),
+        "reg_ref": reg["reference_pairs"],
+        "reg_dev": reg["deviant_pairs"],
+    }
+
+
+def collect(workdir: Path) -> dict[str, dict[int, list[dict]]]:
+    """``{arm: {step: [per-run statistics]}}`` over every ``workdir/<arm>/run*``."""
+    results_path = workdir / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else None
+    arms: dict = {}
+    for arm_dir in sorted(p for p in workdir.iterdir() if p.is_dir()):
+        for run_dir in sorted(arm_dir.glob("run*")):
+            if not (run_dir / "metrics.jsonl").exists():
+                continue
+            curve = run_curve(run_dir)
+            if results is not None:
+                last = final_curve(run_dir, results, arm_dir.name, int(run_dir.name[3:]))
+                if last is not None:
+                    curve[last[0]] = last[1]
+            for step, values in curve.items():
+                arms.setdefault(arm_dir.name, {}).setdefault(step, []).append(values)
+    if not arms:
+        raise ValueError(
+            f"{workdir} holds no <arm>/run*/metrics.jsonl with eval/graded lines (train with eval_every > 0)"
+        )
+    return arms
+
+
+def mean_ci(values: list[float]) -> tuple[float, float, int]:
+    """Mean and the half-width of its 95% t-interval over the defined values (nan for fewer than 2)."""
+    v = np.array([x for x in values if np.isfinite(x)])
+    if v.size == 0:
+        return np.nan, np.nan, 0
+    if v.size == 1:
+        return float(v[0]), np.nan, 1
+    return float(v.mean()), float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)), int(v.size)
+
+
+def _cell(values, spec=".2f") -> str:
+    m, h, n = mean_ci(values)
+    if n == 0:
+        return "n/a"
+    return f"{m:{spec}}" + ("" if not np.isfinite(h) else f" ± {h:{spec}}")
+
+
+def table(curves: dict[str, dict[str, dict[int, list[dict]]]]) -> str:
+    lines = [
+        "| training | objective | step | runs | argmax error | shapes erring (argmax) | graded rho(9) | "
+        "graded r human | graded r baboon | regression error, reference / deviant pairs |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, arms in curves.items():
+        for arm, steps in arms.items():
+            for step in sorted(steps):
+                rows = steps[step]
+                col = {k: [r[k] for r in rows] for k in STATS}
+                lines.append(
+                    f"| {label} | {arm} | {step} | {len(rows)} | {_cell(col['argmax_error'], '.3f')} | "
+                    f"{_cell(col['argmax_shapes_with_errors'], '.1f')} | {_cell(col['rho'])} | "
+                    f"{_cell(col['r_human'])} | {_cell(col['r_baboon'])} | "
+                    f"{_cell(col['reg_ref'])} / {_cell(col['reg_dev'])} |"
+                )
+    return "\n".join(lines)
+
+
+def plot(curves, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("argmax_error", "argmax mean error"),
+        ("rho", "graded rho(9)"),
+        ("r_human", "graded r, humans"),
+        ("r_baboon", "graded r, baboons"),
+        ("reg_dev", "regression error, deviant pairs"),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
+    styles = ["-", "--", ":", "-."]
+    for li, (label, arms) in enumerate(curves.items()):
+        for arm, steps in arms.items():
+            xs = sorted(steps)
+            for ax, (key, title) in zip(axes, panels):
+                mc = [mean_ci([r[key] for r in steps[x]]) for x in xs]
+                m = np.array([c[0] for c in mc])
+                h = np.nan_to_num(np.array([c[1] for c in mc]))
+                color = {"gensim": "C0", "supervised": "C3", "simclr": "C2"}.get(arm, "C7")
+                ax.plot(xs, m, styles[li % 4], color=color, label=f"{arm}, {label}")
+                ax.fill_between(xs, m - h, m + h, color=color, alpha=0.15)
+                ax.set_title(title)
+                ax.set_xlabel("training step")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("workdirs", nargs="+", type=Path)
+    p.add_argument("--label", action="append", default=None, help="one per work directory (default: its name)")
+    p.add_argument("--out", type=Path, default=Path("quadrilaterals_curve.png"), help="figure path")
+    a = p.parse_args(argv)
+    labels = a.label or [w.name for w in a.workdirs]
+    if len(labels) != len(a.workdirs):
+        print("error: give one --label per work directory", file=sys.stderr)
+        return 2
+    try:
+        curves = {label: collect(w) for label, w in zip(labels, a.workdirs)}
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(table(curves))
+    plot(curves, a.out)
+    print(f"\nwrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
