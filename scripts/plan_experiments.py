@@ -6,8 +6,14 @@ Usage::
         --topologies v5e:2x4 v5e:16x16 [--config paper] > table.md
 
 Every row is one compile of the runner's own step (first arm of the config) for the topology; the
-columns are the report's memory per device, the roofline step time and the examples/s it implies.
-GPU topologies (``h100:1x8``) need the XLA CUDA plug-in (``pip install 'jax[cuda12]'``).
+columns are the report's memory per device, the FLOPs per example and where they come from (TPU:
+XLA's ``cost_analysis``; GPU: matmuls and convolutions counted from the compiled HLO, since the
+XLA GPU compiler gives no cost analysis), the roofline step time, what bounds it and the
+examples/s it implies.  GPU topologies (``h100:1x8``, ``h100:8x8``) need the XLA CUDA plug-in
+(``pip install 'jax[cuda12]==<jax version>'``), no GPU::
+
+    CUDA_VISIBLE_DEVICES=-1 JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 python scripts/plan_experiments.py \
+        --experiments gaussian_mixture --topologies h100:1x8 h100:8x8
 """
 
 from __future__ import annotations
@@ -49,24 +55,33 @@ def main(argv=None) -> int:
     p.add_argument("--topologies", nargs="+", required=True)
     p.add_argument("--config", default="paper")
     args = p.parse_args(argv)
+    import platform
+
+    import jax
+
+    print(f"<!-- {' '.join(sys.argv)} | jax {jax.__version__} | host {platform.machine()}, no accelerator -->")
     print(
-        "| experiment | topology | global batch | memory / device | of | fits | step >= (roofline) | examples/s <= | compile s |"
+        "| experiment | topology | global batch | memory / device | of | fits | FLOPs / example (source) "
+        "| step >= (roofline, bound) | examples/s <= | compile s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     from gensim_jax.planning import fmt_bytes
 
     for e in args.experiments:
         for t in args.topologies:
             r = plan(e, args.config, t)
             if "error" in r:
-                print(f"| {e} | {t} | | {r['error']} | | | | | |", flush=True)
+                print(f"| {e} | {t} | | {r['error']} | | | | | | |", flush=True)
                 continue
             roof = r.get("roofline") or {}
             step = roof.get("step_seconds")
+            fpe = r.get("flops_per_example")
+            src = "XLA" if str(r.get("flops_source", "")).startswith("compiler") else "HLO count"
             print(
                 f"| {e} | {t} | {r['global_batch']:,} | {fmt_bytes(r['memory_per_device_bytes'])} | "
                 f"{fmt_bytes(r['memory_capacity_bytes'])} | {'yes' if r['fits'] else 'no'} | "
-                f"{'n/a' if step is None else f'{step * 1e3:.3g} ms'} | "
+                f"{'n/a' if fpe is None else f'{fpe / 1e9:.4g} G'} ({src}) | "
+                f"{'n/a' if step is None else f'{step * 1e3:.3g} ms'} ({roof.get('bound', '-')}) | "
                 f"{'n/a' if not roof.get('examples_per_second') else format(roof['examples_per_second'], ',.0f')} | "
                 f"{r['compile_seconds']:.1f} |",
                 flush=True,
