@@ -29,7 +29,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def plan(experiment: str, config: str, topology: str) -> dict:
+def plan(experiment: str, config: str, topology: str, overrides=()) -> dict:
     """One ``gensim-jax plan --json``; a config batch that does not divide over the devices is raised to
     the next multiple of the device count (one example per device at least)."""
     from gensim_jax import experiments
@@ -37,12 +37,15 @@ def plan(experiment: str, config: str, topology: str) -> dict:
     from gensim_jax.planning import parse_topology
 
     n = parse_topology(topology).num_devices
-    batch = experiments.load(experiment).get_config(config).batch_size
+    exp = experiments.load(experiment)
+    batch = dict(o.split("=", 1) for o in overrides).get("batch_size") or exp.get_config(config).batch_size
+    batch = int(batch)
     batch = -(-batch // n) * n
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = plan_main(
             [experiment, "--config", config, "--topology", topology, "--json", "--batch-size", str(batch)]
+            + (["--set", *overrides] if overrides else [])
         )
     if status:
         return {"error": err.getvalue().strip().splitlines()[-1]}
@@ -54,6 +57,7 @@ def main(argv=None) -> int:
     p.add_argument("--experiments", nargs="+", required=True)
     p.add_argument("--topologies", nargs="+", required=True)
     p.add_argument("--config", default="paper")
+    p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides, as for train")
     args = p.parse_args(argv)
     import platform
 
@@ -69,7 +73,7 @@ def main(argv=None) -> int:
 
     for e in args.experiments:
         for t in args.topologies:
-            r = plan(e, args.config, t)
+            r = plan(e, args.config, t, args.set)
             if "error" in r:
                 print(f"| {e} | {t} | | {r['error']} | | | | | | |", flush=True)
                 continue
