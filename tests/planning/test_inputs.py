@@ -228,7 +228,10 @@ ENTRY %main (x: f32[8,32,32,4], w: f32[16,3,3,4], dy: f32[8,30,30,16]) -> f32[8,
 
 @pytest.mark.parametrize(
     "module, topology, fix",
-    [("jax_plugins.xla_cuda12", "h100:8x8", "pip install 'jax[cuda12]'"), ("libtpu", "v5e:2x2", "pip install 'gensim-jax[tpu]'")],
+    [
+        ("jax_plugins.xla_cuda12", "h100:8x8", "pip install 'jax[cuda12]'"),
+        ("libtpu", "v5e:2x2", "pip install 'gensim-jax[tpu]'"),
+    ],
 )
 def test_plan_cli_without_the_compiler_plugin_is_one_line(monkeypatch, capsys, module, topology, fix):
     from gensim_jax.cli import main

@@ -155,9 +155,7 @@ def test_cornet_z_config_flops_match_the_analytic_count():
     from gensim_jax.training import runner
 
     exp = registry.load("quadrilaterals")
-    cfg = dataclasses.replace(
-        exp.get_config("cpu_small"), image_size=32, batch_size=64, optimizer="sgd", momentum=0.0
-    )
+    cfg = dataclasses.replace(exp.get_config("cpu_small"), image_size=32, batch_size=64, optimizer="sgd", momentum=0.0)
     fn, args = runner.abstract_step_inputs(exp, cfg, "supervised")
     params = args[0].params
     # the analytic model is the real one: same kernels, 11 shape classes on the 512-d embedding
