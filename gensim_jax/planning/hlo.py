@@ -404,12 +404,21 @@ def matmul_flops(mod: HloModule) -> float:
             ):
                 m = re.search(r"dim_labels=([0-9a-z]+)_([0-9a-z]+)->([0-9a-z]+)", ins.attrs)
                 if m and len(ins.operands) > 1:
-                    kern = _dims(shapes.get(ins.operands[1], ""))
+                    # ``dim_labels`` describe the forward convolution y = conv(x, w); cuDNN's backward
+                    # calls keep them: bw-input is dx = f(dy, w), bw-filter is dw = f(x, dy).  All three
+                    # do the forward's multiply-adds: |y| x (|w| / output features), the kernel's
+                    # input-feature dimension being already divided by feature_group_count.
+                    target = re.search(r'custom_call_target="__cudnn\$(conv\w*)"', ins.attrs)
+                    target = target.group(1) if target else "conv"
+                    if target == "convBackwardInput":
+                        y, kern = _dims(shapes.get(ins.operands[0], "")), _dims(shapes.get(ins.operands[1], ""))
+                    elif target == "convBackwardFilter":
+                        y, kern = _dims(shapes.get(ins.operands[1], "")), _dims(out_t)
+                    else:
+                        y, kern = _dims(out_t), _dims(shapes.get(ins.operands[1], ""))
                     klab = m.group(2)
                     o = kern[klab.index("o")] if "o" in klab and len(kern) == len(klab) else 1
-                    # each output element contracts over the kernel's elements per output feature
-                    # (the kernel's input-feature dimension is already divided by feature_group_count)
-                    f = 2.0 * _prod(_dims(out_t)) * (_prod(kern) / max(o, 1))
+                    f = 2.0 * _prod(y) * (_prod(kern) / max(o, 1))
             total += f * mod.multiplier[cname]
     return total
 

@@ -203,3 +203,40 @@ ENTRY %main (x: f32[8,32,32,4], k: f32[3,3,4,16]) -> f32[8,30,30,16] {
     mod = hlo.parse_hlo(text)
     assert hlo.matmul_flops(mod) == 2 * (8 * 30 * 30 * 16) * (3 * 3 * 4)
     assert hlo.hbm_bytes(mod) == 4 * (8 * 30 * 30 * 16 + 8 * 32 * 32 * 4 + 3 * 3 * 4 * 16)
+
+
+def test_hlo_cudnn_backward_convolution_flops():
+    """cuDNN's forward, backward-input and backward-filter calls each do the forward's multiply-adds.
+
+    Their ``dim_labels`` describe the forward convolution y = conv(x, w): backward-input computes dx
+    from (dy, w), backward-filter dw from (x, dy); x (8, 32, 32, 4), w (16 out, 3, 3, 4 in), y (8, 30, 30, 16).
+    """
+    conv = 'window={size=3x3}, dim_labels=b01f_o01i->b01f, custom_call_target="__cudnn$conv%s"'
+    text = f"""HloModule m
+
+ENTRY %main (x: f32[8,32,32,4], w: f32[16,3,3,4], dy: f32[8,30,30,16]) -> f32[8,30,30,16] {{
+  %x = f32[8,32,32,4]{{3,2,1,0}} parameter(0)
+  %w = f32[16,3,3,4]{{3,2,1,0}} parameter(1)
+  %dy = f32[8,30,30,16]{{3,2,1,0}} parameter(2)
+  %dx = (f32[8,32,32,4]{{3,2,1,0}}, u8[0]{{0}}) custom-call(%dy, %w), {conv % "BackwardInput"}
+  %dw = (f32[16,3,3,4]{{3,2,1,0}}, u8[0]{{0}}) custom-call(%x, %dy), {conv % "BackwardFilter"}
+  ROOT %y = (f32[8,30,30,16]{{3,2,1,0}}, u8[0]{{0}}) custom-call(%x, %w), {conv % "Forward"}
+}}
+"""
+    assert hlo.matmul_flops(hlo.parse_hlo(text)) == 3 * 2 * (8 * 30 * 30 * 16) * (3 * 3 * 4)
+
+
+@pytest.mark.parametrize(
+    "module, topology, fix",
+    [
+        ("jax_plugins.xla_cuda12", "h100:8x8", "pip install 'jax[cuda12]'"),
+        ("libtpu", "v5e:2x2", "pip install 'gensim-jax[tpu]'"),
+    ],
+)
+def test_plan_cli_without_the_compiler_plugin_is_one_line(monkeypatch, capsys, module, topology, fix):
+    from gensim_jax.cli import main
+
+    monkeypatch.setitem(sys.modules, module, None)
+    assert main(["plan", "gaussian_mixture", "--topology", topology]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fix in err and topology in err

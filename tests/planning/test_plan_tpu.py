@@ -110,3 +110,69 @@ def test_does_not_fit_names_the_buffer(build):
     line = rep.fit_line()
     assert line.startswith("does not fit") and "temporaries" in line
     json.loads(rep.to_json())
+
+
+# --- a small CORnet-Z config of an experiment (the runner's step), against an analytic count ---
+
+#: CORnet-Z (Kubilius et al. 2018): four areas conv(k, stride, padding k // 2) + ReLU + max-pool 3/2/1,
+#: then global average pooling; (kernel, stride, in channels, out channels) of V1, V2, V4, IT.
+CORNET_Z = ((7, 2, 3, 64), (3, 1, 64, 128), (3, 1, 128, 256), (3, 1, 256, 512))
+
+
+def _valid_taps(n_in, k, s, p):
+    """Kernel taps that land inside the input, summed over the outputs of a 1-D window (padding excluded)."""
+    n_out = (n_in + 2 * p - k) // s + 1
+    return n_out, sum(sum(0 <= o * s - p + t < n_in for t in range(k)) for o in range(n_out))
+
+
+def cornet_z_training_flops_per_example(size, classes, padded=False):
+    """Multiply-adds x 2 of one training example: convolutions over the real (unpadded) input, and the classifier.
+
+    A convolution's forward pass is ``2 C_in C_out`` FLOPs per valid (output position, tap) pair; the
+    backward pass repeats it for the weight gradient and, except in V1 (the image is not
+    differentiated), for the input gradient: 2x the forward in V1, 3x elsewhere.  Elementwise work
+    (bias, ReLU, pooling, loss, optimizer) is left out: a few percent at these shapes.  ``padded``:
+    count every tap of every window, the zeros of the padding included.
+    """
+    total, n = 0, size
+    for i, (k, s, cin, cout) in enumerate(CORNET_Z):
+        n_conv, taps = _valid_taps(n, k, s, k // 2)
+        taps = n_conv * k if padded else taps
+        total += (2 if i == 0 else 3) * 2 * cin * cout * taps**2
+        n = (n_conv + 2 - 3) // 2 + 1  # max-pool 3, stride 2, padding 1
+    return total + 3 * 2 * CORNET_Z[-1][3] * classes
+
+
+def test_cornet_z_config_flops_match_the_analytic_count():
+    """quadrilaterals' CORnet-Z at 32 x 32 px (supervised arm, SGD), global batch 64 on a 4-chip v5e slice.
+
+    The compiler's FLOPs per example equal the count of the convolutions and the classifier within
+    5%; the padded count (every tap of every window) would be 46% higher, so padding is excluded.
+    """
+    import dataclasses
+
+    from gensim_jax import experiments as registry
+    from gensim_jax.training import runner
+
+    exp = registry.load("quadrilaterals")
+    cfg = dataclasses.replace(exp.get_config("cpu_small"), image_size=32, batch_size=64, optimizer="sgd", momentum=0.0)
+    fn, args = runner.abstract_step_inputs(exp, cfg, "supervised")
+    params = args[0].params
+    # the analytic model is the real one: same kernels, 11 shape classes on the 512-d embedding
+    assert [params[a]["conv"]["kernel"].shape for a in ("V1", "V2", "V4", "IT")] == [
+        (k, k, cin, cout) for k, _, cin, cout in CORNET_Z
+    ]
+    classes = params["classifier"]["kernel"].shape[1]
+    assert classes == 11 and args[1]["image"].shape == (64, 32, 32, 3)
+
+    rep = planning.plan_step(fn, args, topology="v5e:2x2")
+    expected = cornet_z_training_flops_per_example(32, classes)
+    assert rep["flops_source"] == "compiler cost analysis"
+    assert rep["flops_per_example"] == pytest.approx(expected, rel=0.05)
+    assert rep["flops_per_device"] == pytest.approx(rep["flops_per_example"] * 64 / 4)
+    # the HLO counter (used on GPU) counts the padding taps of the convolutions XLA keeps as they are:
+    # between the exact count and the fully padded one
+    padded = cornet_z_training_flops_per_example(32, classes, padded=True)
+    assert padded > 1.4 * expected
+    per_example_hlo = rep["matmul_flops_per_device_hlo"] * 4 / 64
+    assert expected * 0.99 <= per_example_hlo <= padded * 1.01
