@@ -10,6 +10,8 @@ writes a Markdown table and a figure.
 
     python scripts/quadrilaterals_curve.py runs/quadrilaterals-curve --label references \\
         [runs/quad-variant --label "references + deviants"] --out docs/figures/quadrilaterals_curve.png
+
+Work directories given the same label pool their runs (e.g. one process per seed).
 """
 
 from __future__ import annotations
@@ -82,6 +84,40 @@ def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, di
     }
 
 
+def export_curve(run_dir: Path) -> tuple[int, dict] | None:
+    """The final point of a run whose work directory has no results.json (stopped before the other
+    runs ended): its exported encoder evaluated again with the experiment's own read-out."""
+    from gensim_jax.experiments import quadrilaterals as quad
+    from gensim_jax.training.export import load_exported
+
+    if not (run_dir / "export").is_dir():
+        return None
+    saved = json.loads((run_dir / "config.json").read_text())["config"]
+    config = quad.EXPERIMENT.get_config(
+        "curve",
+        image_size=saved["image_size"],
+        eval_seed=saved["eval_seed"],
+        eval_trials_per_condition=saved["eval_trials_per_condition"],
+    )
+    model, variables, _ = load_exported(run_dir / "export")
+    trials = quad.test_trials(config)
+    e = quad.trial_embeddings(quad._model_embed(model, variables, config.eval_batch_size), trials)
+    out = quad.readout(e, trials, saved.get("readout_target_error"))
+    table = packaged_error_rates()
+    graded, argmax = np.asarray(out["graded"]), np.asarray(out["argmax"])
+    return int(saved["num_steps"]), {
+        "argmax_error": float(argmax.mean()),
+        "argmax_shapes_with_errors": float((argmax > 0).sum()),
+        "rho": _corr(stats.spearmanr, graded, regularity_rank()),
+        "r_human": _corr(stats.pearsonr, graded, pooled_error_rates(table, HUMAN_POPULATIONS)),
+        "r_baboon": _corr(stats.pearsonr, graded, table["baboons"]["error_rate"]),
+        "reg_ref": out["regression_error"]["reference_pairs"],
+        "reg_dev": out["regression_error"]["deviant_pairs"],
+        "graded": graded.tolist(),
+        "argmax": argmax.tolist(),
+    }
+
+
 def collect(workdir: Path) -> dict[str, dict[int, list[dict]]]:
     """``{arm: {step: [per-run statistics]}}`` over every ``workdir/<arm>/run*``."""
     results_path = workdir / "results.json"
@@ -92,10 +128,13 @@ def collect(workdir: Path) -> dict[str, dict[int, list[dict]]]:
             if not (run_dir / "metrics.jsonl").exists():
                 continue
             curve = run_curve(run_dir)
+            last = None
             if results is not None:
                 last = final_curve(run_dir, results, arm_dir.name, int(run_dir.name[3:]))
-                if last is not None:
-                    curve[last[0]] = last[1]
+            else:
+                last = export_curve(run_dir)
+            if last is not None:
+                curve[last[0]] = last[1]
             for step, values in curve.items():
                 arms.setdefault(arm_dir.name, {}).setdefault(step, []).append(values)
     if not arms:
@@ -185,8 +224,12 @@ def main(argv=None) -> int:
     if len(labels) != len(a.workdirs):
         print("error: give one --label per work directory", file=sys.stderr)
         return 2
+    curves: dict = {}
     try:
-        curves = {label: collect(w) for label, w in zip(labels, a.workdirs)}
+        for label, w in zip(labels, a.workdirs):  # work directories under one label pool their runs
+            for arm, steps in collect(w).items():
+                for step, rows in steps.items():
+                    curves.setdefault(label, {}).setdefault(arm, {}).setdefault(step, []).extend(rows)
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
