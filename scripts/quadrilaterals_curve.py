@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation.sable_meyer import (
     HUMAN_POPULATIONS,
     packaged_error_rates,
@@ -57,8 +58,8 @@ def run_curve(run_dir: Path) -> dict[int, dict[str, float]]:
             "rho": _corr(stats.spearmanr, graded, regularity_rank()),
             "r_human": _corr(stats.pearsonr, graded, human),
             "r_baboon": _corr(stats.pearsonr, graded, baboon),
-            "reg_ref": float(m["eval/regression_error/reference_pairs"]),
-            "reg_dev": float(m["eval/regression_error/deviant_pairs"]),
+            "reg_ref": float(m.get("eval/regression_error/reference_pairs", np.nan)),
+            "reg_dev": float(m.get("eval/regression_error/deviant_pairs", np.nan)),
         }
     return out
 
@@ -71,16 +72,19 @@ def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, di
         return None
     graded = np.asarray(s["error_rate_runs"][r])
     argmax = np.asarray(a["error_rate_runs"][r])
-    reg = results["regression_error"][arm][r]
+    reg = results.get("regression_error", {}).get(arm, [{}] * (r + 1))[r]
     table = packaged_error_rates()
     return int(results["num_steps"]), {
+        "graded": graded.tolist(),
+        "argmax": argmax.tolist(),
+        "temperature": results["temperatures"][arm][r],
         "argmax_error": float(argmax.mean()),
         "argmax_shapes_with_errors": float((argmax > 0).sum()),
         "rho": _corr(stats.spearmanr, graded, regularity_rank()),
         "r_human": _corr(stats.pearsonr, graded, pooled_error_rates(table, HUMAN_POPULATIONS)),
         "r_baboon": _corr(stats.pearsonr, graded, table["baboons"]["error_rate"]),
-        "reg_ref": reg["reference_pairs"],
-        "reg_dev": reg["deviant_pairs"],
+        "reg_ref": reg.get("reference_pairs", np.nan),
+        "reg_dev": reg.get("deviant_pairs", np.nan),
     }
 
 
@@ -115,6 +119,7 @@ def export_curve(run_dir: Path) -> tuple[int, dict] | None:
         "reg_dev": out["regression_error"]["deviant_pairs"],
         "graded": graded.tolist(),
         "argmax": argmax.tolist(),
+        "temperature": out["temperature"],
     }
 
 
@@ -214,6 +219,30 @@ def plot(curves, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def final_summary(arms: dict[str, dict[int, list[dict]]]) -> dict | None:
+    """Fig. 2B/2C statistics over the runs at each objective's last step (where the runs kept their
+    per-shape rates), in the form of the experiment's results (``quadrilaterals.format_table``)."""
+    from gensim_jax.experiments import quadrilaterals as quad
+
+    graded, argmax, taus = {}, {}, {}
+    for arm, steps in arms.items():
+        rows = [r for r in steps[max(steps)] if "graded" in r]
+        if rows:
+            graded[arm] = np.array([r["graded"] for r in rows])
+            argmax[arm] = np.array([r["argmax"] for r in rows])
+            taus[arm] = [r["temperature"] for r in rows]
+    if not graded:
+        return None
+    return {
+        "num_trials": 440,
+        "readout": {"headline": "graded", "target_error": quad.human_mean_error()},
+        "summary": ob.oddball_summary(graded),
+        "summary_argmax": ob.oddball_summary(argmax),
+        "temperatures": taus,
+        "config": {"pretrained": None},
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("workdirs", nargs="+", type=Path)
@@ -236,6 +265,18 @@ def main(argv=None) -> int:
     print(table(curves))
     plot(curves, a.out)
     print(f"\nwrote {a.out}")
+    from gensim_jax.evaluation.figures import plot_oddball
+    from gensim_jax.experiments.quadrilaterals import format_table
+
+    for label, arms in curves.items():
+        results = final_summary(arms)
+        if results is None:
+            continue
+        print(f"\n## {label}: the runs at their last step\n")
+        print(format_table(results))
+        path = a.out.with_name(f"{a.out.stem}_{label.replace(' ', '_')}_final.png")
+        plot_oddball(results["summary"], path, title=f"{label}: graded read-out, last step")
+        print(f"\nwrote {path}")
     return 0
 
 
