@@ -233,23 +233,27 @@ def initial_losses(config: Config, data=None, *, num_batches: int = 10) -> list[
     data = EXPERIMENT.prepare(config) if data is None else data
     arm = EXPERIMENT.arms(config)[0]
     model = make_model(config)
-    apply = jax.jit(model.apply)
+
+    @jax.jit
+    def terms(variables, x, y, m):
+        out = model.apply(variables, x)
+        z = out["embedding"]
+        ce, l_sum = losses.center_objective_terms(out["logits"], y, z, num_classes=10, mask=m)
+        l_mean = losses.center_similarity_loss(z, y, num_classes=10, mask=m, form="mean")
+        return {"l_sim_sum": l_sum, "l_sim_mean": l_mean, "ce": ce}
+
     rows = []
     for r in range(config.num_runs):
         seed = config.seed + r
         variables = EXPERIMENT.init_variables(arm, config, model, seed)
-        terms = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
+        values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
         for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed)(0)):
             if k == num_batches:
                 break
-            out = apply(variables, jnp.asarray(batch["image"]))
-            y, m = batch["label"], batch["mask"]
-            for form in ("sum", "mean"):
-                value = losses.center_similarity_loss(out["embedding"], y, num_classes=10, mask=m, form=form)
-                terms[f"l_sim_{form}"].append(float(value))
-            ce, _ = losses.center_objective_terms(out["logits"], y, out["embedding"], num_classes=10, mask=m)
-            terms["ce"].append(float(ce))
-        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in terms.items()}})
+            t = terms(variables, jnp.asarray(batch["image"]), jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
+            for key, v in t.items():
+                values[key].append(float(v))
+        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
     return rows
 
 

@@ -57,6 +57,7 @@ def torch_default_bias_init(fan_in: int) -> Callable[..., Array]:
 
     return init
 
+
 #: PyTorch BatchNorm defaults: ``momentum=0.1`` means ``running = 0.9 * running + 0.1 * batch``.
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
