@@ -3,7 +3,9 @@
 Prints, for the default and PyTorch initialisations of LeNet-5, L_sim at initialisation in both
 forms (Eq. 11 as a sum, and the element mean over batch and embedding width) and the cross
 entropy: per seed (mean over the first ``--batches`` training batches) and the mean with a 95%
-t-interval over seeds. Used by docs/results/spurious_digits.md.
+t-interval over seeds; and the untrained network's ID / OOD accuracy, of the classifier and of the
+nearest class centre of the embedding (the reference for the cross-entropy-off run). Used by
+docs/results/spurious_digits.md.
 
     python scripts/spurious_digits_initial_lsim.py [--config thesis_mean] [--batches 10]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from gensim_jax.evaluation import spurious_digits as protocol
 from gensim_jax.evaluation.spurious_digits import t_interval
 from gensim_jax.experiments import spurious_digits as sd
 
@@ -28,8 +31,14 @@ def main(argv=None) -> int:
     for torch_init in (False, True):
         config = sd.EXPERIMENT.get_config(args.config, torch_init=torch_init)
         rows = sd.initial_losses(config, data, num_batches=args.batches)
+        model = sd.make_model(config)
+        predict, embed = protocol.make_predictor(model, config.eval_batch_size), protocol.make_embedder(model)
+        for row in rows:
+            variables = sd.EXPERIMENT.init_variables(sd.EXPERIMENT.arms(config)[0], config, model, row["seed"])
+            row.update(protocol.evaluate(predict, variables, data.sets))
+            row.update(protocol.evaluate_centres(embed, variables, data.centre_train_set(), data.sets))
         summary = {}
-        for key in ("l_sim_sum", "l_sim_mean", "ce"):
+        for key in ("l_sim_sum", "l_sim_mean", "ce", *protocol.METRICS[:2], *protocol.CENTRE_METRICS):
             mean, low, high = t_interval([r[key] for r in rows])
             summary[key] = {"mean": mean, "low": low, "high": high}
         report["init"]["pytorch" if torch_init else "default"] = {"per_seed": rows, "summary": summary}
