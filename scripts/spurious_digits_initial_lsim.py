@@ -36,7 +36,9 @@ def main(argv=None) -> int:
         for row in rows:
             variables = sd.EXPERIMENT.init_variables(sd.EXPERIMENT.arms(config)[0], config, model, row["seed"])
             row.update(protocol.evaluate(predict, variables, data.sets))
-            row.update(protocol.evaluate_centres(embed, variables, data.centre_train_set(), data.sets))
+            row.update(
+                protocol.evaluate_centres(embed, variables, data.centre_train_set(config.centre_images), data.sets)
+            )
         summary = {}
         for key in ("l_sim_sum", "l_sim_mean", "ce", *protocol.METRICS[:2], *protocol.CENTRE_METRICS):
             mean, low, high = t_interval([r[key] for r in rows])

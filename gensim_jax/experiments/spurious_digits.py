@@ -127,6 +127,7 @@ class Config(TrainConfig, DataConfig):
     eval_batch_size: int = 1000
     confidence: float = 0.95
     centre_eval: bool = False  # also the nearest-class-centre accuracy of the embedding (ID and OOD)
+    centre_images: int = 10_000  # training images the centres come from (evenly spaced; all if fewer)
 
 
 CONFIGS = {
@@ -273,11 +274,13 @@ class Data:
     embedders: dict = dataclasses.field(default_factory=dict)
     train_set: Optional[tuple] = None
 
-    def centre_train_set(self) -> tuple:
-        """``(images, labels)`` of the whole training split (the nearest-centre read-out's centres), composed once."""
-        if self.train_set is None:
+    def centre_train_set(self, limit: int) -> tuple:
+        """``(images, labels)`` of at most ``limit`` evenly spaced training examples (the nearest-centre
+        read-out's centres; the whole split when it is smaller), composed once."""
+        if self.train_set is None or len(self.train_set[1]) != min(limit, len(self.splits["train"])):
             train = self.splits["train"]
-            ex = train.examples(np.arange(len(train)))
+            index = np.unique(np.linspace(0, len(train) - 1, min(int(limit), len(train))).astype(np.int64))
+            ex = train.examples(index)
             self.train_set = (preprocess(ex["image"]), ex["label"])
         return self.train_set
 
@@ -332,6 +335,8 @@ class SpuriousDigits(Experiment):
             raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
         if config.evals_per_run < 0:
             raise ValueError(f"evals_per_run must be >= 0, got {config.evals_per_run}")
+        if config.centre_images < 10:
+            raise ValueError(f"centre_images must be >= 10 (one per digit at least), got {config.centre_images}")
         if config.eval_batch_size < 1:
             raise ValueError(f"eval_batch_size must be >= 1, got {config.eval_batch_size}")
         if not 0.0 < config.confidence < 1.0:
@@ -387,7 +392,8 @@ class SpuriousDigits(Experiment):
         out = protocol.evaluate(data.predictor(model, config.eval_batch_size), variables, data.sets)
         if config.centre_eval:
             embed = data.embedder(model, config.eval_batch_size)
-            out.update(protocol.evaluate_centres(embed, variables, data.centre_train_set(), data.sets))
+            train = data.centre_train_set(config.centre_images)
+            out.update(protocol.evaluate_centres(embed, variables, train, data.sets))
         return out
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:

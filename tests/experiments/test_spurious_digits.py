@@ -40,6 +40,7 @@ pytestmark = pytest.mark.slow  # end-to-end trainings
         (dict(model="resnet18"), "model"),
         (dict(sim_reduction="MSE"), "sim_reduction"),
         (dict(ce_weight=-1.0), "ce_weight"),
+        (dict(centre_images=5), "centre_images"),
         (dict(bogus=1), "bogus"),
     ],
 )
