@@ -15,7 +15,12 @@ This module is the numeric part of that protocol:
   lines with interval bands on a symmetric-log lambda axis (linear to 1, lambda spans 0 to 100);
 * :func:`make_predictor` -- the bridge from a classifier to predictions (jitted once, fixed-size
   batches); :func:`evaluate` -- ID and OOD accuracy of one trained classifier on the test sets of
-  :func:`gensim_jax.data.spurious_digits.evaluation_sets`.
+  :func:`gensim_jax.data.spurious_digits.evaluation_sets`;
+* :func:`make_embedder`, :func:`nearest_centre_accuracy`, :func:`evaluate_centres` -- accuracy of
+  the *embedding* alone: each test digit is given the class whose training-set centre ``mu_q``
+  (thesis Eq. 1, over the whole training split) is nearest in squared Euclidean distance. The
+  classifier's accuracy says nothing about the embedding when the cross entropy is off (thesis
+  Fig. 5: the classifier then never trains and stays at chance); this read-out does.
 
 Everything but :func:`make_predictor` (JAX) and the plot (matplotlib, imported lazily) is numpy
 and scipy on plain numbers.
@@ -32,9 +37,13 @@ from scipy import stats
 from gensim_jax._extras import require
 
 __all__ = [
+    "CENTRE_METRICS",
     "METRICS",
     "accuracy",
     "evaluate",
+    "evaluate_centres",
+    "make_embedder",
+    "nearest_centre_accuracy",
     "format_table",
     "make_predictor",
     "plot_accuracy_vs_lambda",
@@ -44,6 +53,8 @@ __all__ = [
 
 #: Per-run metrics summarised by :func:`summarize` (``gap`` is computed from the other two).
 METRICS = ("id_accuracy", "ood_accuracy", "gap")
+#: Optional per-run metrics of :func:`evaluate_centres`, summarised when every run has them.
+CENTRE_METRICS = ("id_centre_accuracy", "ood_centre_accuracy")
 
 
 def accuracy(predictions, labels) -> float:
@@ -100,7 +111,8 @@ def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: 
 
     Returns:
       Rows sorted by lambda: ``{"lambda", "runs", "<m>_mean", "<m>_low", "<m>_high", "<m>_std"}``
-      for ``m`` in :data:`METRICS`, with ``gap = id_accuracy - ood_accuracy`` per run. With a single
+      for ``m`` in :data:`METRICS`, with ``gap = id_accuracy - ood_accuracy`` per run, and for ``m``
+      in :data:`CENTRE_METRICS` when every run of the lambda has that key. With a single
       run the interval and standard deviation are ``None`` (undefined), not NaN.
 
     Example:
@@ -126,7 +138,10 @@ def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: 
             "ood_accuracy": [float(r["ood_accuracy"]) for r in runs],
         }
         values["gap"] = [a - b for a, b in zip(values["id_accuracy"], values["ood_accuracy"])]
-        for m in METRICS:
+        for key in CENTRE_METRICS:
+            if all(key in r for r in runs):
+                values[key] = [float(r[key]) for r in runs]
+        for m in values:
             v = values[m]
             if len(v) >= 2:
                 mean, low, high = t_interval(v, confidence)
@@ -145,14 +160,19 @@ def _cell(row: Mapping, m: str) -> str:
 
 
 def format_table(rows: Sequence[Mapping], confidence: float = 0.95) -> str:
-    """Markdown table of :func:`summarize` rows: mean [CI] of ID, OOD accuracy and gap per lambda."""
+    """Markdown table of :func:`summarize` rows: mean [CI] of ID, OOD accuracy and gap per lambda.
+
+    When every row has the :data:`CENTRE_METRICS`, two more columns give the nearest-centre accuracy.
+    """
     pct = f"{100 * confidence:g}%"
-    lines = [
-        f"| lambda | runs | ID accuracy [{pct} CI] | OOD accuracy [{pct} CI] | ID - OOD [{pct} CI] |",
-        "|---|---|---|---|---|",
-    ]
+    metrics = list(METRICS)
+    heads = [f"ID accuracy [{pct} CI]", f"OOD accuracy [{pct} CI]", f"ID - OOD [{pct} CI]"]
+    if rows and all(f"{m}_mean" in r for r in rows for m in CENTRE_METRICS):
+        metrics += CENTRE_METRICS
+        heads += [f"ID nearest-centre [{pct} CI]", f"OOD nearest-centre [{pct} CI]"]
+    lines = ["| lambda | runs | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for r in rows:
-        lines.append(f"| {r['lambda']:g} | {r['runs']} | " + " | ".join(_cell(r, m) for m in METRICS) + " |")
+        lines.append(f"| {r['lambda']:g} | {r['runs']} | " + " | ".join(_cell(r, m) for m in metrics) + " |")
     return "\n".join(lines)
 
 
@@ -206,6 +226,30 @@ def plot_accuracy_vs_lambda(
     fig.savefig(path, dpi=110)
 
 
+def _batched(fn, batch_size: int) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:
+    """``(variables, images) -> concatenated fn(variables, chunk)`` over fixed-size, zero-padded chunks."""
+    import jax.numpy as jnp
+
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+
+    def run(variables, images) -> np.ndarray:
+        x = np.asarray(images, np.float32)
+        if x.ndim < 2 or len(x) == 0:
+            raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
+        b = min(int(batch_size), len(x))
+        out = []
+        for start in range(0, len(x), b):
+            chunk = x[start : start + b]
+            n = len(chunk)
+            if n < b:
+                chunk = np.concatenate([chunk, np.zeros((b - n, *chunk.shape[1:]), chunk.dtype)])
+            out.append(np.asarray(fn(variables, jnp.asarray(chunk)))[:n])
+        return np.concatenate(out)
+
+    return run
+
+
 def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:
     """``predict(variables, images) -> (N,)`` argmax of ``model``'s ``"logits"`` (inference mode).
 
@@ -227,25 +271,83 @@ def make_predictor(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any]
     import jax
     import jax.numpy as jnp
 
-    if int(batch_size) < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    fn = jax.jit(lambda v, x: jnp.argmax(model.apply(v, x)["logits"], axis=-1))
+    run = _batched(jax.jit(lambda v, x: jnp.argmax(model.apply(v, x)["logits"], axis=-1)), batch_size)
 
     def predict(variables, images) -> np.ndarray:
-        x = np.asarray(images, np.float32)
-        if x.ndim < 2 or len(x) == 0:
-            raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
-        b = min(int(batch_size), len(x))
-        out = []
-        for start in range(0, len(x), b):
-            chunk = x[start : start + b]
-            n = len(chunk)
-            if n < b:
-                chunk = np.concatenate([chunk, np.zeros((b - n, *chunk.shape[1:]), chunk.dtype)])
-            out.append(np.asarray(fn(variables, jnp.asarray(chunk)))[:n])
-        return np.concatenate(out).astype(np.int64)
+        return run(variables, images).astype(np.int64)
 
     return predict
+
+
+def make_embedder(model, batch_size: int = 1000) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:
+    """``embed(variables, images) -> (N, D)`` float32 ``"embedding"`` of ``model`` (inference mode).
+
+    Jitted once, fixed-size zero-padded batches, as :func:`make_predictor`.
+
+    Example:
+      >>> import jax
+      >>> from gensim_jax.models import get_model
+      >>> m = get_model("mlp", num_classes=3)
+      >>> v = m.init(jax.random.key(0), m.example_input())
+      >>> make_embedder(m, 4)(v, np.zeros((5, 2), np.float32)).shape[0]
+      5
+    """
+    import jax
+
+    run = _batched(jax.jit(lambda v, x: model.apply(v, x)["embedding"]), batch_size)
+
+    def embed(variables, images) -> np.ndarray:
+        return run(variables, images).astype(np.float32)
+
+    return embed
+
+
+def nearest_centre_accuracy(train_embeddings, train_labels, test_embeddings, test_labels) -> float:
+    """Accuracy of the nearest class centre: ``argmin_q ||z - mu_q||^2`` with ``mu_q`` of thesis 003 Eq. 1.
+
+    ``mu_q`` is the mean training embedding of class ``q``; classes absent from the training set
+    are never predicted. Ties go to the smallest label.
+
+    Args:
+      train_embeddings: ``(N, D)``.  train_labels: ``(N,)`` integers.
+      test_embeddings: ``(M, D)``.  test_labels: ``(M,)`` integers.
+
+    Example:
+      >>> tr = np.array([[0.0], [0.2], [1.0], [1.2]]); yt = np.array([0, 0, 1, 1])
+      >>> nearest_centre_accuracy(tr, yt, np.array([[0.0], [0.9], [0.3]]), np.array([0, 1, 1]))
+      0.6666666666666666
+    """
+    zt, yt = np.asarray(train_embeddings, np.float64), np.asarray(train_labels)
+    zs, ys = np.asarray(test_embeddings, np.float64), np.asarray(test_labels)
+    if zt.ndim != 2 or zs.ndim != 2 or zt.shape[1] != zs.shape[1]:
+        raise ValueError(f"embeddings must be (N, D) and (M, D) with one D, got {zt.shape} and {zs.shape}")
+    if yt.shape != (len(zt),) or ys.shape != (len(zs),) or len(zt) == 0 or len(zs) == 0:
+        raise ValueError(
+            f"labels must match the non-empty embeddings: got {yt.shape} for {zt.shape}, {ys.shape} for {zs.shape}"
+        )
+    classes = np.unique(yt)
+    centres = np.stack([zt[yt == q].mean(axis=0) for q in classes])
+    d2 = (zs**2).sum(1)[:, None] - 2.0 * zs @ centres.T + (centres**2).sum(1)[None, :]
+    return accuracy(classes[np.argmin(d2, axis=1)], ys)
+
+
+def evaluate_centres(
+    embed: Callable[[Mapping[str, Any], np.ndarray], np.ndarray],
+    variables,
+    train: tuple,
+    sets: Mapping[str, tuple],
+) -> dict:
+    """``{"<name>_centre_accuracy"}``: :func:`nearest_centre_accuracy` with centres from ``train``.
+
+    Args:
+      embed: from :func:`make_embedder`.  train: ``(images, labels)`` the centres come from.
+      sets: ``{name: (images, labels)}`` (e.g. ``"id"``, ``"ood"``).
+    """
+    zt = embed(variables, train[0])
+    return {
+        f"{name}_centre_accuracy": nearest_centre_accuracy(zt, train[1], embed(variables, x), y)
+        for name, (x, y) in sets.items()
+    }
 
 
 def evaluate(

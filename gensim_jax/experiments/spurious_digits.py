@@ -35,6 +35,18 @@ Configs:
     code; 1,000 training and 500 + 500 test images, 2 backgrounds per pool, glyph jitter 1.3,
     3 seeds, 4 epochs of batch 32. It checks the pipeline and shows the shortcut (ID >> OOD); it is
     not a reproduction of the thesis's numbers.
+``thesis_mean``
+    ``cpu_small``'s data with the thesis's "MSE" reading of L_sim (``sim_reduction="mean"``: the
+    element mean over batch and embedding width, PyTorch's ``MSELoss`` default), PyTorch's default
+    LeNet-5 initialisation (``torch_init=True``), 5 seeds, 8 epochs (250 steps of 32), and the
+    nearest-class-centre accuracy of the embedding (``centre_eval=True``). The thesis's Fig. 5 run
+    (cross entropy off, lambda = 1) is ``--config thesis_mean --set ce_weight=0 lambdas=[1]``.
+
+Objective fields: ``sim_reduction`` ("sum": Eqs. 2-3, 11 as written, the default; "mean": the
+thesis's text calls ``S_i`` a mean squared error and reports L_sim "starting from 1e-5", which the
+sum does not give -- :func:`gensim_jax.losses.center_similarity_loss`), ``ce_weight`` (1 in Eq. 12;
+0 for Fig. 5) and ``torch_init`` (:class:`gensim_jax.models.LeNet5`). The runs log the unweighted
+terms ``ce`` and ``l_sim`` next to ``loss``.
 
 The arms of a run are the lambdas (``lambda_0``, ``lambda_0.25``, ...: :func:`lambda_dir`); the
 objective of an arm is :class:`~gensim_jax.training.CenterLoss` with that lambda, a traced leaf of
@@ -75,6 +87,7 @@ from gensim_jax.data.spurious_digits import (
     preprocess,
 )
 from gensim_jax.evaluation import spurious_digits as protocol
+from gensim_jax.losses.center import check_sim_form
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
 from gensim_jax.training.experiment import Experiment, TrainConfig
@@ -105,10 +118,16 @@ class Config(TrainConfig, DataConfig):
     learning_rate: float = 1e-3  # ours: PyTorch's Adam default
     log_every: int = 100  # 60,000 / 64 x 10 epochs = 9,380 steps: ~94 loss lines
     checkpoint_every: int = 1000
+    # objective (seed 003 Eq. 12 and its readings; defaults: Eq. 11 as written, CE weight 1)
+    sim_reduction: str = "sum"  # "sum": Eq. 11 literally; "mean": element mean over batch x width (the "MSE")
+    ce_weight: float = 1.0  # 0: the thesis's Fig. 5 run (cross entropy off)
+    torch_init: bool = False  # PyTorch's default nn.Conv2d / nn.Linear initialisation of LeNet-5
     # evaluation
     evals_per_run: int = 10  # ID/OOD accuracy logged this many times per run (0: only at the end)
     eval_batch_size: int = 1000
     confidence: float = 0.95
+    centre_eval: bool = False  # also the nearest-class-centre accuracy of the embedding (ID and OOD)
+    centre_images: int = 10_000  # training images the centres come from (evenly spaced; all if fewer)
 
 
 CONFIGS = {
@@ -132,6 +151,18 @@ CONFIGS = {
         checkpoint_every=10_000,
     ),
 }
+# The cpu_small data with the thesis's "MSE" reading of L_sim (element mean over batch and embedding
+# width, which starts near the thesis's 1e-5), PyTorch's default LeNet-5 initialisation, 5 seeds,
+# 8 epochs (250 steps of 32), and the nearest-class-centre read-out of the embedding. The thesis's
+# Fig. 5 run is this config with `--set ce_weight=0 lambdas=[1]`.
+CONFIGS["thesis_mean"] = dataclasses.replace(
+    CONFIGS["cpu_small"],
+    num_runs=5,
+    sim_reduction="mean",
+    torch_init=True,
+    epochs=8.0,
+    centre_eval=True,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,9 +189,14 @@ def make_batches(source, config: Config, seed: int):
 MODEL_KWARGS = {"num_classes": 10}
 
 
+def model_kwargs(config: Config) -> dict:
+    """``get_model`` keyword arguments: the 10-way classifier, and ``torch_init`` when the config asks for it."""
+    return {**MODEL_KWARGS, **({"torch_init": True} if config.torch_init else {})}
+
+
 def make_model(config: Config):
-    """LeNet-5 with the 10-way classifier (seed 003 Sec. 3.2)."""
-    return get_model(config.model, **MODEL_KWARGS)
+    """LeNet-5 with the 10-way classifier (seed 003 Sec. 3.2), PyTorch-initialised with ``torch_init``."""
+    return get_model(config.model, **model_kwargs(config))
 
 
 def lambda_dir(lam: float) -> str:
@@ -171,6 +207,55 @@ def lambda_dir(lam: float) -> str:
 def arm_lambdas(config: Config) -> dict:
     """``{arm name: lambda}`` in the order of ``config.lambdas``."""
     return {lambda_dir(lam): float(lam) for lam in config.lambdas}
+
+
+def initial_losses(config: Config, data=None, *, num_batches: int = 10) -> list[dict]:
+    """Both unweighted terms of Eq. 12 at initialisation, per run: the thesis's "L_sim starts from 1e-5".
+
+    For each run ``r`` (seed ``config.seed + r``): the runner's initial variables of that seed
+    (``init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
+    (the runner's batch order), L_sim in both forms (:func:`gensim_jax.losses.center_similarity_loss`)
+    and the cross entropy, each the mean over those batches.
+
+    Args:
+      config: a validated :class:`Config`.  data: the experiment's prepared data (built when None).
+      num_batches: batches per run (>= 1).
+
+    Returns:
+      ``[{"seed", "l_sim_sum", "l_sim_mean", "ce"}, ...]``, one dict per run.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from gensim_jax import losses
+
+    if num_batches < 1:
+        raise ValueError(f"num_batches must be >= 1, got {num_batches}")
+    data = EXPERIMENT.prepare(config) if data is None else data
+    arm = EXPERIMENT.arms(config)[0]
+    model = make_model(config)
+
+    @jax.jit
+    def terms(variables, x, y, m):
+        out = model.apply(variables, x)
+        z = out["embedding"]
+        ce, l_sum = losses.center_objective_terms(out["logits"], y, z, num_classes=10, mask=m)
+        l_mean = losses.center_similarity_loss(z, y, num_classes=10, mask=m, form="mean")
+        return {"l_sim_sum": l_sum, "l_sim_mean": l_mean, "ce": ce}
+
+    rows = []
+    for r in range(config.num_runs):
+        seed = config.seed + r
+        variables = EXPERIMENT.init_variables(arm, config, model, seed)
+        values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
+        for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed)(0)):
+            if k == num_batches:
+                break
+            t = terms(variables, jnp.asarray(batch["image"]), jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
+            for key, v in t.items():
+                values[key].append(float(v))
+        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,6 +271,28 @@ class Data:
     sets: dict
     seconds: float
     predictors: dict = dataclasses.field(default_factory=dict)
+    embedders: dict = dataclasses.field(default_factory=dict)
+    train_set: Optional[tuple] = None
+
+    def centre_train_set(self, limit: int) -> tuple:
+        """``(images, labels)`` of at most ``limit`` evenly spaced training examples (the nearest-centre
+        read-out's centres; the whole split when it is smaller), composed once."""
+        if self.train_set is None or len(self.train_set[1]) != min(limit, len(self.splits["train"])):
+            train = self.splits["train"]
+            index = np.unique(np.linspace(0, len(train) - 1, min(int(limit), len(train))).astype(np.int64))
+            ex = train.examples(index)
+            self.train_set = (preprocess(ex["image"]), ex["label"])
+        return self.train_set
+
+    def embedder(self, model, batch_size: int):
+        """One :func:`~gensim_jax.evaluation.spurious_digits.make_embedder` per model."""
+        key = (model, batch_size)
+        try:
+            if key not in self.embedders:
+                self.embedders[key] = protocol.make_embedder(model, batch_size)
+            return self.embedders[key]
+        except TypeError:  # an unhashable module
+            return protocol.make_embedder(model, batch_size)
 
     def predictor(self, model, batch_size: int):
         """One :func:`~gensim_jax.evaluation.spurious_digits.make_predictor` per model (compiled once for all runs)."""
@@ -228,10 +335,16 @@ class SpuriousDigits(Experiment):
             raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
         if config.evals_per_run < 0:
             raise ValueError(f"evals_per_run must be >= 0, got {config.evals_per_run}")
+        if config.centre_images < 10:
+            raise ValueError(f"centre_images must be >= 10 (one per digit at least), got {config.centre_images}")
         if config.eval_batch_size < 1:
             raise ValueError(f"eval_batch_size must be >= 1, got {config.eval_batch_size}")
         if not 0.0 < config.confidence < 1.0:
             raise ValueError(f"confidence must lie in (0, 1), got {config.confidence}")
+        check_sim_form(config.sim_reduction)
+        w = config.ce_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"ce_weight must be a finite number >= 0, got {w!r}")
         if config.model != "lenet5":
             raise ValueError(f"model must be 'lenet5' (32x32 RGB input, seed 003 Sec. 3.2), got {config.model!r}")
         return config
@@ -248,14 +361,19 @@ class SpuriousDigits(Experiment):
         return len(data.splits["train"])
 
     def model(self, arm: str, config: Config):
-        return make_model(config), config.model, dict(MODEL_KWARGS)
+        return make_model(config), config.model, model_kwargs(config)
 
     def example_input(self, arm: str, config: Config) -> np.ndarray:
         return np.zeros((1, 32, 32, 3), np.float32)
 
     def objective(self, arm: str, config: Config):
         # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
-        return CenterLoss(lam=arm_lambdas(config)[arm], num_classes=10)
+        return CenterLoss(
+            lam=arm_lambdas(config)[arm],
+            ce_weight=float(config.ce_weight),
+            num_classes=10,
+            sim_reduction=config.sim_reduction,
+        )
 
     def batches(self, arm: str, config: Config, data: Data, seed: int):
         return make_batches(data.splits["train"], config, seed)
@@ -271,7 +389,12 @@ class SpuriousDigits(Experiment):
         return every, lambda state, step: protocol.evaluate(predict, state.variables, data.sets)
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        return protocol.evaluate(data.predictor(model, config.eval_batch_size), variables, data.sets)
+        out = protocol.evaluate(data.predictor(model, config.eval_batch_size), variables, data.sets)
+        if config.centre_eval:
+            embed = data.embedder(model, config.eval_batch_size)
+            train = data.centre_train_set(config.centre_images)
+            out.update(protocol.evaluate_centres(embed, variables, train, data.sets))
+        return out
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         per_run: dict = {}
@@ -316,7 +439,10 @@ class SpuriousDigits(Experiment):
             results["summary"],
             path,
             confidence=cfg["confidence"],
-            title=f"Spurious digits ({data}): LeNet-5, CE + lambda L_sim, {cfg['num_runs']} seeds",
+            title=(
+                f"Spurious digits ({data}): LeNet-5, {cfg.get('ce_weight', 1.0):g} CE + lambda L_sim "
+                f"({cfg.get('sim_reduction', 'sum')}), {cfg['num_runs']} seeds"
+            ),
         )
 
     def format_table(self, results: dict) -> str:
@@ -326,9 +452,14 @@ class SpuriousDigits(Experiment):
 def format_table(results: dict) -> str:
     """Lambda x ID / OOD accuracy (mean and t-interval over seeds) as Markdown, with a line on the data."""
     cfg = results["config"]
+    objective = (
+        f"L_sim {cfg.get('sim_reduction', 'sum')}, CE weight {cfg.get('ce_weight', 1.0):g}, "
+        f"{'PyTorch' if cfg.get('torch_init') else 'default'} init"
+    )
     head = (
         f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
-        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['ood']} backgrounds:"
+        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['ood']} backgrounds; "
+        f"{objective}:"
     )
     return head + "\n" + protocol.format_table(results["summary"], cfg["confidence"])
 
@@ -346,7 +477,9 @@ __all__ = [
     "TFDS_DATASETS",
     "arm_lambdas",
     "format_table",
+    "initial_losses",
     "lambda_dir",
     "make_batches",
     "make_model",
+    "model_kwargs",
 ]

@@ -24,7 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from gensim_jax.models.layers import batch_norm, dense_kernel_init
+from gensim_jax.models.layers import batch_norm, dense_kernel_init, torch_default_bias_init
 
 Array = jax.Array
 Dtype = Any
@@ -101,11 +101,18 @@ class Encoder(nn.Module):
         if num_classes is not None:
             if int(num_classes) <= 0:
                 raise ValueError(f"num_classes must be positive or None, got {num_classes}")
+            # a model with ``torch_init`` (LeNet-5) gives its classifier PyTorch's default bias as well
+            bias_init = (
+                torch_default_bias_init(embedding.shape[-1])
+                if getattr(self, "torch_init", False)
+                else nn.initializers.zeros
+            )
             logits = nn.Dense(
                 int(num_classes),
                 dtype=self.dtype,
                 param_dtype=self.param_dtype,
                 kernel_init=dense_kernel_init,
+                bias_init=bias_init,
                 name="classifier",
             )(embedding)
             out["logits"] = logits.astype(jnp.float32)

@@ -27,6 +27,36 @@ Array = jax.Array
 conv_kernel_init = nn.initializers.variance_scaling(2.0, "fan_out", "normal")
 #: PyTorch ``nn.Linear``'s default weight init: uniform on ``+-1/sqrt(fan_in)``.
 dense_kernel_init = nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")
+#: PyTorch's default weight init of ``nn.Linear`` *and* ``nn.Conv2d``: ``kaiming_uniform_(a=sqrt(5))``,
+#: i.e. ``U(-b, b)`` with ``b = gain * sqrt(3 / fan_in)``, ``gain = sqrt(2 / (1 + a^2)) = sqrt(1/3)``, so
+#: ``b = 1 / sqrt(fan_in)`` and variance ``1 / (3 fan_in)``. ``fan_in`` is ``in_features`` for a Dense
+#: kernel ``(in, out)`` and ``k * k * in_channels`` for an HWIO conv kernel (flax's ``fan_in`` counts
+#: the receptive field, as PyTorch's ``_calculate_fan_in_and_fan_out`` does).
+torch_default_kernel_init = dense_kernel_init
+
+
+def torch_default_bias_init(fan_in: int) -> Callable[..., Array]:
+    """PyTorch's default bias init of ``nn.Linear`` / ``nn.Conv2d``: ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``.
+
+    A bias initializer sees only the bias's shape, so the layer's ``fan_in`` (``in_features``, or
+    ``k * k * in_channels`` for a convolution) is passed here.
+
+    Example:
+      >>> import jax
+      >>> b = torch_default_bias_init(25)(jax.random.key(0), (1000,))
+      >>> bool(abs(b).max() <= 0.2)
+      True
+    """
+    fan_in = int(fan_in)
+    if fan_in < 1:
+        raise ValueError(f"fan_in must be a positive int, got {fan_in}")
+    bound = 1.0 / fan_in**0.5
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+    return init
+
 
 #: PyTorch BatchNorm defaults: ``momentum=0.1`` means ``running = 0.9 * running + 0.1 * batch``.
 BN_MOMENTUM = 0.9

@@ -10,6 +10,14 @@ flatten (400) -> ``fc1`` 120 -> ReLU -> ``fc2`` 84 -> ReLU -> ``classifier`` 10 
 The embedding is the 84-d penultimate layer (thesis 003 puts its similarity loss on it). Features are
 flattened in channel-major (C, H, W) order, as ``torch.flatten`` does on NCHW, so the PyTorch
 weights import without permutation.
+
+Initialisation: by default the convolutions use the ResNet-style ``kaiming_normal(fan_out)`` of
+:data:`~gensim_jax.models.layers.conv_kernel_init`, the dense layers PyTorch's ``U(+-1/sqrt(fan_in))``,
+and every bias is 0. ``torch_init=True`` gives exactly PyTorch's default initialisation of a freshly
+built ``nn.Conv2d`` / ``nn.Linear`` network (what thesis 003's PyTorch LeNet starts from): weights
+and biases of all five layers ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, ``fan_in`` = ``k * k * C_in``
+(convolutions) or ``in_features`` (dense). The classifier follows; a projection head keeps its own
+init.
 """
 
 from __future__ import annotations
@@ -22,7 +30,13 @@ import jax
 import jax.numpy as jnp
 
 from gensim_jax.models.heads import Encoder
-from gensim_jax.models.layers import Conv2d, dense_kernel_init
+from gensim_jax.models.layers import (
+    Conv2d,
+    conv_kernel_init,
+    dense_kernel_init,
+    torch_default_bias_init,
+    torch_default_kernel_init,
+)
 
 Array = jax.Array
 Dtype = Any
@@ -36,6 +50,7 @@ class LeNet5(Encoder):
     Attributes:
       num_classes: classifier width (10 digits); ``None`` drops it.
       projection_dims, projection_batchnorm: optional projection MLP on the 84-d embedding.
+      torch_init: PyTorch's default ``nn.Conv2d`` / ``nn.Linear`` initialisation (module docstring).
       dtype, param_dtype: compute and parameter dtypes.
 
     Returns (``__call__(x, train=False)``, ``x`` ``(B, 32, 32, 3)``): dict with ``"embedding"``
@@ -52,6 +67,7 @@ class LeNet5(Encoder):
     num_classes: int | None = 10
     projection_dims: Sequence[int] | None = None
     projection_batchnorm: bool = False
+    torch_init: bool = False
     dtype: Dtype | None = None
     param_dtype: Dtype = jnp.float32
 
@@ -71,14 +87,19 @@ class LeNet5(Encoder):
         if x.ndim != 4 or x.shape[1:] != (32, 32, 3):
             raise ValueError(f"LeNet5 expects x of shape (B, 32, 32, 3), got {x.shape}")
         kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        dense = dict(kernel_init=dense_kernel_init, **kw)
-        h = Conv2d(6, 5, use_bias=True, name="conv1", **kw)(x)
+
+        def inits(fan_in: int, kernel_init) -> dict:
+            if self.torch_init:
+                return dict(kernel_init=torch_default_kernel_init, bias_init=torch_default_bias_init(fan_in))
+            return dict(kernel_init=kernel_init, bias_init=nn.initializers.zeros)
+
+        h = Conv2d(6, 5, use_bias=True, name="conv1", **inits(5 * 5 * x.shape[-1], conv_kernel_init), **kw)(x)
         h = nn.max_pool(nn.relu(h), (2, 2), strides=(2, 2))
-        h = Conv2d(16, 5, use_bias=True, name="conv2", **kw)(h)
+        h = Conv2d(16, 5, use_bias=True, name="conv2", **inits(5 * 5 * h.shape[-1], conv_kernel_init), **kw)(h)
         h = nn.max_pool(nn.relu(h), (2, 2), strides=(2, 2))
         h = jnp.transpose(h, (0, 3, 1, 2)).reshape(h.shape[0], -1)  # (C, H, W) order, like torch
-        h = nn.relu(nn.Dense(120, name="fc1", **dense)(h))
-        h = nn.relu(nn.Dense(84, name="fc2", **dense)(h))
+        h = nn.relu(nn.Dense(120, name="fc1", **inits(h.shape[-1], dense_kernel_init), **kw)(h))
+        h = nn.relu(nn.Dense(84, name="fc2", **inits(h.shape[-1], dense_kernel_init), **kw)(h))
         return self.heads(h, train)
 
     @staticmethod

@@ -40,6 +40,7 @@ import numpy as np
 
 from gensim_jax import losses, similarity
 from gensim_jax.kernels import beta_bernoulli, gaussian_mixture, hierarchy, targets
+from gensim_jax.losses.center import check_sim_form
 
 Array = jax.Array
 Batch = Mapping[str, Array]
@@ -531,18 +532,33 @@ class CrossEntropy(Objective):
 
 
 class CenterLoss(Objective):
-    """Cross entropy plus ``lam`` times the class-centre loss on the embedding (thesis 003 Eq. 12).
+    """``ce_weight`` times cross entropy plus ``lam`` times the class-centre loss (thesis 003 Eq. 12).
 
     Attributes:
-      lam: lambda >= 0.  num_classes: static class count for the centres (default: the logits' width).
+      lam: lambda >= 0.  ce_weight: weight >= 0 of the cross entropy (1 in Eq. 12; 0 for the
+        thesis's Fig. 5 run). Both are traced leaves: one compile serves a whole grid.
+      num_classes: static class count for the centres (default: the logits' width).
       output: the output the centre loss acts on ("embedding", the 84-d LeNet features).
+      sim_reduction: "sum" (Eq. 11 as written) or "mean" (element mean over batch and embedding
+        width, the thesis's "MSE"); see :func:`gensim_jax.losses.center_similarity_loss`.
+
+    Metrics: ``accuracy``, and the two unweighted terms ``ce`` and ``l_sim``.
     """
 
     lam: float = 0.5  # traced: one compile serves a whole lambda grid
+    ce_weight: float = 1.0  # traced as well
     num_classes: Optional[int] = _static(None)
     input_key: str = _static("image")
     label_key: str = _static("label")
     output: str = _static("embedding")
+    sim_reduction: str = _static("sum")
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_sim_form(self.sim_reduction)
+        w = self.ce_weight
+        if isinstance(w, (int, float)) and not isinstance(w, bool) and not w >= 0:
+            raise ValueError(f"CenterLoss.ce_weight must be >= 0, got {w}")
 
     @property
     def input_keys(self) -> tuple[str, ...]:
@@ -554,5 +570,8 @@ class CenterLoss(Objective):
         z = _output(out, self.output, "CenterLoss")
         y = jnp.asarray(_require(batch, self.label_key, "CenterLoss")).astype(jnp.int32)
         m = _mask(batch)
-        loss = losses.center_objective(logits, y, z, lam=self.lam, num_classes=self.num_classes, mask=m)
-        return loss, {"accuracy": _accuracy(logits, y, m)}
+        ce, l_sim = losses.center_objective_terms(
+            logits, y, z, num_classes=self.num_classes, mask=m, sim_reduction=self.sim_reduction
+        )
+        loss = self.ce_weight * ce + self.lam * l_sim  # Eq. 12 (with ce_weight = 1)
+        return loss, {"accuracy": _accuracy(logits, y, m), "ce": ce, "l_sim": l_sim}

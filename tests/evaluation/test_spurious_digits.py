@@ -117,3 +117,55 @@ def test_docstring_examples():
 
     result = doctest.testmod(sd, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_nearest_centre_accuracy_against_loops():
+    rng = np.random.default_rng(8)
+    train, yt = rng.normal(size=(40, 3)), rng.integers(0, 5, 40)
+    yt[:5] = np.arange(5)  # every class present
+    test, ys = rng.normal(size=(25, 3)), rng.integers(0, 5, 25)
+    centres = {
+        q: [sum(train[k][d] for k in range(40) if yt[k] == q) / sum(yt == q) for d in range(3)] for q in range(5)
+    }
+    pred = [min(range(5), key=lambda q: sum((test[i][d] - centres[q][d]) ** 2 for d in range(3))) for i in range(25)]
+    expected = sum(int(p == y) for p, y in zip(pred, ys)) / 25
+    assert sd.nearest_centre_accuracy(train, yt, test, ys) == pytest.approx(expected)
+    # a class absent from the training set is never predicted
+    assert sd.nearest_centre_accuracy(train[yt != 4], yt[yt != 4], test[ys == 4], ys[ys == 4]) == 0.0
+    with pytest.raises(ValueError, match="one D"):
+        sd.nearest_centre_accuracy(train, yt, test[:, :2], ys)
+    with pytest.raises(ValueError, match="labels must match"):
+        sd.nearest_centre_accuracy(train, yt[:3], test, ys)
+
+
+def test_summarize_and_table_carry_centre_accuracies_when_every_run_has_them():
+    runs = [
+        {"id_accuracy": 0.1, "ood_accuracy": 0.1, "id_centre_accuracy": 0.8, "ood_centre_accuracy": 0.5},
+        {"id_accuracy": 0.1, "ood_accuracy": 0.1, "id_centre_accuracy": 0.6, "ood_centre_accuracy": 0.4},
+    ]
+    rows = sd.summarize({1: runs})
+    mean, lo, hi = sd.t_interval([0.8, 0.6])
+    assert (rows[0]["id_centre_accuracy_mean"], rows[0]["id_centre_accuracy_low"]) == pytest.approx((mean, lo))
+    table = sd.format_table(rows)
+    assert "nearest-centre" in table.splitlines()[0] and f"{hi:.3f}" in table
+    plain = sd.summarize({1: runs[:1] + [{"id_accuracy": 0.2, "ood_accuracy": 0.1}]})
+    assert "id_centre_accuracy_mean" not in plain[0] and "nearest-centre" not in sd.format_table(plain)
+
+
+@pytest.mark.slow
+def test_embedder_and_evaluate_centres_equal_direct_computation():
+    import jax
+
+    from gensim_jax.models import get_model
+
+    m = get_model("mlp", in_features=5, num_classes=4)
+    v = m.init(jax.random.key(2), m.example_input())
+    rng = np.random.default_rng(1)
+    x_train, y_train = rng.normal(size=(9, 5)).astype(np.float32), np.array([0, 1, 2, 3] * 2 + [0])
+    x_test, y_test = rng.normal(size=(7, 5)).astype(np.float32), rng.integers(0, 4, 7)
+    embed = sd.make_embedder(m, batch_size=4)
+    z = np.asarray(m.apply(v, x_test)["embedding"])
+    np.testing.assert_allclose(embed(v, x_test), z, rtol=1e-6)
+    got = sd.evaluate_centres(embed, v, (x_train, y_train), {"id": (x_test, y_test)})
+    zt = np.asarray(m.apply(v, x_train)["embedding"])
+    assert got == {"id_centre_accuracy": sd.nearest_centre_accuracy(zt, y_train, z, y_test)}

@@ -38,6 +38,9 @@ pytestmark = pytest.mark.slow  # end-to-end trainings
         (dict(learning_rate=0.0), "learning_rate"),
         (dict(confidence=1.5), "confidence"),
         (dict(model="resnet18"), "model"),
+        (dict(sim_reduction="MSE"), "sim_reduction"),
+        (dict(ce_weight=-1.0), "ce_weight"),
+        (dict(centre_images=5), "centre_images"),
         (dict(bogus=1), "bogus"),
     ],
 )
@@ -171,3 +174,65 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
             assert (a["id_accuracy"], a["ood_accuracy"]) == (b["id_accuracy"], b["ood_accuracy"])
     with pytest.raises(SystemExit):
         eval_main(["spurious_digits", "--workdir", str(tmp_path / "nowhere")])
+
+
+def test_thesis_mean_config_objective_and_model():
+    config = EXP.get_config("thesis_mean")
+    assert (config.sim_reduction, config.torch_init, config.centre_eval, config.num_runs) == ("mean", True, True, 5)
+    assert config.lambdas == sd.LAMBDAS and config.ce_weight == 1.0 and config.data == "synthetic"
+    obj = EXP.objective("lambda_0.5", config)
+    assert (obj.lam, obj.ce_weight, obj.sim_reduction) == (0.5, 1.0, "mean")
+    model, name, kwargs = EXP.model("lambda_0.5", config)
+    assert model.torch_init and name == "lenet5" and kwargs == {"num_classes": 10, "torch_init": True}
+    off = EXP.get_config("thesis_mean", ce_weight=0, lambdas=[1])
+    assert EXP.objective("lambda_1", off).ce_weight == 0.0 and EXP.arms(off) == ("lambda_1",)
+    # the default stays Eq. 11 as written, the runner's default init and CE weight 1
+    small = EXP.get_config("cpu_small")
+    assert (small.sim_reduction, small.torch_init, small.ce_weight, small.centre_eval) == ("sum", False, 1.0, False)
+    assert EXP.model("lambda_0", small)[2] == {"num_classes": 10}
+
+
+TINY = dict(
+    num_runs=2,
+    num_train_images=40,
+    num_test_images=20,
+    num_backgrounds=30,
+    per_class=2,
+    batch_size=8,
+    eval_batch_size=16,
+    log_every=2,
+)
+
+
+def test_initial_losses_both_forms():
+    config = EXP.get_config("thesis_mean", **TINY)
+    data_ = EXP.prepare(config)
+    rows = sd.initial_losses(config, data_, num_batches=2)
+    assert [r["seed"] for r in rows] == [0, 1]
+    for r in rows:
+        # full batches of 8, 84-d embedding: the mean form is the sum over batch x width
+        assert r["l_sim_mean"] == pytest.approx(r["l_sim_sum"] / (8 * 84), rel=1e-5)
+        assert 0 < r["l_sim_mean"] < 1e-3 and r["ce"] == pytest.approx(np.log(10), abs=0.1)
+    with pytest.raises(ValueError, match="num_batches"):
+        sd.initial_losses(config, data_, num_batches=0)
+
+
+def test_cross_entropy_off_run_never_trains_the_classifier(tmp_path):
+    """Thesis Fig. 5 (CE weight 0, lambda 1): the classifier gets no gradient, so it stays at its init."""
+    config = EXP.get_config("thesis_mean", ce_weight=0, lambdas=[1], num_steps=4, **TINY)
+    results = run_experiment(EXP, config, tmp_path, progress=False)
+    for r, run in enumerate(results["per_run"]["1"]):
+        assert {"id_centre_accuracy", "ood_centre_accuracy"} <= set(run)
+        _, trained, meta = load_exported(tmp_path / "lambda_1" / f"run{r}" / "export")
+        assert meta["model_kwargs"]["torch_init"] is True
+        model = sd.make_model(config)
+        initial = EXP.init_variables("lambda_1", config, model, run["seed"])
+        for leaf in ("kernel", "bias"):
+            np.testing.assert_array_equal(trained["params"]["classifier"][leaf], initial["params"]["classifier"][leaf])
+        assert not np.array_equal(trained["params"]["fc2"]["kernel"], initial["params"]["fc2"]["kernel"])
+        lines = [json.loads(s) for s in (tmp_path / "lambda_1" / f"run{r}" / "metrics.jsonl").read_text().splitlines()]
+        logged = [m for m in lines if "loss" in m]
+        assert all(m["loss"] == pytest.approx(m["l_sim"]) for m in logged)  # loss = 0 * CE + 1 * L_sim
+    row = results["summary"][0]
+    assert "id_centre_accuracy_mean" in row and "nearest-centre" in sd.format_table(results)
+    assert "L_sim mean, CE weight 0, PyTorch init" in sd.format_table(results)

@@ -103,3 +103,85 @@ def test_center_objective_is_ce_plus_lambda_lsim():
         losses.center_objective(logits, y, z, lam=-1.0)
     with pytest.raises(ValueError, match="embeddings has 5 rows"):
         losses.center_objective(logits, y, z[:5])
+
+
+def _numpy_center_mse(z, y, valid):
+    """The thesis's "MSE" reading of L_sim by hand: mean over valid rows and columns of (z - mu_y)^2."""
+    z = np.asarray(z, np.float64)
+    rows = [k for k in range(len(z)) if valid[k]]
+    if not rows:
+        return 0.0
+    mu = {q: np.mean([z[k] for k in rows if y[k] == q], axis=0) for q in set(int(y[k]) for k in rows)}
+    return float(np.mean([(z[k] - mu[int(y[k])]) ** 2 for k in rows]))
+
+
+class TestCenterSimilarityForms(chex.TestCase):
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_mean_form_is_elementwise_mse_and_sum_form_is_eq_11(self):
+        rng = np.random.default_rng(5)
+        z = rng.normal(size=(10, 7)).astype(np.float32)
+        y = np.array([0, 1, 0, 2, 1, 1, 3, 0, 2, 2])
+        valid = np.array([1, 1, 1, 1, 0, 1, 1, 1, 1, 0], bool)
+        for c in (None, 4):
+            mean = self.variant(lambda z: losses.center_similarity_loss(z, y, num_classes=c, mask=valid, form="mean"))(
+                z
+            )
+            total = self.variant(lambda z: losses.center_similarity_loss(z, y, num_classes=c, mask=valid, form="sum"))(
+                z
+            )
+            np.testing.assert_allclose(mean, _numpy_center_mse(z, y, valid), rtol=1e-5)
+            np.testing.assert_allclose(total, ref.center(z, y, valid), rtol=1e-5)
+            np.testing.assert_allclose(total / (valid.sum() * 7), mean, rtol=1e-5)
+
+
+def test_mean_form_equals_torch_mse_loss_with_batch_centres():
+    """PyTorch's nn.MSELoss() (reduction="mean") between z and its class centres, gradients included."""
+    import torch
+
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(12, 5)).astype(np.float32)
+    y = rng.integers(0, 4, 12)
+    zt = torch.tensor(z, dtype=torch.float64, requires_grad=True)
+    yt = torch.tensor(y)
+    centres = torch.stack(
+        [zt[yt == q].mean(0) if (yt == q).any() else torch.zeros(5, dtype=torch.float64) for q in range(4)]
+    )
+    expected = torch.nn.MSELoss()(zt, centres[yt])
+    expected.backward()
+    value, grad = jax.value_and_grad(lambda z: losses.center_similarity_loss(z, y, num_classes=4, form="mean"))(z)
+    np.testing.assert_allclose(value, expected.item(), rtol=1e-5)
+    np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=1e-4, atol=1e-7)
+
+
+def test_center_objective_weights_and_forms():
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(6, 4)).astype(np.float32)
+    z = rng.normal(size=(6, 3)).astype(np.float32)
+    y = np.array([0, 1, 0, 3, 1, 1])
+    ones = np.ones(6, bool)
+    ce = np.mean([ref.logsumexp([float(v) for v in logits[i]]) - logits[i, y[i]] for i in range(6)])
+    got_ce, got_sim = losses.center_objective_terms(logits, y, z, sim_reduction="mean")
+    np.testing.assert_allclose([got_ce, got_sim], [ce, _numpy_center_mse(z, y, ones)], rtol=1e-5)
+    np.testing.assert_allclose(
+        losses.center_objective(logits, y, z, lam=2.0, sim_reduction="mean", ce_weight=0.5),
+        0.5 * ce + 2.0 * _numpy_center_mse(z, y, ones),
+        rtol=1e-5,
+    )
+    # the thesis's Fig. 5 objective: no cross entropy, lambda = 1
+    np.testing.assert_allclose(
+        losses.center_objective(logits, y, z, lam=1.0, ce_weight=0.0), ref.center(z, y, ones), rtol=1e-5
+    )
+    with pytest.raises(ValueError, match="sim_reduction must be one of"):
+        losses.center_objective(logits, y, z, sim_reduction="none")
+    with pytest.raises(ValueError, match="ce_weight must be >= 0"):
+        losses.center_objective(logits, y, z, ce_weight=-1.0)
+    with pytest.raises(ValueError, match="sim_reduction must be one of"):
+        losses.center_similarity_loss(z, y, form="MSE")
+
+
+def test_mean_form_of_a_batch_without_valid_examples_is_zero_with_zero_gradient():
+    z = jnp.ones((3, 2))
+    v, g = jax.value_and_grad(
+        lambda z: losses.center_similarity_loss(z, jnp.array([0, 0, 1]), mask=jnp.zeros(3, bool), form="mean")
+    )(z)
+    assert v == 0.0 and np.all(g == 0.0)

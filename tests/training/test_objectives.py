@@ -212,3 +212,26 @@ def test_tree_kernel_table_target_by_program_id():
         return max(np.log(k), -30.0) if k > 0 else -30.0
 
     np.testing.assert_allclose(got, pair_loop(ref, len(ids)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_center_loss_forms_weights_and_logged_terms(setup):
+    """CenterLoss = ce_weight CE + lam L_sim in either form; its metrics are the two unweighted terms."""
+    state, batch = setup
+    out = outputs_of(state, batch["image"])
+    ce, l_sum = losses.center_objective_terms(out["logits"], batch["label"], out["embedding"], mask=batch["mask"])
+    valid = int(batch["mask"].sum())
+    width = out["embedding"].shape[1]
+    step = jax.jit(lambda s, b, o: o(s, b, jax.random.key(0)))
+    for obj, expected_loss, expected_sim in (
+        (CenterLoss(lam=2.0, sim_reduction="mean"), ce + 2.0 * l_sum / (valid * width), l_sum / (valid * width)),
+        (CenterLoss(lam=1.0, ce_weight=0.0), l_sum, l_sum),  # the thesis's Fig. 5 objective
+    ):
+        loss, aux = step(state, batch, obj)
+        np.testing.assert_allclose(float(loss), float(expected_loss), rtol=2e-5)
+        np.testing.assert_allclose(float(aux["metrics"]["l_sim"]), float(expected_sim), rtol=2e-5)
+        np.testing.assert_allclose(float(aux["metrics"]["ce"]), float(ce), rtol=2e-5)
+    with pytest.raises(ValueError, match="ce_weight must be >= 0"):
+        CenterLoss(ce_weight=-0.5)
+    with pytest.raises(ValueError, match="sim_reduction"):
+        CenterLoss(sim_reduction="max")
