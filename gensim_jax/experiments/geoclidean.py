@@ -32,7 +32,7 @@ Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-o
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
 fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
 ``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
-minutes on 2 CPU cores) and ``cpu_long`` (the same model, 1,920 images, 120 steps of 16, 3 runs,
+minutes on 2 CPU cores) and ``cpu_long`` (the same model, 960 images, 60 steps of 16, 3 runs,
 every threshold rule). Every config field can be overridden with ``--set``; the fields common to
 every experiment (optimizer, schedule, dtype, mesh, ...) are those of
 :class:`~gensim_jax.training.experiment.TrainConfig`.
@@ -138,16 +138,16 @@ CONFIGS = {
         eval_batch_size=35,
         checkpoint_every=10_000,
     ),
-    # About 30 minutes on 2 shared CPU cores (niced, loaded) for the three objectives x 3 runs:
-    # cpu_small's model and sizes, 4x the steps, one pass over 1,920 images (64 per concept),
+    # What 2 shared, loaded CPU cores train in about an hour (niced) for the three objectives x 3
+    # runs: cpu_small's model and sizes, 2x the steps, one pass over 960 images (32 per concept),
     # every threshold rule, official images when benchmark_dir is given (docs/results/geoclidean.md).
     "cpu_long": Config(
         num_runs=3,
         model="resnet18",
         stage_sizes=(1, 1, 1, 1),
         image_size=64,
-        num_train_images=1920,
-        num_steps=120,
+        num_train_images=960,
+        num_steps=60,
         batch_size=16,
         learning_rate=3e-4,
         projection_dims=(128, 64),
