@@ -32,7 +32,8 @@ Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-o
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
 fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
 ``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
-minutes on 2 CPU cores). Every config field can be overridden with ``--set``; the fields common to
+minutes on 2 CPU cores) and ``cpu_long`` (the same model, 960 images, 60 steps of 16, 3 runs,
+every threshold rule). Every config field can be overridden with ``--set``; the fields common to
 every experiment (optimizer, schedule, dtype, mesh, ...) are those of
 :class:`~gensim_jax.training.experiment.TrainConfig`.
 
@@ -41,7 +42,14 @@ AUC): for each held-out concept 5 support images and 5 in-concept test images of
 program, 5 of its close and 5 of its far negative program (``benchmark_images``), all rendered by
 our sampler; with ``benchmark_dir`` the official benchmark images are evaluated as well. Rows
 ``pixels`` (model-free baseline) and ``initial`` (the encoder before training, run 0) are
-reported next to the objectives.
+reported next to the objectives. ``eval_threshold="all"`` evaluates every threshold rule of
+:data:`~gensim_jax.evaluation.fewshot.THRESHOLD_RULES` (the result keys are then
+``"<suite>/<rule>"``, e.g. ``"official/benchmark"``; with one rule just ``"<suite>"``).
+
+``cpu_long`` is the config of docs/results/geoclidean.md:
+``gensim-jax train geoclidean --config cpu_long --benchmark-dir ../shared/reference/geoclidean``.
+The target ablation there sets ``tree_kernel_normalize`` (cosine-normalised kernel or raw count)
+and ``target_transform``.
 
 Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config cpu_small``
 (``python -m train`` in a checkout).
@@ -95,6 +103,7 @@ class Config(TrainConfig):
     # gensim
     tree_kernel: str = "st"
     tree_lambda: float = 1.0
+    tree_kernel_normalize: bool = True  # K / sqrt(K_aa K_bb) (ours; the paper does not say)
     target_transform: str = "unit"
     # class_triplet
     triplet_form: str = "linear"
@@ -107,7 +116,7 @@ class Config(TrainConfig):
     blur_p: float = 0.5
     # evaluation
     eval_seed: int = 10_000
-    eval_threshold: str = "per_concept"
+    eval_threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
     eval_batch_size: int = 64
     benchmark_dir: Optional[str] = None
     checkpoint_every: int = 1000
@@ -129,6 +138,24 @@ CONFIGS = {
         eval_batch_size=35,
         checkpoint_every=10_000,
     ),
+    # What 2 shared, loaded CPU cores train in about an hour (niced) for the three objectives x 3
+    # runs: cpu_small's model and sizes, 2x the steps, one pass over 960 images (32 per concept),
+    # every threshold rule, official images when benchmark_dir is given (docs/results/geoclidean.md).
+    "cpu_long": Config(
+        num_runs=3,
+        model="resnet18",
+        stage_sizes=(1, 1, 1, 1),
+        image_size=64,
+        num_train_images=960,
+        num_steps=60,
+        batch_size=16,
+        learning_rate=3e-4,
+        projection_dims=(128, 64),
+        eval_batch_size=35,
+        eval_threshold="all",
+        log_every=10,
+        checkpoint_every=10_000,
+    ),
 }
 
 
@@ -138,8 +165,19 @@ CONFIGS = {
 
 
 def tree_kernel_log_table(config: Config) -> np.ndarray:
-    """``(37, 37)`` float32 log tree-kernel table of the 37 concept programs (by program id)."""
-    return gram_log_table(concept_parse_trees(), kind=config.tree_kernel, lam=config.tree_lambda)
+    """``(37, 37)`` float32 log tree-kernel table of the 37 concept programs (by program id).
+
+    ``log K_ab`` of the ``tree_kernel`` (ST: the number of pairs of identical complete subtrees,
+    Moschitti 2006, with ``lam = 1``), cosine-normalised ``K_ab / sqrt(K_aa K_bb)`` when
+    ``tree_kernel_normalize`` (then ``<= 0``, 0 on the diagonal), else the raw count's log
+    (``>= 0``; ``[3.0, 7.1]`` on the training concepts).
+    """
+    return gram_log_table(
+        concept_parse_trees(),
+        kind=config.tree_kernel,
+        lam=config.tree_lambda,
+        normalize=config.tree_kernel_normalize,
+    )
 
 
 def gensim_target(config: Config) -> TableTarget:
@@ -248,8 +286,8 @@ def official_concepts(config: Config) -> dict:
     return {n: (c.train, c.test, np.asarray(c.test_kind)) for n, c in loaded.items()}
 
 
-def evaluate_embedding(embed, episodes: dict, threshold: str) -> dict:
-    """``fewshot_evaluate`` of ``embed(images) -> (N, D)`` on ``episodes``; returns the mean dict."""
+def embed_episodes(embed, episodes: dict) -> dict:
+    """``{name: (support (5, D), test (15, D), kind)}``: ``embed(images) -> (N, D)`` called once on all images."""
     names = list(episodes)
     images = np.concatenate([np.concatenate([episodes[n][0], episodes[n][1]]) for n in names])
     e = embed(images)  # one call: the embedding function is compiled once per model
@@ -262,8 +300,28 @@ def evaluate_embedding(embed, episodes: dict, threshold: str) -> dict:
             kind,
         )
         start += len(support) + len(test)
-    res = fewshot.fewshot_evaluate(embedded, threshold=threshold)
+    return embedded
+
+
+def evaluate_embedding(embed, episodes: dict, threshold: str) -> dict:
+    """``fewshot_evaluate`` of ``embed(images) -> (N, D)`` on ``episodes``; returns the mean dict."""
+    res = fewshot.fewshot_evaluate(embed_episodes(embed, episodes), threshold=threshold)
     return {k: float(v) for k, v in res.mean.items()}
+
+
+def eval_rules(config: Config) -> tuple:
+    """The threshold rules evaluated: ``config.eval_threshold``, or every rule for ``"all"``."""
+    return fewshot.THRESHOLD_RULES if config.eval_threshold == "all" else (config.eval_threshold,)
+
+
+def _key(suite: str, rule: str, rules: tuple) -> str:
+    return suite if len(rules) == 1 else f"{suite}/{rule}"
+
+
+def result_keys(config: Config, suites) -> list:
+    """Result keys: the suite name with one rule, ``"<suite>/<rule>"`` with several (``"all"``)."""
+    rules = eval_rules(config)
+    return [_key(suite, rule, rules) for suite in suites for rule in rules]
 
 
 def _model_embed(model, variables, batch_size):
@@ -294,6 +352,10 @@ class Geoclidean(Experiment):
     def validate(self, config: Config) -> Config:
         super().validate(config)
         _common.check_image_config(config, config.num_train_images)
+        if config.eval_threshold not in (*fewshot.THRESHOLD_RULES, "all"):
+            raise ValueError(
+                f"eval_threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval_threshold!r}"
+            )
         if config.target_transform not in TARGET_TRANSFORMS:
             raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
         return config
@@ -329,9 +391,14 @@ class Geoclidean(Experiment):
         return make_batches(arm, data.source, config, seed)
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
-        return {
-            suite: evaluate_embedding(embed, episodes, config.eval_threshold) for suite, episodes in data.suites.items()
-        }
+        """``{key: means}`` per suite and rule (:func:`result_keys`); one embedding call per suite."""
+        out, rules = {}, eval_rules(config)
+        for suite, episodes in data.suites.items():
+            embedded = embed_episodes(embed, episodes)
+            for rule in rules:
+                res = fewshot.fewshot_evaluate(embedded, threshold=rule)
+                out[_key(suite, rule, rules)] = {k: float(v) for k, v in res.mean.items()}
+        return out
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
@@ -349,7 +416,8 @@ class Geoclidean(Experiment):
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""
         per_run = {
-            suite: {name: [run[suite] for run in runs] for name, runs in evaluations.items()} for suite in data.suites
+            key: {name: [run[key] for run in runs] for name, runs in evaluations.items()}
+            for key in result_keys(config, data.suites)
         }
         summary = {suite: {name: _aggregate(v) for name, v in rows.items()} for suite, rows in per_run.items()}
         return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run, "training": training}
@@ -380,7 +448,8 @@ def _plot(path, results: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary = results["summary"]["sampler"]
+    key = next(k for k in results["summary"] if k in ("sampler", "sampler/per_concept"))
+    summary = results["summary"][key]
     names = list(summary)
     training = results["training"]
     fig, ax = plt.subplots(
@@ -418,7 +487,9 @@ def format_table(results: dict) -> str:
     """Objective x held-out accuracy (close, far) and AUC, mean +- std over runs, as Markdown."""
     lines = []
     for suite, rows in results["summary"].items():
-        lines.append(f"Held-out concepts ({suite} images), {results['config']['eval_threshold']} threshold:")
+        images, _, rule = suite.partition("/")
+        rule = rule or results["config"]["eval_threshold"]
+        lines.append(f"Held-out concepts ({images} images), {rule} threshold:")
         lines.append("| objective | runs | acc close | acc far | AUC close | AUC far |")
         lines.append("|---|---|---|---|---|---|")
         for name, s in rows.items():
@@ -439,6 +510,8 @@ __all__ = [
     "GeoclideanSource",
     "OBJECTIVES",
     "TARGET_TRANSFORMS",
+    "embed_episodes",
+    "eval_rules",
     "evaluate_embedding",
     "format_table",
     "gensim_target",
@@ -448,5 +521,6 @@ __all__ = [
     "model_kwargs",
     "official_concepts",
     "preprocess",
+    "result_keys",
     "tree_kernel_log_table",
 ]

@@ -32,7 +32,7 @@ def test_prototype_scores_loop():
     np.testing.assert_allclose(fs.prototype_scores(tr, te), want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("rule", ["per_concept", "global"])
+@pytest.mark.parametrize("rule", fs.THRESHOLD_RULES)
 def test_separable_gives_accuracy_one(rule):
     rng = np.random.default_rng(1)
     emb = {f"c{i}": _concept(rng, 1.0 + i) for i in range(4)}
@@ -89,6 +89,33 @@ def test_global_threshold_is_shared():
         assert per.per_concept[name]["acc_close"] >= r.per_concept[name]["acc_close"]
 
 
+def test_benchmark_rule_matches_the_benchmark_loop():
+    """``"benchmark"``: one threshold over all close and far tasks after per-task min-max scaling.
+
+    Independent computation in the benchmark code's form: min-max each task's 10 distances
+    (prototype = mean of the 5 train embeddings, sum of |differences|: the scale cancels in the
+    min-max), try every scaled value (and "all out") as the threshold, keep the best mean task
+    accuracy.
+    """
+    rng = np.random.default_rng(11)
+    emb = {f"c{i}": (rng.standard_normal((5, 6)), rng.standard_normal((15, 6)) * (1 + i), KINDS) for i in range(6)}
+    tasks = []
+    for tr, te, kind in emb.values():
+        d = np.array([np.sum(np.abs(x - tr.mean(0))) for x in te])
+        for neg in ("close", "far"):
+            m = (kind == "in") | (kind == neg)
+            v = d[m]
+            tasks.append(((v - v.min()) / (v.max() - v.min()), kind[m] == "in"))
+    cands = [-1.0] + [v for s, _ in tasks for v in s]
+    best = max(np.mean([np.mean((s <= t) == y) for s, y in tasks]) for t in cands)
+    r = fs.fewshot_evaluate(emb, "benchmark")
+    assert r.mean["acc"] == pytest.approx(best)
+    thresholds = {row[f"threshold_{task}"] for row in r.per_concept.values() for task in ("close", "far")}
+    assert len(thresholds) == 1
+    # one threshold for both task types can do no better than one per type ("global")
+    assert fs.fewshot_evaluate(emb, "global").mean["acc"] >= r.mean["acc"] - 1e-12
+
+
 def test_pixel_embedding_pools():
     x = np.arange(2 * 8 * 8 * 3, dtype=np.float32).reshape(2, 8, 8, 3)
     e = fs.pixel_embedding(x, 4)
@@ -114,7 +141,7 @@ def test_official_benchmark_end_to_end(shared_dir):
     assert c.test_kind.tolist() == KINDS.tolist()
     assert 0.0 <= c.train.min() and c.train.max() <= 1.0
     emb = fs.embed_concepts(concepts, lambda x: fs.pixel_embedding(x, 16))
-    for rule in ("per_concept", "global"):
+    for rule in fs.THRESHOLD_RULES:
         for subset in (CONCEPT_NAMES, TEST_CONCEPTS):
             r = fs.fewshot_evaluate({k: emb[k] for k in subset}, rule)
             assert len(r.per_concept) == len(subset)

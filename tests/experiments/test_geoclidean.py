@@ -152,3 +152,69 @@ def test_source_serves_the_training_stream_as_rgb():
         assert got["program_id"][i] == ref["program_id"] == TRAIN_IDS[i % 30]
         for c in range(3):
             np.testing.assert_array_equal(got["image"][i, ..., c], ref["image"])
+
+
+def _st_count_table(trees):
+    """Independent ST kernel with lam = 1: the number of pairs of identical complete subtrees rooted at
+    internal nodes (Moschitti 2006), from a count of each tree's subtrees by their bracket strings."""
+    from collections import Counter
+
+    def subtrees(t):
+        out = Counter()
+
+        def walk(n):
+            if n.children:
+                out[n.to_bracket()] += 1
+                for c in n.children:
+                    walk(c)
+
+        walk(t)
+        return out
+
+    counts = [subtrees(t) for t in trees]
+    return np.array([[sum(a[s] * b[s] for s in a.keys() & b.keys()) for b in counts] for a in counts], float)
+
+
+@pytest.mark.parametrize(
+    ("normalize", "transform"), [(False, "raw"), (True, "raw"), (False, "unit"), (True, "unit")]
+)
+def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normalize, transform):
+    config = tiny_config(tree_kernel_normalize=normalize, target_transform=transform)
+    k = _st_count_table(concept_parse_trees())
+    log_k = np.log(k / np.sqrt(np.outer(np.diag(k), np.diag(k)))) if normalize else np.log(k)
+    if transform == "unit":
+        block = log_k[np.ix_(TRAIN_IDS, TRAIN_IDS)]
+        log_k = (log_k - block.min()) / (block.max() - block.min())
+    got = np.asarray(exp.gensim_target(config).table)
+    ids = np.asarray(TRAIN_IDS)
+    np.testing.assert_allclose(got[np.ix_(ids, ids)], log_k[np.ix_(ids, ids)], rtol=1e-5, atol=1e-5)
+    if not normalize and transform == "raw":
+        assert got[np.ix_(ids, ids)].min() > 2.9  # log counts: every pair shares subtrees
+
+
+def test_all_threshold_rules_key_the_results_by_suite_and_rule():
+    config = tiny_config(eval_threshold="all", benchmark_dir="/some/dir")
+    assert exp.eval_rules(config) == ("per_concept", "global", "benchmark")
+    assert exp.result_keys(config, ["sampler", "official"]) == [
+        "sampler/per_concept",
+        "sampler/global",
+        "sampler/benchmark",
+        "official/per_concept",
+        "official/global",
+        "official/benchmark",
+    ]
+    assert exp.result_keys(tiny_config(), ["sampler"]) == ["sampler"]
+    with pytest.raises(ValueError, match="eval_threshold"):
+        tiny_config(eval_threshold="local")
+    # the evaluation of one suite under every rule: the rules' own fewshot_evaluate on one embedding
+    rng = np.random.default_rng(0)
+    episodes = {
+        n: (rng.random((5, 8, 8, 3)), rng.random((15, 8, 8, 3)), np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5))
+        for n in ("a", "b", "c")
+    }
+    data = exp.Data(source=None, suites={"sampler": episodes})
+    flat = lambda x: np.asarray(x).reshape(len(x), -1)  # noqa: E731
+    got = exp.EXPERIMENT._evaluate(flat, config, data)
+    assert sorted(got) == ["sampler/benchmark", "sampler/global", "sampler/per_concept"]
+    for rule in exp.eval_rules(config):
+        assert got[f"sampler/{rule}"] == exp.evaluate_embedding(flat, episodes, rule)

@@ -90,7 +90,12 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", default=None, help="PyTorch weights for --model")
     p.add_argument("--image-size", type=int, default=224, help="input size for --model (exports carry their own)")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--threshold", choices=("per_concept", "global", "both"), default="both")
+    p.add_argument(
+        "--threshold",
+        choices=(*fewshot.THRESHOLD_RULES, "both", "all"),
+        default="all",
+        help="threshold rule(s): 'both' = per_concept and global, 'all' (default) = every rule",
+    )
     p.add_argument("--label", default=None, help="model name in the figure (default: from the export/--model)")
     p.add_argument("--human-close", type=float, default=None, help="human accuracy, close task (figure line)")
     p.add_argument("--human-far", type=float, default=None, help="human accuracy, far task (figure line)")
@@ -100,7 +105,7 @@ def main(argv=None) -> int:
         p.error("--export replaces --model/--checkpoint; give one or the other")
 
     names = list(TEST_CONCEPTS) if a.concepts == "test" else None if a.concepts == "all" else a.concepts.split(",")
-    rules = ("per_concept", "global") if a.threshold == "both" else (a.threshold,)
+    rules = {"both": ("per_concept", "global"), "all": fewshot.THRESHOLD_RULES}.get(a.threshold, (a.threshold,))
     fig_rule = rules[0]
     if a.export:
         encoders = load_encoders(a.export)
