@@ -169,7 +169,7 @@ def _cell(values, spec=".2f") -> str:
 def table(curves: dict[str, dict[str, dict[int, list[dict]]]]) -> str:
     lines = [
         "| training | objective | step | runs | argmax error | shapes erring (argmax) | graded rho(9) | "
-        "graded r human | graded r baboon | regression error, reference / deviant pairs |",
+        "graded r human | graded r baboon | GenSim regression error, reference / deviant pairs |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, arms in curves.items():
@@ -181,7 +181,7 @@ def table(curves: dict[str, dict[str, dict[int, list[dict]]]]) -> str:
                     f"| {label} | {arm} | {step} | {len(rows)} | {_cell(col['argmax_error'], '.3f')} | "
                     f"{_cell(col['argmax_shapes_with_errors'], '.1f')} | {_cell(col['rho'])} | "
                     f"{_cell(col['r_human'])} | {_cell(col['r_baboon'])} | "
-                    f"{_cell(col['reg_ref'])} / {_cell(col['reg_dev'])} |"
+                    + (f"{_cell(col['reg_ref'])} / {_cell(col['reg_dev'])} |" if arm == "gensim" else "- |")
                 )
     return "\n".join(lines)
 
