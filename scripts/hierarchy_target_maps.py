@@ -130,7 +130,27 @@ def collect(out: Path, maps) -> dict:
         "rows": rows,
         "wall_s": walls,
         "tests": _tests(rows),
+        "targets": target_values(maps),
     }
+
+
+def target_values(maps, **overrides) -> dict:
+    """Each map's target for each distinct ``log s`` of the cpu_small class table (Eq. 4), low to high.
+
+    Returns ``{"log_s": [...], "pairs": [...], map: [...]}``: ``pairs`` counts the ordered class pairs
+    holding each value (the weight a value gets in the table's statistics).
+    """
+    from gensim_jax.experiments import imagenet_hierarchy as exp
+    from gensim_jax.kernels.targets import transform_table
+
+    config = exp.EXPERIMENT.get_config("cpu_small", **overrides)
+    table = exp.hierarchy_log_table(config)
+    values, inverse, counts = np.unique(np.round(table, 12), return_inverse=True, return_counts=True)
+    first = [int(np.flatnonzero(inverse.ravel() == k)[0]) for k in range(len(values))]
+    out = {"log_s": values.tolist(), "pairs": counts.tolist()}
+    for m in maps:
+        out[m] = [float(transform_table(table, m).ravel()[i]) for i in first]
+    return out
 
 
 def _wall(workdir: Path):
@@ -176,6 +196,15 @@ def table(summary: dict) -> str:
             + (f"{wall:.0f}" if wall else "")
             + " |"
         )
+    t = summary["targets"]
+    lines.append("")
+    lines.append("Targets on the class table (Eq. 4, by distinct log s; pairs = ordered class pairs holding it):")
+    lines.append("")
+    lines.append("| log s | " + " | ".join(f"{v:.3f}" for v in t["log_s"]) + " |")
+    lines.append("|---|" + "---|" * len(t["log_s"]))
+    lines.append("| pairs | " + " | ".join(str(c) for c in t["pairs"]) + " |")
+    for m in [k for k in t if k not in ("log_s", "pairs")]:
+        lines.append(f"| {m} | " + " | ".join(f"{v:.3f}" for v in t[m]) + " |")
     lines.append("")
     lines.append("Welch t-tests of the aggregate (uniform chance):")
     lines.append("")

@@ -85,3 +85,17 @@ def test_train_command_is_the_runner_command(maps, tmp_path):
         "--workdir", str(tmp_path / "w"), "--set", "num_runs=5", "num_steps=80", "seed=0", "target_transform=exp",
     ]  # fmt: skip
     assert "target_transform" not in " ".join(maps.train_command(tmp_path, "class_triplet,simclr", 5, 80, 0))
+
+
+def test_target_values_are_eq4_on_the_2_3_3_tree(maps):
+    # separation depth K = 0..3: s = 1, 2, (2 + 6) / 2, (2 + 6 + 18) / 3; per class 9, 6, 2, 1 classes at each K
+    got = maps.target_values(["raw", "exp", "unit", "standardized"])
+    s = np.array([1.0, 2.0, 4.0, 26.0 / 3.0])
+    np.testing.assert_allclose(got["log_s"], np.log(s), atol=1e-11)
+    assert got["pairs"] == [18 * 9, 18 * 6, 18 * 2, 18]
+    np.testing.assert_allclose(got["exp"], s, rtol=1e-12)
+    np.testing.assert_allclose(got["unit"], np.log(s) / np.log(26 / 3), rtol=1e-12)
+    w = np.array([9, 6, 2, 1]) / 18
+    mean = (w * np.log(s)).sum()
+    std = math.sqrt((w * (np.log(s) - mean) ** 2).sum())
+    np.testing.assert_allclose(got["standardized"], (np.log(s) - mean) / std, rtol=1e-5)
