@@ -101,6 +101,9 @@ def collect(out: Path, maps) -> dict:
     for m in maps:
         path = out / f"gensim_{m}" / "results.json"
         if not path.exists():
+            if (out / f"gensim_{m}").is_dir():  # stopped before the end: the runs whose training finished
+                for arm, per_run in evaluate_exports(out / f"gensim_{m}", ("gensim",)).items():
+                    rows[f"gensim ({m}, partial)"] = _row(per_run)
             continue
         res = json.loads(path.read_text())
         rows[f"gensim ({m})"] = _row(res["per_run"]["gensim"])
@@ -116,6 +119,9 @@ def collect(out: Path, maps) -> dict:
                 walls[arm] = _wall(out / "contrastive")
         levels = levels or res["summary"]["class_triplet"]
         baseline_source = baseline_source or res
+    elif (out / "contrastive").is_dir():  # stopped before the end: the runs whose training finished
+        for arm, per_run in evaluate_exports(out / "contrastive", ("class_triplet", "simclr")).items():
+            rows[f"{arm} (partial)"] = _row(per_run)
     if baseline_source is None:
         raise SystemExit(f"no results.json under {out}")
     for name in ("initial", "pixels"):
@@ -132,6 +138,33 @@ def collect(out: Path, maps) -> dict:
         "tests": _tests(rows),
         "targets": target_values(maps),
     }
+
+
+def evaluate_exports(workdir: Path, arms) -> dict:
+    """``{arm: [evaluation, ...]}`` of the runs of an unfinished workdir whose encoder was exported.
+
+    The runner exports each run's encoder after its training and then evaluates it; this repeats that
+    evaluation (``model_embedding`` + ``evaluate_embedding`` of the experiment on its held-out set)
+    for a workdir whose ``results.json`` was never written (a sweep stopped at a deadline). Only
+    complete runs ``run0 .. run{k-1}`` with an export are used, in order.
+    """
+    from gensim_jax.experiments import imagenet_hierarchy as exp
+    from gensim_jax.training import load_exported
+
+    saved = json.loads((workdir / "config.json").read_text())["config"]
+    config = exp.EXPERIMENT.get_config("cpu_small", seed=int(saved["seed"]))
+    images, labels = exp.heldout_images(config)
+    out = {}
+    for arm in arms:
+        r, per_run = 0, []
+        while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
+            model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
+            emb = exp.model_embedding(model, variables, images, config.eval_batch_size)
+            per_run.append(exp.evaluate_embedding(emb, labels, config))
+            r += 1
+        if per_run:
+            out[arm] = per_run
+    return out
 
 
 def target_values(maps, **overrides) -> dict:
