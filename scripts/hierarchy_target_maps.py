@@ -65,15 +65,21 @@ def train_command(workdir: Path, objectives: str, runs: int, steps: int, seed: i
 
 
 def run_one(workdir: Path, command: list) -> None:
-    """Run ``command`` unless ``workdir/results.json`` exists; record its wall time in ``workdir/wall.json``."""
+    """Run ``command`` unless ``workdir/results.json`` exists; record its wall time in ``workdir/wall.json``.
+
+    A workdir that holds checkpoints of a stopped sweep (SIGTERM saves one) is resumed (``--resume``).
+    """
     if (workdir / "results.json").exists():
         print(f"[maps] {workdir}: done already", flush=True)
         return
+    if any(workdir.glob("*/run*/checkpoints")):
+        command = [*command, "--resume"]
     print("[maps] " + " ".join(command[1:]), flush=True)
     t0 = time.time()
     subprocess.run(command, cwd=ROOT, check=True)
     wall = time.time() - t0
-    (workdir / "wall.json").write_text(json.dumps({"wall_s": wall, "command": command[1:]}, indent=2))
+    resumed = "--resume" in command
+    (workdir / "wall.json").write_text(json.dumps({"wall_s": wall, "command": command[1:], "resumed": resumed}, indent=2))
 
 
 def _row(per_run: list) -> dict:
@@ -137,6 +143,9 @@ def collect(out: Path, maps) -> dict:
         "wall_s": walls,
         "tests": _tests(rows),
         "targets": target_values(maps),
+        "cosine_by_depth": {
+            m: cosine_by_depth(out / f"gensim_{m}", "gensim") for m in maps if (out / f"gensim_{m}").is_dir()
+        },
     }
 
 
@@ -165,6 +174,37 @@ def evaluate_exports(workdir: Path, arms) -> dict:
         if per_run:
             out[arm] = per_run
     return out
+
+
+def cosine_by_depth(workdir: Path, arm: str) -> list:
+    """Mean held-out cosine per distinct ``log s`` (low to high), averaged over the exported runs.
+
+    For each finished run: the penultimate-layer embedding of the held-out images (as evaluated),
+    the cosine of every pair of distinct images, averaged within each value of the Eq. 4 table
+    (the separation depth of the two classes); then the mean over runs. What the regression reached,
+    to set beside each map's targets.
+    """
+    from gensim_jax.experiments import imagenet_hierarchy as exp
+    from gensim_jax.training import load_exported
+
+    if not (workdir / arm / "run0" / "export" / "variables.msgpack").is_file():
+        return []
+    saved = json.loads((workdir / "config.json").read_text())["config"]
+    config = exp.EXPERIMENT.get_config("cpu_small", seed=int(saved["seed"]))
+    images, labels = exp.heldout_images(config)
+    table = np.round(exp.hierarchy_log_table(config), 12)
+    values = np.unique(table)
+    pair = table[labels][:, labels]
+    off = ~np.eye(len(labels), dtype=bool)
+    per_run, r = [], 0
+    while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
+        model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
+        z = exp.model_embedding(model, variables, images, config.eval_batch_size).astype(np.float64)
+        z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+        cos = z @ z.T
+        per_run.append([float(cos[(pair == v) & off].mean()) for v in values])
+        r += 1
+    return np.mean(per_run, axis=0).tolist() if per_run else []
 
 
 def target_values(maps, **overrides) -> dict:
@@ -238,6 +278,9 @@ def table(summary: dict) -> str:
     lines.append("| pairs | " + " | ".join(str(c) for c in t["pairs"]) + " |")
     for m in [k for k in t if k not in ("log_s", "pairs")]:
         lines.append(f"| {m} | " + " | ".join(f"{v:.3f}" for v in t[m]) + " |")
+    for m, cos in summary.get("cosine_by_depth", {}).items():
+        if cos:
+            lines.append(f"| reached by {m}: held-out cosine | " + " | ".join(f"{v:.3f}" for v in cos) + " |")
     lines.append("")
     lines.append("Welch t-tests of the aggregate (uniform chance):")
     lines.append("")
