@@ -79,7 +79,9 @@ def run_one(workdir: Path, command: list) -> None:
     subprocess.run(command, cwd=ROOT, check=True)
     wall = time.time() - t0
     resumed = "--resume" in command
-    (workdir / "wall.json").write_text(json.dumps({"wall_s": wall, "command": command[1:], "resumed": resumed}, indent=2))
+    (workdir / "wall.json").write_text(
+        json.dumps({"wall_s": wall, "command": command[1:], "resumed": resumed}, indent=2)
+    )
 
 
 def _row(per_run: list) -> dict:
@@ -108,7 +110,7 @@ def collect(out: Path, maps) -> dict:
         path = out / f"gensim_{m}" / "results.json"
         if not path.exists():
             if (out / f"gensim_{m}").is_dir():  # stopped before the end: the runs whose training finished
-                for arm, per_run in evaluate_exports(out / f"gensim_{m}", ("gensim",)).items():
+                for _arm, per_run in evaluate_exports(out / f"gensim_{m}", ("gensim",)).items():
                     rows[f"gensim ({m}, partial)"] = _row(per_run)
             continue
         res = json.loads(path.read_text())
@@ -346,9 +348,14 @@ def main(argv=None) -> int:
         return 2
     if not args.report:
         for m in maps:
-            run_one(out / f"gensim_{m}", train_command(out / f"gensim_{m}", "gensim", args.runs, args.steps, args.seed, m))
+            run_one(
+                out / f"gensim_{m}", train_command(out / f"gensim_{m}", "gensim", args.runs, args.steps, args.seed, m)
+            )
         if not args.no_baselines:
-            run_one(out / "contrastive", train_command(out / "contrastive", "class_triplet,simclr", args.runs, args.steps, args.seed))
+            run_one(
+                out / "contrastive",
+                train_command(out / "contrastive", "class_triplet,simclr", args.runs, args.steps, args.seed),
+            )
     summary = collect(out, maps)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

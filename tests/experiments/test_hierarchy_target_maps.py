@@ -13,7 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def maps():
-    spec = importlib.util.spec_from_file_location("hierarchy_target_maps", REPO / "scripts" / "hierarchy_target_maps.py")
+    spec = importlib.util.spec_from_file_location(
+        "hierarchy_target_maps", REPO / "scripts" / "hierarchy_target_maps.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -62,7 +64,11 @@ def test_collect_intervals_and_welch_tests_against_formulas(maps, tmp_path):
         for j in range(2):
             m, lo, hi = row["accuracy"][j]
             half = T975[n - 1] * a[:, j].std(ddof=1) / math.sqrt(n)
-            assert m == pytest.approx(a[:, j].mean()) and (hi - m) == pytest.approx(half) and (m - lo) == pytest.approx(half)
+            assert (
+                m == pytest.approx(a[:, j].mean())
+                and (hi - m) == pytest.approx(half)
+                and (m - lo) == pytest.approx(half)
+            )
         scores = np.log(a[:, 0] / 0.5) + np.log(a[:, 1] / 0.25)
         assert row["score_uniform"][0] == pytest.approx(scores.mean())
     assert summary["rows"]["pixels"]["score_uniform"][1:] == [None, None]  # one run: no interval
