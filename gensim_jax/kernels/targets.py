@@ -12,9 +12,12 @@ similarity lives in ``[-1, 1]``. Three documented choices, all pure and jit-able
 * ``standardized``: ``(log s - mean) / std`` with the mean and standard deviation over a table.
 
 What the paper used: raw targets -- cosine similarity regressed onto ``log s`` for the ImageNet
-hierarchy (Eq. 4, Appendix N) and onto the log tree kernel for Geoclidean (Appendix M); for the
-quadrilaterals (Appendix L) the Euclidean embedding distance regressed onto the Euclidean distance
-between feature vectors. ``affine`` and ``standardized`` are our additions for matching ranges.
+hierarchy (Sec. 3.3: "the mean squared error between the cosine similarity and log[s(x_i, x_j)]";
+Appendix N instead says onto "their generative similarity measure as defined in Equation 4", i.e.
+``s`` itself: the table transform ``exp`` of :func:`transform_table`) and onto the log tree kernel
+for Geoclidean (Appendix M); for the quadrilaterals (Appendix L) the Euclidean embedding distance
+regressed onto the Euclidean distance between feature vectors. ``affine`` and ``standardized`` are
+our additions for matching ranges.
 
 Tables must be finite: replace the ``-inf`` of the exact class-identity kernel first (see
 ``categorical.log_similarity_table(..., log_floor=...)``).
@@ -48,8 +51,9 @@ __all__ = [
 ]
 
 METHODS = ("raw", "affine", "standardized")
-#: The transforms of :func:`transform_table`: :data:`METHODS` plus ``unit`` (onto ``[0, 1]``).
-TABLE_TRANSFORMS = ("unit", "raw", "affine", "standardized")
+#: The transforms of :func:`transform_table`: :data:`METHODS` plus ``unit`` (onto ``[0, 1]``) and ``exp``
+#: (``s`` itself).
+TABLE_TRANSFORMS = ("unit", "raw", "exp", "affine", "standardized")
 
 
 def _check_finite_table(table) -> None:
@@ -198,10 +202,14 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
       reference maps exactly onto ``[0, 1]`` (the most similar pair -> 1, the least -> 0), the
       range of a cosine between non-negative (post-ReLU) embeddings. Our choice; not clipped.
     * ``raw``: ``L`` unchanged (the paper's literal target, Appendices M, N).
+    * ``exp``: ``exp(L) = s``, the similarity itself: what Appendix N's text literally regresses the
+      cosine onto for the hierarchy ("their generative similarity measure as defined in Equation 4",
+      ``s`` of Eq. 4, ``>= 1`` everywhere), where Sec. 3.3 says ``log s``. No constants; ``reference``
+      is not used. A table whose ``exp`` overflows the dtype raises.
     * ``affine``: ``2 (L - lo) / (hi - lo) - 1``, onto ``[-1, 1]`` (as :func:`affine`).
     * ``standardized``: ``(L - mean) / std`` (population std of the reference, as :func:`standardized`).
 
-    ``unit`` and ``raw`` are computed with numpy in the table's floating dtype (constants as Python
+    ``unit``, ``raw`` and ``exp`` are computed with numpy in the table's floating dtype (constants as Python
     floats). ``affine`` and ``standardized`` are :func:`affine` and :func:`standardized` in float32
     with the statistics of :func:`table_range` / :func:`table_moments` of the float32 reference:
     the maps :meth:`gensim_jax.training.objectives.Target.with_transform` applies inside the step,
@@ -219,7 +227,7 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
 
     Raises:
       ValueError: unknown ``transform``; a non-square, empty or non-finite table or reference; a
-        constant reference for ``unit``/``affine``/``standardized``.
+        constant reference for ``unit``/``affine``/``standardized``; ``exp`` overflowing the dtype.
 
     Example:
       >>> table = np.array([[0.0, -2.0], [-2.0, 0.0]], np.float32)
@@ -227,6 +235,8 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
       [[1.0, 0.0], [0.0, 1.0]]
       >>> transform_table(table, "affine").tolist()
       [[1.0, -1.0], [-1.0, 1.0]]
+      >>> transform_table(np.log(np.array([[4.0, 1.0], [1.0, 2.0]])), "exp").round(6).tolist()
+      [[4.0, 1.0], [1.0, 2.0]]
     """
     if transform not in TABLE_TRANSFORMS:
         raise ValueError(f"transform must be one of {TABLE_TRANSFORMS}; got {transform!r}")
@@ -241,6 +251,14 @@ def transform_table(log_table, transform: str = "unit", reference=None) -> np.nd
             raise ValueError(f"{name} must be non-empty and finite; replace -inf by a floor first")
     if transform == "raw":
         return t.copy()
+    if transform == "exp":
+        with np.errstate(over="ignore"):
+            out = np.exp(t)
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                f"exp of log_table overflows {t.dtype} (max log s = {float(t.max())!r}); use another transform"
+            )
+        return out
     if transform == "unit":
         lo, hi = float(ref.min()), float(ref.max())
         if not hi > lo:

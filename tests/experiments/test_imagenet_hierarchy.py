@@ -76,6 +76,12 @@ def test_gensim_target_on_the_synthetic_tree_is_eq4_unit_transformed():
     got = np.asarray(exp.make_objective("gensim", config).target({"label": jax.numpy.asarray(labels)}))
     expected = [[math.log(_eq4(parents, leaves[a], leaves[b])) / hi for b in labels] for a in labels]
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
+    # the paper's two literal targets: log s (Sec. 3.3, "raw") and s (Appendix N, "exp")
+    for transform, f in (("raw", math.log), ("exp", lambda v: v)):
+        cfg = exp.EXPERIMENT.get_config("cpu_small", target_transform=transform)
+        got = np.asarray(exp.make_objective("gensim", cfg).target({"label": jax.numpy.asarray(labels)}))
+        expected = [[f(_eq4(parents, leaves[a], leaves[b])) for b in labels] for a in labels]
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 
 
 def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
@@ -310,3 +316,16 @@ def test_imagenet_rows_of_one_process_survive_the_runner_slicing(monkeypatch):
     kept = next(process_local_batches(lambda position: exp._as_global_rows(iter([local]), 6), 6)(0))
     for k in local:
         np.testing.assert_array_equal(kept[k], local[k])
+
+
+def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
+    config = tiny_config(num_runs=2, seed=3, objectives=("gensim",))
+    data = exp.EXPERIMENT.prepare(config)
+    got = exp.EXPERIMENT.baselines(config, data)
+    assert len(got["pixels"]) == 1 and len(got["initial"]) == 2
+    model = exp.EXPERIMENT.model("gensim", config)[0]
+    for r, seed in enumerate((3, 4)):
+        variables = exp.EXPERIMENT.init_variables("gensim", config, model, seed)
+        emb = embed_images(model, variables, exp.preprocess(data.images), batch_size=12)
+        assert got["initial"][r] == exp.evaluate_embedding(emb, data.labels, config)
+    assert got["initial"][0]["levels"] != got["initial"][1]["levels"]  # two initialisations, two embeddings

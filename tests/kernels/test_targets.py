@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,13 +87,14 @@ def test_transform_table_against_an_entrywise_loop(transform):
     maps = {
         "unit": lambda v: (v - lo) / (hi - lo),
         "raw": lambda v: v,
+        "exp": lambda v: math.exp(v),
         "affine": lambda v: 2 * (v - lo) / (hi - lo) - 1,
         "standardized": lambda v: (v - mean) / std,
     }
     expected = [[maps[transform](float(t[i, j])) for j in range(10)] for i in range(10)]
     got = targets.transform_table(t, transform, ref)
-    # unit and raw keep the table's dtype; affine and standardized are the step's float32 maps
-    exact = transform in ("unit", "raw")
+    # unit, raw and exp keep the table's dtype; affine and standardized are the step's float32 maps
+    exact = transform in ("unit", "raw", "exp")
     assert got.dtype == (np.float64 if exact else np.float32) and got.shape == (10, 10)
     tol = 1e-12 if exact else 2e-6
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
@@ -112,3 +115,18 @@ def test_transform_table_rejects_bad_input():
         targets.transform_table(np.zeros((2, 3)), "raw")
     with pytest.raises(ValueError, match="finite"):
         targets.transform_table(np.array([[0.0, -np.inf], [-np.inf, 0.0]]), "unit")
+    with pytest.raises(ValueError, match="exp of log_table overflows float32"):
+        targets.transform_table(np.array([[100.0, 0.0], [0.0, 1.0]], np.float32), "exp")
+
+
+def test_exp_transform_of_the_hierarchy_table_is_eq4_s():
+    # balanced 2-3-3 tree, Eq. 4 with uniform edges: s = 1 (part at the root), 2, (2 + 6) / 2, (2 + 6 + 18) / 3
+    from gensim_jax.kernels.hierarchy import log_similarity_table
+    from gensim_jax.stimuli.hierarchy import balanced_tree
+
+    tree = balanced_tree((2, 3, 3))
+    got = targets.transform_table(log_similarity_table(tree, tree.leaves), "exp")
+    depth = lambda a, b: next((k for k, d in enumerate((9, 3, 1)) if a // d != b // d), 3)  # noqa: E731
+    s_of_depth = [1.0, 2.0, 4.0, 26.0 / 3.0]
+    expected = [[s_of_depth[depth(a, b)] for b in range(18)] for a in range(18)]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
