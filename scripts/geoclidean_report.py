@@ -83,9 +83,12 @@ def fit_images(size: int, n_per_concept: int = 8, seed: int = 20_000) -> np.ndar
 
     key = (size, n_per_concept, seed)
     if key not in _IMAGES:
-        _IMAGES[key] = np.concatenate(
-            [geo.benchmark_images(name, "concept", n=n_per_concept, seed=seed, size=size) for name in CONCEPT_NAMES]
-        ).astype(np.float32) / 255.0
+        _IMAGES[key] = (
+            np.concatenate(
+                [geo.benchmark_images(name, "concept", n=n_per_concept, seed=seed, size=size) for name in CONCEPT_NAMES]
+            ).astype(np.float32)
+            / 255.0
+        )
     return _IMAGES[key]
 
 
@@ -166,14 +169,22 @@ def fmt(mean, half) -> str:
 def markdown(workdir: Path, results: dict) -> str:
     lines = [f"### {workdir}", ""]
     for key, rows in summarize(results).items():
-        lines += [f"`{key}`", "", "| row | runs | acc close | acc far | AUC close | AUC far |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"`{key}`",
+            "",
+            "| row | runs | acc close | acc far | AUC close | AUC far |",
+            "|---|---|---|---|---|---|",
+        ]
         for row, ms in rows.items():
             n = ms["acc_close"][2]
             lines.append(f"| {row} | {n} | " + " | ".join(fmt(*ms[m][:2]) for m in METRICS) + " |")
         lines.append("")
     checks = order_checks(results)
     if checks:
-        lines += ["| key:task | means g / c / s | paper order | g-c t, p | c-s t, p | g-s t, p |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| key:task | means g / c / s | paper order | g-c t, p | c-s t, p | g-s t, p |",
+            "|---|---|---|---|---|---|",
+        ]
         for k, v in checks.items():
             m = v["means"]
             tests = " | ".join(
@@ -214,7 +225,10 @@ def main(argv=None) -> int:
             print("|---|---|---|---|---|---|")
             for arm in arms:
                 vals = [v for k, v in fits.items() if k.split("/")[0] == arm]
-                cells = [fmt(*t_interval([v[m] for v in vals])[:2]) for m in ("rho_train", "rho_heldout", "rho_cross", "gap_heldout")]
+                cells = [
+                    fmt(*t_interval([v[m] for v in vals])[:2])
+                    for m in ("rho_train", "rho_heldout", "rho_cross", "gap_heldout")
+                ]
                 print(f"| {arm} | {len(vals)} | " + " | ".join(cells) + " |")
             print()
         everything[str(wd)] = entry

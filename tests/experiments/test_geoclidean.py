@@ -175,9 +175,7 @@ def _st_count_table(trees):
     return np.array([[sum(a[s] * b[s] for s in a.keys() & b.keys()) for b in counts] for a in counts], float)
 
 
-@pytest.mark.parametrize(
-    ("normalize", "transform"), [(False, "raw"), (True, "raw"), (False, "unit"), (True, "unit")]
-)
+@pytest.mark.parametrize(("normalize", "transform"), [(False, "raw"), (True, "raw"), (False, "unit"), (True, "unit")])
 def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normalize, transform):
     config = tiny_config(tree_kernel_normalize=normalize, target_transform=transform)
     k = _st_count_table(concept_parse_trees())

@@ -31,7 +31,9 @@ def test_t_interval_and_welch_by_hand():
 
 def test_order_checks_and_summary_from_per_run():
     report = _load()
-    runs = lambda c, f: [{"acc_close": c + d, "acc_far": f + d, "auc_close": 0.5, "auc_far": 0.5} for d in (-0.01, 0, 0.01)]  # noqa: E731
+    runs = lambda c, f: [
+        {"acc_close": c + d, "acc_far": f + d, "auc_close": 0.5, "auc_far": 0.5} for d in (-0.01, 0, 0.01)
+    ]  # noqa: E731
     results = {
         "per_run": {
             "official/benchmark": {
