@@ -195,24 +195,34 @@ def plot(curves, path: Path) -> None:
     panels = [
         ("argmax_error", "argmax mean error"),
         ("rho", "graded rho(9)"),
-        ("r_human", "graded r, humans"),
+        ("r_human", "graded r, humans (pooled)"),
         ("r_baboon", "graded r, baboons"),
-        ("reg_dev", "regression error, deviant pairs"),
+        ("reg", "GenSim regression error (o reference, x deviant pairs)"),
     ]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
     styles = ["-", "--", ":", "-."]
+
+    def band(ax, xs, steps, key, color, style, marker, label):
+        mc = [mean_ci([r[key] for r in steps[x]]) for x in xs]
+        m = np.array([c[0] for c in mc])
+        h = np.nan_to_num(np.array([c[1] for c in mc]))
+        ax.plot(xs, m, style, color=color, marker=marker, ms=4, label=label)
+        ax.fill_between(xs, m - h, m + h, color=color, alpha=0.15)
+
     for li, (label, arms) in enumerate(curves.items()):
         for arm, steps in arms.items():
             xs = sorted(steps)
+            color = {"gensim": "C0", "supervised": "C3", "simclr": "C2"}.get(arm, "C7")
+            style = styles[li % 4]
             for ax, (key, title) in zip(axes, panels):
-                mc = [mean_ci([r[key] for r in steps[x]]) for x in xs]
-                m = np.array([c[0] for c in mc])
-                h = np.nan_to_num(np.array([c[1] for c in mc]))
-                color = {"gensim": "C0", "supervised": "C3", "simclr": "C2"}.get(arm, "C7")
-                ax.plot(xs, m, styles[li % 4], color=color, label=f"{arm}, {label}")
-                ax.fill_between(xs, m - h, m + h, color=color, alpha=0.15)
-                ax.set_title(title)
+                ax.set_title(title, fontsize=9)
                 ax.set_xlabel("training step")
+                if key == "reg":
+                    if arm == "gensim":
+                        band(ax, xs, steps, "reg_ref", color, style, "o", f"{label}, reference")
+                        band(ax, xs, steps, "reg_dev", color, style, "x", f"{label}, deviant")
+                    continue
+                band(ax, xs, steps, key, color, style, "o", f"{arm}, {label}")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
