@@ -43,6 +43,7 @@ __all__ = [
     "shard_batch",
     "jit_sharded",
     "initialize_distributed",
+    "cpu_only_without_accelerators",
     "process_batch_slice",
     "gather_to_host",
     "replicate_for_pmap",
@@ -227,6 +228,48 @@ def _cluster_environment() -> bool:
     if env.get("SLURM_NTASKS", "1") not in ("", "1"):
         return True
     return "," in env.get("TPU_WORKER_HOSTNAMES", "")
+
+
+#: Device nodes of TPU chips: ``/dev/accel*`` (v2-v4, v5p) and numbered ``/dev/vfio/N`` (v5e, v6e).
+TPU_DEVICE_GLOBS = ("/dev/accel*", "/dev/vfio/[0-9]*")
+#: Modules of JAX's GPU plug-ins; when one is installed JAX chooses its platform itself.
+GPU_PLUGIN_MODULES = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin")
+
+
+def cpu_only_without_accelerators(environ=None, device_globs=TPU_DEVICE_GLOBS, gpu_plugins=GPU_PLUGIN_MODULES) -> bool:
+    """Restrict JAX to the CPU when ``libtpu`` is installed but the machine has no TPU and no GPU plug-in.
+
+    With ``libtpu`` installed (it is in the locked environment, for ``gensim-jax plan``), JAX's
+    start-up on a machine without TPU chips initialises the TPU backend anyway, which prints a
+    page of warnings and an ``INVALID_ARGUMENT`` line before falling back to the CPU. This sets
+    ``jax_platforms = "cpu"`` (before any backend starts) when ``JAX_PLATFORMS`` is unset, no TPU
+    device node exists and no GPU plug-in is installed; anything else is left to JAX. The train and
+    eval commands call it; ``gensim-jax plan`` does not (it compiles for TPUs through ``libtpu``).
+
+    Returns:
+      whether it restricted JAX to the CPU.
+    """
+    import glob
+    import importlib.util
+
+    env = os.environ if environ is None else environ
+    if env.get("JAX_PLATFORMS") or env.get("JAX_PLATFORM_NAME"):
+        return False
+    if any(glob.glob(g) for g in device_globs):
+        return False
+    if any(importlib.util.find_spec(m) is not None for m in gpu_plugins):
+        return False
+    if importlib.util.find_spec("libtpu") is None:
+        return False
+    try:  # too late once a backend has started (e.g. a second call in one process): leave it
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            return False
+    except (ImportError, AttributeError):
+        pass
+    jax.config.update("jax_platforms", "cpu")
+    return True
 
 
 def initialize_distributed(

@@ -94,3 +94,33 @@ def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):
     monkeypatch.setenv("SLURM_NTASKS", "1")
     info = parallel.initialize_distributed()
     assert info["process_count"] == 1 and info["devices"] == jax.device_count()
+
+
+def test_cpu_only_without_accelerators_decides_from_the_machine(tmp_path):
+    """A fresh process: no TPU node and no GPU plug-in -> CPU only (when libtpu is installed);
+    an accelerator node, a GPU plug-in or JAX_PLATFORMS set -> JAX decides."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    (tmp_path / "accel0").write_text("")
+    code = (
+        "import sys, jax; from gensim_jax.parallel import cpu_only_without_accelerators as f\n"
+        "env = {}\n"
+        "none = (str(sys.argv[1]) + '/nothing*',)\n"
+        "accel = (str(sys.argv[1]) + '/accel*',)\n"
+        "print(f(env, accel, ()), f({'JAX_PLATFORMS': 'cuda'}, none, ()), f(env, none, ('json',)))\n"
+        "print(f(env, none, ()), jax.config.jax_platforms)\n"
+        "platforms = [d.platform for d in jax.devices()]\n"
+        "print(f(env, none, ()), platforms)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "False False False"  # a TPU node, JAX_PLATFORMS set, a (stand-in) GPU plug-in
+    if importlib.util.find_spec("libtpu") is not None:
+        assert lines[1] == "True cpu"
+        assert "TPU_ACCELERATOR_TYPE" not in out.stderr  # libtpu's start-up warnings never ran
+    else:
+        assert lines[1].startswith("False")
+    assert lines[2] == "False ['cpu']"  # a second call, after the backend started, leaves it alone

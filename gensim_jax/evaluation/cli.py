@@ -46,6 +46,9 @@ def main(argv=None) -> int:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"\nunknown protocol {argv[0]!r}", file=sys.stderr)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
+    from gensim_jax.parallel import cpu_only_without_accelerators
+
+    cpu_only_without_accelerators()  # no TPU start-up noise on a machine without one
     return importlib.import_module(PROTOCOLS[argv[0]]).main(argv[1:])
 
 

@@ -276,6 +276,9 @@ def main(argv=None) -> int:
         workdir = Path(args.workdir or f"runs/{experiment.name}-{args.config}")
         config = resolve_config(args, experiment)
         found = check_workdir(workdir, args.resume)
+        from gensim_jax.parallel import cpu_only_without_accelerators
+
+        cpu_only_without_accelerators()  # no TPU start-up noise on a machine without one
         _initialize_distributed(args)
         from gensim_jax.training import runner
 
