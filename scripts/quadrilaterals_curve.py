@@ -53,6 +53,9 @@ def run_curve(run_dir: Path) -> dict[int, dict[str, float]]:
         argmax = np.array([m[f"eval/argmax/{s}"] for s in SHAPE_NAMES])
         graded = np.array([m[f"eval/graded/{s}"] for s in SHAPE_NAMES])
         out[int(m["step"])] = {
+            "graded": graded.tolist(),
+            "argmax": argmax.tolist(),
+            "temperature": float(m.get("eval/temperature", np.nan)),
             "argmax_error": float(argmax.mean()),
             "argmax_shapes_with_errors": float((argmax > 0).sum()),
             "rho": _corr(stats.spearmanr, graded, regularity_rank()),
@@ -229,14 +232,26 @@ def plot(curves, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def final_summary(arms: dict[str, dict[int, list[dict]]]) -> dict | None:
-    """Fig. 2B/2C statistics over the runs at each objective's last step (where the runs kept their
-    per-shape rates), in the form of the experiment's results (``quadrilaterals.format_table``)."""
+def summary_step(arms: dict[str, dict[int, list[dict]]]) -> int:
+    """The last step at which every objective has all of its runs."""
+    full = None
+    for steps in arms.values():
+        most = max(len(v) for v in steps.values())
+        ok = {s for s, v in steps.items() if len(v) == most}
+        full = ok if full is None else full & ok
+    if not full:
+        raise ValueError("no step has every run of every objective; pass --at-step")
+    return max(full)
+
+
+def final_summary(arms: dict[str, dict[int, list[dict]]], step: int) -> dict | None:
+    """Fig. 2B/2C statistics over the runs at ``step``, in the form of the experiment's results
+    (``quadrilaterals.format_table``)."""
     from gensim_jax.experiments import quadrilaterals as quad
 
     graded, argmax, taus = {}, {}, {}
     for arm, steps in arms.items():
-        rows = [r for r in steps[max(steps)] if "graded" in r]
+        rows = [r for r in steps.get(step, []) if "graded" in r]
         if rows:
             graded[arm] = np.array([r["graded"] for r in rows])
             argmax[arm] = np.array([r["argmax"] for r in rows])
@@ -258,6 +273,9 @@ def main(argv=None) -> int:
     p.add_argument("workdirs", nargs="+", type=Path)
     p.add_argument("--label", action="append", default=None, help="one per work directory (default: its name)")
     p.add_argument("--out", type=Path, default=Path("quadrilaterals_curve.png"), help="figure path")
+    p.add_argument(
+        "--at-step", type=int, default=None, help="step of the Fig. 2B/2C summary (default: the last with every run)"
+    )
     a = p.parse_args(argv)
     labels = a.label or [w.name for w in a.workdirs]
     if len(labels) != len(a.workdirs):
@@ -279,10 +297,15 @@ def main(argv=None) -> int:
     from gensim_jax.experiments.quadrilaterals import format_table
 
     for label, arms in curves.items():
-        results = final_summary(arms)
+        try:
+            step = a.at_step if a.at_step is not None else summary_step(arms)
+        except ValueError as e:
+            print(f"error: {label}: {e}", file=sys.stderr)
+            return 2
+        results = final_summary(arms, step)
         if results is None:
             continue
-        print(f"\n## {label}: the runs at their last step\n")
+        print(f"\n## {label}: the runs at step {step}\n")
         print(format_table(results))
         path = a.out.with_name(f"{a.out.stem}_{label.replace(' ', '_')}_final.png")
         plot_oddball(results["summary"], path, title=f"{label}: graded read-out, last step")

@@ -35,8 +35,9 @@ Configs: ``paper`` (CORnet-S at 224 x 224, Adam, learning rate 5e-4 for GenSim a
 5e-6 for supervised, 13 epochs, 10 runs; the paper fine-tunes the ImageNet-pretrained CORnet-S,
 so pass ``pretrained=/path/cornet_s-1d3f7974.pth``: no weights can be downloaded here) and
 ``cpu_small`` (CORnet-Z, the smallest CORnet, from scratch at 64 x 64, the three objectives, a few
-minutes on 2 CPU cores), ``curve`` (its learning curves, 5 runs) and ``demo`` (``make demo``: 3 runs
-of GenSim and of the supervised baseline). Values the paper does not give are ours and marked so in
+minutes on 2 CPU cores), ``curve`` (its learning curves, 5 runs), ``deviants`` (half of the training
+images deviants: training on more of the generative model) and ``demo`` (``make demo``: 3 runs of
+GenSim and of the supervised baseline). Values the paper does not give are ours and marked so in
 ``Config``.
 
 Read-outs: the paper's argmax rule and a graded one (:func:`readout`): a softmax observer whose one
@@ -153,6 +154,16 @@ CONFIGS["curve"] = dataclasses.replace(
     num_steps=500,
     num_train_images=6_600,
     eval_every=125,
+)
+#: Training on more of the generative model (docs/results/quadrilaterals.md): as ``curve``, with half
+#: of the training images deviants (each with its own 22 features; the test images stay held out),
+#: 1,000 steps, 3 runs (the results ran one process per seed: ``--set seed=S num_runs=1``).
+CONFIGS["deviants"] = dataclasses.replace(
+    CONFIGS["curve"],
+    num_runs=3,
+    num_steps=1000,
+    eval_every=250,
+    train_variants=("reference",) * 4 + ("deviant_1", "deviant_2", "deviant_3", "deviant_4"),
 )
 #: ``make demo``: the curve's first 250 steps, 3 runs per objective, evaluated once at the end
 #: (SimCLR, the slowest objective because of its host-side augmentation, is left to ``cpu_small``).
