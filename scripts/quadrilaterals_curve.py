@@ -308,7 +308,7 @@ def main(argv=None) -> int:
         print(f"\n## {label}: the runs at step {step}\n")
         print(format_table(results))
         path = a.out.with_name(f"{a.out.stem}_{label.replace(' ', '_')}_final.png")
-        plot_oddball(results["summary"], path, title=f"{label}: graded read-out, last step")
+        plot_oddball(results["summary"], path, title=f"{label}: graded read-out, step {step}")
         print(f"\nwrote {path}")
     return 0
 
