@@ -40,55 +40,57 @@ def _corr(fn, a, b):
     return float(fn(a, b).statistic) if np.ptp(a) > 0 else np.nan
 
 
-def run_curve(run_dir: Path) -> dict[int, dict[str, float]]:
-    """``{step: {statistic: value}}`` of one run from its ``metrics.jsonl`` (graded read-out for the correlations)."""
+def point(graded, argmax, temperature: float, reg: dict) -> dict:
+    """One evaluation's statistics: argmax error and erring shapes; the graded curve's Spearman rho(9)
+    with the irregularity rank and Pearson r with the pooled humans and the baboons; the regression
+    error on reference and deviant pairs (nan when not recorded)."""
     table = packaged_error_rates()
-    human = pooled_error_rates(table, HUMAN_POPULATIONS)
-    baboon = table["baboons"]["error_rate"]
-    out = {}
-    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
-        m = json.loads(line)
-        if "eval/graded/square" not in m:
-            continue
-        argmax = np.array([m[f"eval/argmax/{s}"] for s in SHAPE_NAMES])
-        graded = np.array([m[f"eval/graded/{s}"] for s in SHAPE_NAMES])
-        out[int(m["step"])] = {
-            "graded": graded.tolist(),
-            "argmax": argmax.tolist(),
-            "temperature": float(m.get("eval/temperature", np.nan)),
-            "argmax_error": float(argmax.mean()),
-            "argmax_shapes_with_errors": float((argmax > 0).sum()),
-            "rho": _corr(stats.spearmanr, graded, regularity_rank()),
-            "r_human": _corr(stats.pearsonr, graded, human),
-            "r_baboon": _corr(stats.pearsonr, graded, baboon),
-            "reg_ref": float(m.get("eval/regression_error/reference_pairs", np.nan)),
-            "reg_dev": float(m.get("eval/regression_error/deviant_pairs", np.nan)),
-        }
-    return out
-
-
-def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, dict] | None:
-    """The run's final evaluation (results.json) in the same form, at the last step."""
-    s = results["summary"]["models"].get(arm)
-    a = results["summary_argmax"]["models"].get(arm)
-    if s is None or r >= s["runs"]:
-        return None
-    graded = np.asarray(s["error_rate_runs"][r])
-    argmax = np.asarray(a["error_rate_runs"][r])
-    reg = results.get("regression_error", {}).get(arm, [{}] * (r + 1))[r]
-    table = packaged_error_rates()
-    return int(results["num_steps"]), {
+    graded, argmax = np.asarray(graded, np.float64), np.asarray(argmax, np.float64)
+    return {
         "graded": graded.tolist(),
         "argmax": argmax.tolist(),
-        "temperature": results["temperatures"][arm][r],
+        "temperature": float(temperature),
         "argmax_error": float(argmax.mean()),
         "argmax_shapes_with_errors": float((argmax > 0).sum()),
         "rho": _corr(stats.spearmanr, graded, regularity_rank()),
         "r_human": _corr(stats.pearsonr, graded, pooled_error_rates(table, HUMAN_POPULATIONS)),
         "r_baboon": _corr(stats.pearsonr, graded, table["baboons"]["error_rate"]),
-        "reg_ref": reg.get("reference_pairs", np.nan),
-        "reg_dev": reg.get("deviant_pairs", np.nan),
+        "reg_ref": float(reg.get("reference_pairs", np.nan)),
+        "reg_dev": float(reg.get("deviant_pairs", np.nan)),
     }
+
+
+def run_curve(run_dir: Path) -> dict[int, dict]:
+    """``{step: point}`` of one run's evaluations during training, from its ``metrics.jsonl``."""
+    out = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        m = json.loads(line)
+        if "eval/graded/square" not in m:
+            continue
+        reg = {
+            k: m[f"eval/regression_error/{k}"]
+            for k in ("reference_pairs", "deviant_pairs")
+            if f"eval/regression_error/{k}" in m
+        }
+        out[int(m["step"])] = point(
+            [m[f"eval/graded/{s}"] for s in SHAPE_NAMES],
+            [m[f"eval/argmax/{s}"] for s in SHAPE_NAMES],
+            m.get("eval/temperature", np.nan),
+            reg,
+        )
+    return out
+
+
+def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, dict] | None:
+    """The run's final evaluation (results.json) at the last step."""
+    s = results["summary"]["models"].get(arm)
+    a = results["summary_argmax"]["models"].get(arm)
+    if s is None or r >= s["runs"]:
+        return None
+    reg = results.get("regression_error", {}).get(arm, [{}] * (r + 1))[r]
+    return int(results["num_steps"]), point(
+        s["error_rate_runs"][r], a["error_rate_runs"][r], results["temperatures"][arm][r], reg
+    )
 
 
 def export_curve(run_dir: Path) -> tuple[int, dict] | None:
@@ -110,20 +112,7 @@ def export_curve(run_dir: Path) -> tuple[int, dict] | None:
     trials = quad.test_trials(config)
     e = quad.trial_embeddings(quad._model_embed(model, variables, config.eval_batch_size), trials)
     out = quad.readout(e, trials, saved.get("readout_target_error"))
-    table = packaged_error_rates()
-    graded, argmax = np.asarray(out["graded"]), np.asarray(out["argmax"])
-    return int(saved["num_steps"]), {
-        "argmax_error": float(argmax.mean()),
-        "argmax_shapes_with_errors": float((argmax > 0).sum()),
-        "rho": _corr(stats.spearmanr, graded, regularity_rank()),
-        "r_human": _corr(stats.pearsonr, graded, pooled_error_rates(table, HUMAN_POPULATIONS)),
-        "r_baboon": _corr(stats.pearsonr, graded, table["baboons"]["error_rate"]),
-        "reg_ref": out["regression_error"]["reference_pairs"],
-        "reg_dev": out["regression_error"]["deviant_pairs"],
-        "graded": graded.tolist(),
-        "argmax": argmax.tolist(),
-        "temperature": out["temperature"],
-    }
+    return int(saved["num_steps"]), point(out["graded"], out["argmax"], out["temperature"], out["regression_error"])
 
 
 def collect(workdir: Path) -> dict[str, dict[int, list[dict]]]:
