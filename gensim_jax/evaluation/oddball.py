@@ -242,12 +242,8 @@ def fit_temperature(scores, deviant, target_error: float, *, bounds: tuple = (1e
     if above.size == 0:
         raise ValueError(f"the mean error stays below {target_error} up to temperature {hi} (max {errs.max():.4f})")
     i = int(above[0])
-    if i == 0:
-        lo_t, hi_t = 0.0, grid[0]
-        f = lambda t: (_trial_errors(s, dev, t).mean() if t > 0 else _trial_errors(s, dev, 0.0).mean()) - target_error  # noqa: E731
-    else:
-        lo_t, hi_t = grid[i - 1], grid[i]
-        f = lambda t: _trial_errors(s, dev, t).mean() - target_error  # noqa: E731
+    lo_t, hi_t = (0.0 if i == 0 else grid[i - 1]), grid[i]  # tau = 0 is the argmax rule
+    f = lambda t: _trial_errors(s, dev, t).mean() - target_error  # noqa: E731
     return float(brentq(f, lo_t, hi_t, xtol=1e-10, rtol=1e-10))
 
 
