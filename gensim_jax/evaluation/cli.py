@@ -16,6 +16,7 @@ from pathlib import Path
 
 # protocol name -> driver module (with main(argv) and a docstring whose first line describes it)
 PROTOCOLS = {
+    "export": "gensim_jax.evaluation.protocols.export",
     "oddball": "gensim_jax.evaluation.protocols.oddball",
     "geoclidean": "gensim_jax.evaluation.protocols.geoclidean",
     "hierarchy": "gensim_jax.evaluation.protocols.hierarchy",

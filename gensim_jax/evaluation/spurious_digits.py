@@ -28,13 +28,12 @@ and scipy on plain numbers.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from gensim_jax._extras import require
+from gensim_jax.evaluation.statistics import t_interval
 
 __all__ = [
     "CENTRE_METRICS",
@@ -68,37 +67,6 @@ def accuracy(predictions, labels) -> float:
     if p.ndim != 1 or p.shape != y.shape or p.size == 0:
         raise ValueError(f"predictions and labels must be equal non-empty (N,) arrays, got {p.shape} and {y.shape}")
     return float(np.mean(p == y))
-
-
-def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Two-sided Student-t interval of the mean of ``values`` (seed 003's 95% CI over seeds).
-
-    ``mean +- t_{(1 + confidence) / 2}(n - 1) * s / sqrt(n)``, ``s`` the sample standard deviation
-    (``ddof = 1``), ``t_q(k)`` the ``q`` quantile of Student's t with ``k`` degrees of freedom.
-
-    Args:
-      values: ``(n,)`` finite numbers, ``n >= 2`` (one run has no spread to estimate).
-      confidence: in ``(0, 1)``.
-
-    Returns:
-      ``(mean, low, high)``.
-
-    Example:
-      >>> m, lo, hi = t_interval([0.0, 1.0])   # t_0.975(1) = 12.706, s / sqrt(2) = 0.5
-      >>> round(hi - m, 3)
-      6.353
-    """
-    v = np.asarray(values, np.float64)
-    if v.ndim != 1 or v.size < 2:
-        raise ValueError(f"values must be a 1-d array of at least 2 numbers, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values must be finite")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    n = v.size
-    mean = float(v.mean())
-    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1) * v.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half
 
 
 def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: float = 0.95) -> list[dict]:

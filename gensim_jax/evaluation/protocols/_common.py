@@ -81,7 +81,7 @@ def model_label(label: Optional[str], encoders) -> str:
 
 def mean_sem_dict(values) -> dict:
     """``{"mean", "sem", "runs"}`` over runs (axis 0); s.e.m. 0 for one run."""
-    from gensim_jax.evaluation.figures import mean_sem
+    from gensim_jax.evaluation.statistics import mean_sem
 
     m, s = mean_sem(values)
     return {"mean": m, "sem": s, "runs": len(np.asarray(values))}

@@ -34,6 +34,7 @@ import numpy as np
 
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
+from gensim_jax.evaluation.oddball_evaluator import trial_images
 from gensim_jax.evaluation.protocols._common import (
     add_output_arguments,
     finish,
@@ -72,8 +73,8 @@ def shape_statistics(model, table, behavior_trials=None) -> dict:
 def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
     """``(T, 6, D)`` embeddings of the test set's items with ``encoder`` (renders cached per size)."""
     s = encoder.image_size
-    if s not in cache:
-        cache[s] = trials.images(s)
+    if s not in cache:  # uint8, as a run renders them (gensim_jax.evaluation.oddball_evaluator): the same numbers
+        cache[s] = trial_images(trials, s)
     img = cache[s]
     t = img.shape[0]
     return encoder(img.reshape(t * 6, s, s), batch_size).reshape(t, 6, -1)

@@ -113,7 +113,7 @@ def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     out = json.loads((wd / "oddball.json").read_text())
 
     test = q.oddball_test_set(seed=5, trials_per_condition=2)
-    images = test.images(32)  # (T, 6, 32, 32) grey
+    images = np.round(test.images(32) * 255.0).astype(np.uint8)  # (T, 6, 32, 32) grey, as a run renders them
     per_run = []
     for d in exports:
         emb = reference_embed(d, images.reshape(-1, 32, 32)).reshape(len(test), 6, -1)
