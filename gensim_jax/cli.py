@@ -129,6 +129,42 @@ def run_command(
             return status
 
 
+def report_plan(
+    run: Callable, experiment: str, config, *, arm, overrides: Sequence[str], as_json: bool, chips: bool = False
+) -> int:
+    """Run ``run(out)`` (a ``gensim-jax plan`` report written to ``out``) and say what was planned.
+
+    The report gains the arm that was compiled, the ``--set`` overrides as given and the resolved
+    config: JSON fields ``arm``, ``overrides`` and ``resolved_config`` (``config`` stays the config's
+    name); in text, a line before the report and the config's fields after it.
+    """
+    import dataclasses
+    import io
+
+    from gensim_jax.jsonable import to_jsonable
+
+    buf = io.StringIO()
+    status = run(buf)
+    text = buf.getvalue()
+    if status != 0 or chips:
+        sys.stdout.write(text)
+        return status
+    resolved = to_jsonable(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config))
+    overrides = list(overrides)
+    if as_json:
+        report = json.loads(text)
+        report.update(arm=arm, overrides=overrides, resolved_config=resolved)
+        print(json.dumps(report))
+        return status
+    print(f"planned {experiment}, arm {arm}; --set overrides: {' '.join(overrides) if overrides else 'none'}")
+    sys.stdout.write(text)
+    print("\nresolved config:")
+    width = max((len(k) for k in resolved), default=0)
+    for key, value in resolved.items():
+        print(f"  {key:<{width}}  {json.dumps(value)}")
+    return status
+
+
 def _prepare_process() -> None:
     """Settings of a command-line process: native stdout to stderr (Gloo), quieter TensorFlow."""
     from gensim_jax._quiet import native_stdout_to_stderr
