@@ -73,7 +73,10 @@ def error_line(prog: str, err: BaseException) -> tuple[str, int]:
     if isinstance(err, SyntaxError):  # an experiment file given by path
         where = ":".join(str(x) for x in (err.filename, err.lineno) if x is not None)
         return f"{prog}: error: {where}: {err.msg} (a syntax error in that file)", 2
-    if isinstance(err, (ValueError, TypeError, KeyError, LookupError)):
+    own = type(err).__module__.startswith(
+        "gensim_jax."
+    )  # e.g. CheckpointRestoreError: raised on purpose, with a message
+    if own or isinstance(err, (ValueError, TypeError, KeyError, LookupError)):
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         return f"{prog}: error: {_one_line(msg)}", 2
     how = f"--debug or {DEBUG_ENV}=1"
@@ -166,11 +169,15 @@ def report_plan(
 
 
 def _prepare_process() -> None:
-    """Settings of a command-line process: native stdout to stderr (Gloo), quieter TensorFlow."""
+    """Settings of a command-line process: native stdout to stderr (Gloo), quieter TensorFlow, one-line warnings."""
+    import warnings
+
     from gensim_jax._quiet import native_stdout_to_stderr
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     native_stdout_to_stderr()
+    # a warning is one line, "warning: MESSAGE", not the file, line and source of the warn() call
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {_one_line(message)}\n"
 
 
 def module_main(sub: str, prog: str) -> int:

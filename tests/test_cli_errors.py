@@ -74,6 +74,9 @@ def bad(tmp_path_factory) -> Path:
     (d / "empty").mkdir()
     (d / "damaged_export").mkdir()
     (d / "damaged_export" / "variables.msgpack").write_bytes(b"\x00garbage")
+    (d / "json_export").mkdir()
+    (d / "json_export" / "model.json").write_text("{not json")
+    (d / "json_export" / "variables.msgpack").write_bytes(b"\x80")
     (d / "not.npz").write_text("not an npz archive")
     np.savez(d / "partial.npz", embeddings=np.zeros((2, 6, 3)))
     (d / "broken.py").write_text("EXPERIMENT = (\n")
@@ -110,6 +113,7 @@ def bad_inputs(d: Path) -> list[tuple[list[str], str]]:
         (["eval", "oddball", "--export", str(d / "missing")], f"{d / 'missing'} is not an export"),
         (["eval", "oddball", "--export", str(d / "empty")], f"{d / 'empty'} is not an export"),
         (["eval", "oddball", "--export", str(d / "damaged_export")], f"{d / 'damaged_export'} is not an export"),
+        (["eval", "oddball", "--export", str(d / "json_export")], f"{d / 'json_export'} is a damaged export"),
         (["eval", "oddball", "--trials", str(d / "missing.npz")], f"{d / 'missing.npz'}: no such file"),
         (["eval", "oddball", "--trials", str(d / "not.npz")], f"{d / 'not.npz'} is not an .npz archive"),
         (["eval", "oddball", "--trials", str(d / "partial.npz")], "missing arrays ['deviant', 'shapes']"),
@@ -246,6 +250,7 @@ def _raise(err):
         (ValueError("bad value\n  on two lines"), "prog: error: bad value on two lines"),
         (KeyError("nope"), "prog: error: nope"),
         (RuntimeError("boom"), "prog: internal error: RuntimeError: boom (run again with --debug"),
+        (SyntaxError("'(' was never closed", ("exp.py", 3, 1, "x = (")), "prog: error: exp.py:3: '(' was never closed"),
     ],
 )
 def test_errors_become_one_line(err, line, capsys):
@@ -253,6 +258,15 @@ def test_errors_become_one_line(err, line, capsys):
     out = capsys.readouterr()
     assert status == (1 if isinstance(err, RuntimeError) else 2)
     assert out.err.count("\n") == 1 and out.err.startswith(line), out.err
+
+
+def test_the_packages_own_errors_are_user_errors(capsys):
+    """An error class of gensim_jax (e.g. a damaged checkpoint's) is raised on purpose: its message, status 2."""
+    from gensim_jax.training.checkpoints import CheckpointRestoreError
+
+    err = CheckpointRestoreError("none of the 1 checkpoints in W could be restored; delete W to start over", {})
+    assert cli.run_command(_raise(err), [], "gensim-jax train") == 2
+    assert capsys.readouterr().err == f"gensim-jax train: error: {err}\n"
 
 
 def test_debug_flag_and_environment_show_the_traceback(monkeypatch):

@@ -80,10 +80,26 @@ def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def load_encoders(dirs):
-    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run)."""
+    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run).
+
+    A missing directory or file is ``FileNotFoundError`` naming it; an export whose files cannot be
+    read (a truncated ``variables.msgpack``, a ``model.json`` that is not JSON) is ``ValueError``
+    naming the directory and how to write it again.
+    """
     from gensim_jax.evaluation.embed import load_encoder
 
-    return [load_encoder(d) for d in dirs]
+    encoders = []
+    for d in dirs:
+        try:
+            encoders.append(load_encoder(d))
+        except (FileNotFoundError, ImportError):
+            raise
+        except Exception as err:  # noqa: BLE001 - msgpack, JSON and flax errors name no file
+            raise ValueError(
+                f"{d} is a damaged export ({type(err).__name__}: {' '.join(str(err).split())}); write it again "
+                "by running the training command again with --resume (a finished run only re-exports)"
+            ) from err
+    return encoders
 
 
 def run_info(encoder) -> dict:
