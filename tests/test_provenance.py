@@ -203,3 +203,37 @@ def test_time_keeps_counting_across_a_resume_and_damaged_lines_are_named(tmp_pat
         f"warning: {path}:4: not JSON (Expecting value); dropped",
         f"warning: {path}:5: cut short (the process was killed while writing it?); dropped",
     ]
+
+
+@pytest.mark.slow
+def test_the_resume_hint_repeats_the_command_typed(tmp_path, capsys):
+    """Ctrl-C: the message tells to run the same command (as typed) with --resume."""
+    import os
+    import signal
+
+    from gensim_jax.training import CrossEntropy, train
+    from tests.training._tiny import stream, tiny_state
+
+    def interrupted(position):
+        for i, batch in enumerate(stream(1)(position)):
+            if i == 3:
+                os.kill(os.getpid(), signal.SIGINT)  # caught by the loop's guard: it saves and stops
+            yield batch
+
+    provenance.set_command("gensim-jax train", ["tiny", "--workdir", str(tmp_path)], sub="train")
+    try:
+        res = train(
+            tiny_state(),
+            CrossEntropy(input_key="x"),
+            interrupted,
+            num_steps=1000,
+            workdir=tmp_path,
+            progress=False,
+            exit_on_preemption=False,
+            prefetch=0,
+        )
+    finally:
+        provenance._COMMAND.update(prefix={}, argv=None)
+    assert res.preempted and res.stop_signal == "SIGINT"
+    err = capsys.readouterr().err
+    assert f"to resume, run: gensim-jax train tiny --workdir {tmp_path} --resume" in err

@@ -39,7 +39,7 @@ def usage() -> str:
     prog = command_prefix("eval")
     width = max(map(len, PROTOCOLS))
     lines = [f"  {name:<{width}}  {_summary(mod)}" for name, mod in PROTOCOLS.items()]
-    text = __doc__.strip().replace("python -m eval", prog)
+    text = __doc__.strip().replace("python -m eval", prog).replace("python -m train", command_prefix("train"))
     return f"usage: {prog} PROTOCOL [options]\n\n{text}\n\nprotocols:\n" + "\n".join(lines)
 
 
