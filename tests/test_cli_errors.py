@@ -77,6 +77,8 @@ def bad(tmp_path_factory) -> Path:
     (d / "json_export").mkdir()
     (d / "json_export" / "model.json").write_text("{not json")
     (d / "json_export" / "variables.msgpack").write_bytes(b"\x80")
+    (d / "damaged_workdir").mkdir()
+    (d / "damaged_workdir" / "config.json").write_text('{"seed": 0, "conf')
     (d / "not.npz").write_text("not an npz archive")
     np.savez(d / "partial.npz", embeddings=np.zeros((2, 6, 3)))
     (d / "broken.py").write_text("EXPERIMENT = (\n")
@@ -124,6 +126,10 @@ def bad_inputs(d: Path) -> list[tuple[list[str], str]]:
         (["eval", "oddball", "--trials", str(d / "partial.npz"), "--target-error", "2"], "--target-error must lie"),
         (["eval", "hierarchy", "--embeddings", str(d / "missing.npz")], f"{d / 'missing.npz'}: no such file"),
         (["eval", "spurious_digits", "--workdir", str(d / "missing")], "has no config.json"),
+        (
+            ["eval", "spurious_digits", "--workdir", str(d / "damaged_workdir")],
+            f"{d / 'damaged_workdir' / 'config.json'} cannot be read as JSON",
+        ),
         (["runs", "compare", str(d / "missing")], f"{d / 'missing'}: no such run directory"),
         (["runs", "compare", str(d / "empty")], f"{d / 'empty'}: no metrics.jsonl"),
         (["runs", "compare", str(d / "binary_run")], f"{d / 'binary_run' / 'metrics.jsonl'} holds no readable record"),

@@ -57,7 +57,12 @@ def main(argv=None) -> int:
     cfg_path = workdir / "config.json"
     if not cfg_path.is_file():
         p.error(typed(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?"))
-    stored = json.loads(cfg_path.read_text())
+    try:
+        stored = json.loads(cfg_path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        p.error(f"{cfg_path} cannot be read as JSON ({err}); the training run writes it at its start")
+    if not isinstance(stored, dict):
+        p.error(f"{cfg_path} holds a JSON {type(stored).__name__}, not the object a training run writes")
     fields = stored.get("config") if isinstance(stored.get("config"), dict) else {}
     experiment = stored.get("experiment", fields.get("experiment", "spurious_digits"))
     if experiment != "spurious_digits":
