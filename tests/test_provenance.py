@@ -237,3 +237,38 @@ def test_the_resume_hint_repeats_the_command_typed(tmp_path, capsys):
     assert res.preempted and res.stop_signal == "SIGINT"
     err = capsys.readouterr().err
     assert f"to resume, run: gensim-jax train tiny --workdir {tmp_path} --resume" in err
+
+
+@pytest.mark.slow
+def test_tensorboards_hparams_backend_lists_the_runs_settings_and_results(tmp_path):
+    """TensorBoard's own HParams backend (where installed) sees one session per run, its config and its results."""
+    pytest.importorskip("tensorboard.plugins.hparams.backend_context")
+    from tensorboard import context
+    from tensorboard.backend.event_processing import data_provider
+    from tensorboard.backend.event_processing import plugin_event_multiplexer as em
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.hparams import backend_context
+
+    from gensim_jax.training.records import RunRecorder
+
+    for name, lr in (("lr0.1", 0.1), ("lr0.01", 0.01)):
+        with RunRecorder(tmp_path / name / "run0") as rec:
+            rec.write_config({"learning_rate": lr, "optim": {"name": "adam"}, "seed": 0})
+            rec.write(5, {"loss": 1.0})
+            rec.write(5, {"result/accuracy": lr * 5})
+    mux = em.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(tmp_path))
+    mux.Reload()
+    dp = data_provider.MultiplexerDataProvider(mux, str(tmp_path))
+    ctx = backend_context.Context(base_plugin.TBContext(logdir=str(tmp_path), data_provider=dp, multiplexer=mux))
+    rc = context.RequestContext()
+    meta = ctx.hparams_metadata(rc, "")
+    assert sorted(meta) == ["lr0.01/run0", "lr0.1/run0"]
+    exp = ctx.experiment_from_metadata(rc, "", True, meta, ctx.hparams_from_data_provider(rc, "", 1000))
+    infos = {h.name: h for h in exp.hparam_infos}
+    assert set(infos) == {"learning_rate", "optim.name", "seed"}
+    assert (infos["learning_rate"].domain_interval.min_value, infos["learning_rate"].domain_interval.max_value) == (
+        0.01,
+        0.1,
+    )
+    assert {m.name.tag for m in exp.metric_infos} == {"loss", "result/accuracy"}
