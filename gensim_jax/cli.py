@@ -73,9 +73,8 @@ def error_line(prog: str, err: BaseException) -> tuple[str, int]:
     if isinstance(err, SyntaxError):  # an experiment file given by path
         where = ":".join(str(x) for x in (err.filename, err.lineno) if x is not None)
         return f"{prog}: error: {where}: {err.msg} (a syntax error in that file)", 2
-    own = type(err).__module__.startswith(
-        "gensim_jax."
-    )  # e.g. CheckpointRestoreError: raised on purpose, with a message
+    # the package's own error classes (CheckpointRestoreError, ...) are raised on purpose, with a message
+    own = type(err).__module__.startswith("gensim_jax.")
     if own or isinstance(err, (ValueError, TypeError, KeyError, LookupError)):
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         return f"{prog}: error: {_one_line(msg)}", 2
