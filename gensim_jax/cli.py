@@ -197,7 +197,13 @@ def _info(args) -> int:
     from gensim_jax import parallel
 
     if args.distributed:
-        parallel.initialize_distributed(force=True)
+        try:
+            parallel.initialize_distributed(force=True)
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"--distributed: jax.distributed.initialize() found no cluster to join ({_one_line(err)}); run it "
+                "inside a SLURM, TPU-pod or Open MPI job, or leave --distributed out"
+            ) from err
     print(json.dumps(parallel.device_summary(), indent=2))
     return 0
 

@@ -134,6 +134,7 @@ def bad_inputs(d: Path) -> list[tuple[list[str], str]]:
         (["runs", "compare", str(d / "empty")], f"{d / 'empty'}: no metrics.jsonl"),
         (["runs", "compare", str(d / "binary_run")], f"{d / 'binary_run' / 'metrics.jsonl'} holds no readable record"),
         (["runs", "compare", str(d / "run"), "--out", str(d / "run" / "metrics.jsonl" / "x.png")], "x.png"),
+        (["info", "--distributed"], "found no cluster to join"),  # last: it starts JAX's distributed client
     ]
 
 
