@@ -167,6 +167,8 @@ def test_a_training_run_writes_its_config_and_provenance_to_tensorboard(tmp_path
     assert hparams["gensim_jax"] == gensim_jax.__version__
     assert hparams.get("commit") == provenance.short_commit({"git": provenance.git_state()})
     assert "loss" in scalars and "config/text_summary" in texts
+    shown = json.loads(texts["provenance/text_summary"].strip("`\n"))
+    assert shown["gensim_jax"] == gensim_jax.__version__ and shown["versions"]["jax"] and shown["process_count"] == 1
     record = json.loads((tmp_path / "config.json").read_text())
     assert record["provenance"]["gensim_jax"] == gensim_jax.__version__
 

@@ -29,7 +29,8 @@ over all its sessions (the time between a crash and the resume is not counted).
 Hyperparameters: :meth:`RunRecorder.write_config` writes the run's config to TensorBoard's HParams
 plugin (a "session start info" of the flattened config, so the HParams tab lists, filters and
 compares the runs of a sweep by their settings; every scalar of the run, the final ``result/*``
-included, is a metric there) and as a text summary ``config`` (the Text tab).
+included, is a metric there) and as a text summary ``config`` (the Text tab), next to the text
+summary ``provenance`` (versions, git commit, command, devices).
 """
 
 from __future__ import annotations
@@ -248,8 +249,13 @@ class RunRecorder:
                 self._write_event(pb.Summary(value=items), step, wall_time)
         return record
 
-    def write_config(self, config: Mapping[str, Any], *, step: int = 0) -> dict:
+    def write_config(
+        self, config: Mapping[str, Any], *, step: int = 0, provenance: Optional[Mapping[str, Any]] = None
+    ) -> dict:
         """Write ``config`` to TensorBoard: its HParams plugin and a text summary ``config``; returns the hparams.
+
+        ``provenance`` (what produced the run, :func:`gensim_jax.provenance.provenance`) is written as
+        a second text summary, ``provenance``.
 
         Nested sections are flattened to ``section.key``; numbers, strings and booleans are
         hyperparameters as they are, lists and other values as compact JSON, None is left out.
@@ -274,6 +280,9 @@ class RunRecorder:
         self._write_event(session_start, int(step))
         text = "```\n" + json.dumps(to_jsonable(dict(config)), indent=2, sort_keys=True, default=repr) + "\n```"
         self._write_event(tbx_summary.text("config", text), int(step))
+        if provenance is not None:
+            text = "```\n" + json.dumps(to_jsonable(dict(provenance)), indent=2, default=repr) + "\n```"
+            self._write_event(tbx_summary.text("provenance", text), int(step))
         self._tb.flush()
         return hparams
 
