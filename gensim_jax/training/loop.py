@@ -248,11 +248,12 @@ def train(
 
     # what the run records (process 0 only): metrics.jsonl + TensorBoard events, lines past `start` dropped
     recorder = RunRecorder(workdir, start_step=start, tensorboard=tensorboard)
-    from gensim_jax.provenance import provenance
+    if recorder.active:  # process 0: the config as TensorBoard hyperparameters, with what produced the run
+        from gensim_jax.provenance import provenance
 
-    recorder.write_config(
-        {**dict(config or {}), "seed": int(seed), **_produced_by()}, step=start, provenance=provenance()
-    )
+        recorder.write_config(
+            {**dict(config or {}), "seed": int(seed), **_produced_by()}, step=start, provenance=provenance()
+        )
     timer = StepTimer(peak_flops_per_s=peak_flops_per_s)
     detector = InputBoundDetector(hint=input_bound_hint) if input_bound_hint else InputBoundDetector()
     profile = ProfileWindow.parse(profile_steps, workdir)
