@@ -214,7 +214,7 @@ def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
       FileNotFoundError: not an export directory.
       ValueError: ``image_size`` missing or ``preprocess`` unknown.
     """
-    from gensim_jax.training.export import load_exported
+    from gensim_jax.models.export import load_exported
 
     model, variables, metadata = load_exported(directory)
     if "image_size" not in metadata:

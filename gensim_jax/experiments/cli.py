@@ -404,14 +404,25 @@ def plan_main(argv=None) -> int:
         fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
         return planning.StepBuild(fn=fn, args=inputs)
 
-    return planning.run_plan_command(
-        build,
-        args.batch_size or config.batch_size,
-        topology=args.topology,
-        fsdp=args.fsdp,
+    from gensim_jax.cli import report_plan  # adds the arm, the --set overrides and the resolved config
+
+    return report_plan(
+        lambda out: planning.run_plan_command(
+            build,
+            args.batch_size or config.batch_size,
+            topology=args.topology,
+            fsdp=args.fsdp,
+            as_json=args.json,
+            max_batch=args.max_batch,
+            chips=args.chips,
+            experiment=experiment.name,
+            config=args.config,
+            out=out,
+        ),
+        experiment.name,
+        config,
+        arm=arm if arm is not None else str(experiment.arms(config)[0]),
+        overrides=args.set,
         as_json=args.json,
-        max_batch=args.max_batch,
         chips=args.chips,
-        experiment=experiment.name,
-        config=args.config,
     )

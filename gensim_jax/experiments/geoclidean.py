@@ -58,6 +58,7 @@ Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Optional
 
 import jax
@@ -324,6 +325,11 @@ class Geoclidean(ImageExperiment):
             )
         if config.target_transform not in TARGET_TRANSFORMS:
             raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
+        if config.benchmark_dir and not Path(config.benchmark_dir).is_dir():  # before any stimulus is rendered
+            raise ValueError(
+                f"benchmark_dir {config.benchmark_dir!r} is not a directory: give the official Geoclidean benchmark "
+                "folder (its concept folders hold concept.txt and train/test images), or leave it out"
+            )
         return config
 
     def prepare(self, config: Config) -> Data:

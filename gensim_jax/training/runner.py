@@ -35,6 +35,7 @@ import numpy as np
 
 from gensim_jax import parallel
 from gensim_jax.jsonable import to_jsonable
+from gensim_jax.provenance import provenance
 from gensim_jax.training.experiment import Experiment, HostShard
 from gensim_jax.training.export import export_variables
 from gensim_jax.training.loop import read_metrics, save_run_config, train
@@ -338,6 +339,7 @@ def run_experiment(
     results.setdefault("evaluations", evaluations)  # per run: what `gensim-jax eval export` reproduces
     results["train_seconds"] = train_seconds
     results["devices"] = parallel.device_summary()
+    results["provenance"] = provenance()
     results = to_jsonable(results)
     if is_main:
         workdir.mkdir(parents=True, exist_ok=True)

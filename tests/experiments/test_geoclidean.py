@@ -119,6 +119,8 @@ def test_config_validation_and_cli_registration(capsys):
         exp.EXPERIMENT.get_config("cpu_small", objectives=["gensim", "nonsense"])
     with pytest.raises(ValueError, match="target_transform"):
         exp.EXPERIMENT.get_config("cpu_small", target_transform="log")
+    with pytest.raises(ValueError, match="benchmark_dir '/nonexistent' is not a directory"):
+        exp.EXPERIMENT.get_config("cpu_small", benchmark_dir="/nonexistent")  # before any rendering
     assert exp.EXPERIMENT.num_steps(exp.EXPERIMENT.get_config("paper"), None) == int(np.ceil(35 * 100_000 / 128))
     with pytest.raises(SystemExit):
         main(["geoclidean", "--config", "cpu_small", "--set", "nonsense=1"])

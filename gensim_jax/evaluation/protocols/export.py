@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, prog, typed
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="gensim-jax eval export", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog("export"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--export", nargs="+", required=True, metavar="DIR", help="export directories of runs")
     add_output_arguments(p)
