@@ -15,7 +15,10 @@ kind            batch entries                                                   
 ==============  ==============================================================  ===========================
 
 ``b`` is the shard's rows (``global batch / processes``). Images stay ``uint8``: the jitted step
-normalises them (:func:`gensim_jax.training.step.normalize_inputs`).
+normalises them (:func:`gensim_jax.training.step.normalize_inputs`). ``labelled`` and ``triplets``
+gather rows of the in-memory source in the consumer's thread (``engine="numpy"``: the batches of
+``tf.data``, without its per-batch scheduling and without importing TensorFlow); ``views`` augment
+with TensorFlow's stateless ops in ``tf.data``'s parallel map.
 """
 
 from __future__ import annotations
@@ -66,13 +69,19 @@ def stream(
     keys, kw = list(keys), shard.pipeline_kwargs
 
     def labelled(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, seed=seed, keys=keys, start_step=position, **kw)
+        ds = pipelines.labelled_batches(source, seed=seed, keys=keys, start_step=position, engine="numpy", **kw)
         for b in pipelines.as_numpy(ds):
             yield {"image": b["image"], **{k: b[k] for k in keys}, "mask": b["mask"]}
 
     def triplets(position: int) -> Iterator[dict]:
         ds = pipelines.triplet_batches(
-            source, seed=seed, group_key=group_key, keys=keys or [group_key], start_step=position, **kw
+            source,
+            seed=seed,
+            group_key=group_key,
+            keys=keys or [group_key],
+            start_step=position,
+            engine="numpy",
+            **kw,
         )
         for b in pipelines.as_numpy(ds):
             x = b["image"]

@@ -224,13 +224,14 @@ class GeoclideanSource(GreyImageSource):
 def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int, shard: HostShard):
     """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
     (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
-    from gensim_jax.data.augment import simclr_augment
     from gensim_jax.data.streams import stream
 
     if objective == "gensim":
         return stream("labelled", source, seed=seed, shard=shard, keys=("program_id",))
     if objective == "class_triplet":
         return stream("triplets", source, seed=seed, shard=shard, group_key="program_id")
+    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
+
     s = config.image_size
     aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
     return stream("views", source, seed=seed, shard=shard, augment=aug)

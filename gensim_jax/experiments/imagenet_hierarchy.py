@@ -282,13 +282,16 @@ def make_batches(objective: str, config: Config, seed: int, shard: HostShard, so
         )
     if source is None:
         raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
-    from gensim_jax.data.augment import simclr_augment
     from gensim_jax.data.streams import stream
 
-    s = config.image_size
-    aug = simclr_augment(
-        (s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p, grayscale_p=config.grayscale_p
-    )
+    aug = None
+    if objective == "simclr":  # TensorFlow: imported by the SimCLR arm only
+        from gensim_jax.data.augment import simclr_augment
+
+        s = config.image_size
+        aug = simclr_augment(
+            (s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p, grayscale_p=config.grayscale_p
+        )
     return stream(STREAMS[objective], source, seed=seed, shard=shard, keys=("label",), group_key="label", augment=aug)
 
 

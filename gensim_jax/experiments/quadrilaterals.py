@@ -209,7 +209,6 @@ def training_source(config: Config, seed: int) -> GreyImageSource:
 def make_batches(objective: str, source: GreyImageSource, config: Config, seed: int, shard: HostShard):
     """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
     (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
-    from gensim_jax.data.augment import simclr_augment
     from gensim_jax.data.streams import stream
 
     if objective == "gensim":
@@ -218,6 +217,8 @@ def make_batches(objective: str, source: GreyImageSource, config: Config, seed: 
         labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
         offset = IMAGENET_CLASSES if config.pretrained else 0  # the 11 classes follow ImageNet's 1,000
         return lambda position: ({**b, "label": b["label"] + offset} for b in labelled(position))
+    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
+
     s = config.image_size
     aug = simclr_augment(
         (s, s),
