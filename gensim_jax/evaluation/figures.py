@@ -32,6 +32,7 @@ from gensim_jax.evaluation.statistics import mean_sem
 
 __all__ = [
     "mean_sem",
+    "plot_accuracy_vs_lambda",
     "plot_gaussian_mixture",
     "plot_geoclidean",
     "plot_geoclidean_summary",
@@ -458,3 +459,47 @@ def plot_gaussian_mixture(arrays: Mapping, history, num_bins: int, path) -> Path
     inset.set_title("train loss", fontsize=8)
     inset.tick_params(labelsize=6)
     return Path(save_figure(fig, path, dpi=110))
+
+
+def plot_accuracy_vs_lambda(
+    rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95, chance: float | None = 0.1
+) -> None:
+    """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
+
+    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
+    ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
+    """
+    if not rows:
+        raise ValueError("rows is empty")
+    fig, (ax,) = _figure(6.4, 4.2)
+    import matplotlib.ticker
+
+    lam = np.array([r["lambda"] for r in rows], float)
+    for m, label, colour in (
+        ("id_accuracy", "in distribution (own pool)", "tab:blue"),
+        ("ood_accuracy", "out of distribution (swapped pools)", "tab:red"),
+    ):
+        mean = np.array([r[f"{m}_mean"] for r in rows], float)
+        ax.plot(lam, mean, "o-", color=colour, label=label)
+        if all(r[f"{m}_low"] is not None for r in rows):
+            lo = np.array([r[f"{m}_low"] for r in rows], float)
+            hi = np.array([r[f"{m}_high"] for r in rows], float)
+            ax.fill_between(
+                lam,
+                np.clip(lo, 0, 1),
+                np.clip(hi, 0, 1),
+                color=colour,
+                alpha=0.2,
+                label=f"{100 * confidence:g}% CI over seeds",
+            )
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
+    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
+    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
+    ax.set_xticks(lam, [f"{v:g}" for v in lam])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylim(0, 1.02)
+    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
+    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
+    ax.legend(fontsize=8, loc="best")
+    save_figure(fig, path, dpi=110)

@@ -196,8 +196,8 @@ def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normal
         assert got[np.ix_(ids, ids)].min() > 2.9  # log counts: every pair shares subtrees
 
 
-def test_all_threshold_rules_key_the_results_by_suite_and_rule():
-    config = tiny_config(eval_threshold="all", benchmark_dir="/some/dir")
+def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
+    config = tiny_config(eval_threshold="all", benchmark_dir=str(tmp_path))  # a directory: validated up front
     assert exp.eval_rules(config) == ("per_concept", "global", "benchmark")
     assert exp.result_keys(config, ["sampler", "official"]) == [
         "sampler/per_concept",
