@@ -305,7 +305,7 @@ def _model_embed(model, variables, batch_size):
 class Data:
     """What every run shares: the rendered training images and the few-shot episodes per suite."""
 
-    source: GeoclideanSource
+    source: Optional[GeoclideanSource]  # None when only evaluating
     suites: dict  # {"sampler": episodes[, "official": episodes]}
 
 
@@ -337,10 +337,13 @@ class Geoclidean(ImageExperiment):
         source = GeoclideanSource(
             config.num_train_images, config.seed, config.image_size, progress=jax.process_index() == 0
         )
+        return Data(source, self.prepare_evaluation(config).suites)
+
+    def prepare_evaluation(self, config: Config) -> Data:  # the few-shot episodes only: no training renders
         suites = {"sampler": heldout_concepts(config)}
         if config.benchmark_dir:
             suites["official"] = official_concepts(config)
-        return Data(source, suites)
+        return Data(None, suites)
 
     def num_train_examples(self, config: Config, data) -> int:
         return config.num_train_images

@@ -450,6 +450,9 @@ class ImagenetHierarchy(ImageExperiment):
         images, labels = heldout_images(config)
         return Data(source, images, labels)
 
+    def prepare_evaluation(self, config: Config) -> Data:  # the held-out set only
+        return Data(None, *heldout_images(config))
+
     def num_train_examples(self, config: Config, data) -> int:
         return num_train_images(config)
 

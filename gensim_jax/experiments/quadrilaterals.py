@@ -303,9 +303,9 @@ def test_trials(config: Config) -> oe.OddballTrials:
 
 @dataclasses.dataclass
 class Data:
-    """What every run shares: the rendered training images and the oddball test trials."""
+    """What every run shares: the rendered training images (None when only evaluating) and the oddball test trials."""
 
-    source: GreyImageSource
+    source: Optional[GreyImageSource]
     trials: tuple
 
 
@@ -346,6 +346,9 @@ class Quadrilaterals(ImageExperiment):
 
     def prepare(self, config: Config) -> Data:
         return Data(training_source(config, config.seed), test_trials(config))
+
+    def prepare_evaluation(self, config: Config) -> Data:  # the test trials only: no training renders
+        return Data(None, test_trials(config))
 
     def num_train_examples(self, config: Config, data: Data) -> int:
         return config.num_train_images

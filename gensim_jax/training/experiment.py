@@ -227,6 +227,12 @@ class Experiment:
         """Data shared by every run (training sources, test sets); called once per :func:`run_experiment`."""
         return None
 
+    def prepare_evaluation(self, config) -> Any:
+        """What :meth:`evaluate_run` reads of the shared data, for re-evaluating an export
+        (:func:`gensim_jax.training.runner.evaluate_export`); default: all of :meth:`prepare`.
+        Experiments whose training data is expensive (rendered images) build the test sets only."""
+        return self.prepare(config)
+
     def arms(self, config) -> tuple:
         """Names of what each run trains (directories ``workdir/<arm>/run<r>``)."""
         return tuple(config.objectives)

@@ -366,8 +366,8 @@ def evaluate_export(directory, experiment: Optional[Experiment] = None) -> dict:
     """Evaluate a run's export with its experiment's own evaluation: the call the run made, on the same stimuli.
 
     The export carries the experiment (``experiment_source``), the arm, the seed and the run's
-    resolved config (``run_config``); the config is rebuilt and validated, the experiment's shared
-    data rebuilt (:meth:`Experiment.prepare`, deterministic from the config) and
+    resolved config (``run_config``); the config is rebuilt and validated, the experiment's test
+    data rebuilt (:meth:`Experiment.prepare_evaluation`, deterministic from the config) and
     :meth:`Experiment.evaluate_run` called with the exported model and variables. So the result
     equals the run's recorded evaluation (``results.json`` ``evaluations[arm][r]``) exactly.
 
@@ -387,7 +387,7 @@ def evaluate_export(directory, experiment: Optional[Experiment] = None) -> dict:
         )
     experiment = experiment or registry.load(meta.get("experiment_source", meta["experiment"]))
     config = experiment.config_from_dict(meta["run_config"])
-    data = experiment.prepare(config)
+    data = experiment.prepare_evaluation(config)
     evaluation = experiment.evaluate_run(meta["objective"], config, data, model, variables, int(meta["seed"]))
     return {
         "export": str(directory),
