@@ -86,11 +86,33 @@ def test_require_names_the_extra(monkeypatch):
     assert require("numpy", "core").__name__ == "numpy"
 
 
+def test_pipelines_without_tensorflow_gather_with_numpy_and_name_the_extra_for_tf_data():
+    """Streams without augmentation need no TensorFlow (engine="numpy"); a tf.data one names the extra."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["tensorflow"] = None
+        import numpy as np
+        from gensim_jax.data import pipelines
+        from gensim_jax.data.sources import ArraySource
+        src = ArraySource({"image": np.zeros((8, 4, 4, 3), np.uint8), "label": np.arange(8)})
+        batch = next(pipelines.as_numpy(pipelines.labelled_batches(src, 4, seed=0, engine="numpy")))
+        print(batch["image"].shape)
+        try:
+            pipelines.labelled_batches(src, 4, seed=0)
+        except ImportError as err:
+            print(err)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "(4, 4, 4, 3)" and "pip install 'gensim-jax[data]'" in lines[1]
+
+
 @pytest.mark.parametrize(
     "blocked, module, extra",
     [
         ("flax", "gensim_jax.models", "models"),
-        ("tensorflow", "gensim_jax.data.pipelines", "data"),
+        ("tensorflow", "gensim_jax.data.imagenet", "data"),
         ("tensorflow", "gensim_jax.data.augment", "data"),
     ],
 )
@@ -125,7 +147,7 @@ for name in names:
     failed += r.failed
     attempted += r.attempted
 errors = {{}}
-for module in ("gensim_jax.models", "gensim_jax.data.pipelines", "gensim_jax.evaluation.figures"):
+for module in ("gensim_jax.models", "gensim_jax.data.augment", "gensim_jax.evaluation.figures"):
     try:
         importlib.import_module(module)
         if module.endswith("figures"):
@@ -163,5 +185,5 @@ def test_core_wheel_installs_and_runs_without_extras(tmp_path):
     assert res["heavy"] == [], f"the core imported extras' modules {res['heavy']}"
     assert res["attempted"] >= 20 and res["failed"] == 0, res
     assert "pip install 'gensim-jax[models]'" in res["errors"]["gensim_jax.models"]
-    assert "pip install 'gensim-jax[data]'" in res["errors"]["gensim_jax.data.pipelines"]
+    assert "pip install 'gensim-jax[data]'" in res["errors"]["gensim_jax.data.augment"]
     assert "pip install 'gensim-jax[eval]'" in res["errors"]["gensim_jax.evaluation.figures"]
