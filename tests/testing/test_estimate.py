@@ -218,6 +218,8 @@ def test_importance_sampling_for_a_peaked_likelihood():
     n = 4000
     plain = estimate_log_similarity(model, x1, x2, jax.random.key(1), n)
     assert plain.ess.max() < 0.05 * n  # prior draws rarely land under the likelihood
+    with pytest.raises(AssertionError, match="effective sample size too small"):  # even for the exact kernel
+        assert_log_similarity_close(_normal_exact, None, (x1, x2), estimate=plain)
     report = assert_log_similarity_close(
         _normal_exact, model, (x1, x2), jax.random.key(2), num_samples=n, proposal=_mixture_proposal()
     )
