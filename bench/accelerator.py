@@ -168,7 +168,22 @@ def compare_curves(a: Sequence[float], b: Sequence[float]) -> float:
     return worst
 
 
+_BATCHES: dict = {}
+
+
 def _host_batches(experiment, config, arm: str, seed: int, num: int) -> list:
+    """The first ``num`` host batches of ``arm`` (prepared once per experiment, config and arm: the compute
+    dtype does not change the data)."""
+    import dataclasses
+
+    key = (experiment.name, json.dumps(dataclasses.asdict(dataclasses.replace(config, dtype="float32")), default=str))
+    key += (str(arm), seed, num)
+    if key not in _BATCHES:
+        _BATCHES[key] = _load_batches(experiment, config, arm, seed, num)
+    return _BATCHES[key]
+
+
+def _load_batches(experiment, config, arm: str, seed: int, num: int) -> list:
     data = experiment.prepare(config)
     out = []
     for batch in experiment.batches(arm, config, data, seed)(0):
