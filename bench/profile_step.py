@@ -16,7 +16,7 @@ float32, the CPU compiler options), runs it once (compile), then traces ``--step
 Each kind's share is per-op wall time on the executing threads (ops of the two cores overlap, so the
 sum can exceed the step). Also prints the top ops by time, with the HLO op name metadata.
 
-Usage: python -m bench.profile_step [--model resnet50] [--size 64] [--batch 32] [--steps 2] [--top 25]
+Usage: python -m bench.profile_step [--model resnet50] [--size 64] [--batch 32] [--steps 2] [--top 25] [--quick]
 """
 
 from __future__ import annotations
@@ -100,11 +100,14 @@ def _describe(hlo_text: str, name: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def profile(model: str = "resnet50", size: int = 64, batch: int = 32, steps: int = 2, top: int = 25) -> dict:
+def profile(
+    model: str = "resnet50", size: int = 64, batch: int = 32, steps: int = 2, top: int = 25, quick: bool = False
+) -> dict:
+    """The per-kind and per-op seconds of one step (``quick``: the tiny variants of bench/training_step.py)."""
     from bench.training_step import _batch, _OursStep
 
     x, y = _batch(batch, size)
-    ours = _OursStep(model, size, x, y, quick=False)
+    ours = _OursStep(model, size, x, y, quick=quick)
     t0 = time.perf_counter()
     ours()
     compile_s = time.perf_counter() - t0
@@ -143,6 +146,9 @@ def profile(model: str = "resnet50", size: int = 64, batch: int = 32, steps: int
         "by_kind_share": {k: v / total for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])} if total else {},
         "top_ops": [{"op": k, "kind": _kind(k, kinds), "s": v, "hlo": _describe(hlo, k)} for k, v in top_ops],
         "num_ops_traced": len(known),
+        "unmatched_events_s": dict(
+            sorted(((k, v) for k, v in by_op.items() if k not in kinds), key=lambda kv: -kv[1])[:top]
+        ),
         "num_events": len(events),
     }
 
@@ -154,12 +160,18 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--quick", action="store_true", help="the tiny model variants (a smoke run)")
     a = p.parse_args(argv)
-    r = profile(a.model, a.size, a.batch, a.steps, a.top)
+    r = profile(a.model, a.size, a.batch, a.steps, a.top, a.quick)
     print(json.dumps(r, default=float))
-    print(f"\n{a.model} {a.size}px batch {a.batch}: step {r['step_wall_s']:.3f} s wall, ops {r['op_seconds_per_step']:.3f} s")
+    print(
+        f"\n{a.model} {a.size}px batch {a.batch}: step {r['step_wall_s']:.3f} s wall, ops {r['op_seconds_per_step']:.3f} s"
+    )
     for k, v in r["by_kind_s"].items():
         print(f"  {k:20s} {v:8.3f} s  {100 * r['by_kind_share'][k]:5.1f}%")
+    print("  events that are not HLO ops (runtime, threads, the Python side):")
+    for k, v in list(r["unmatched_events_s"].items())[:10]:
+        print(f"  {v * 1e3:8.1f} ms  {k[:100]}")
     for o in r["top_ops"]:
         print(f"  {o['s'] * 1e3:8.1f} ms  {o['kind']:20s} {o['op']}  {o['hlo'][:220]}")
 
