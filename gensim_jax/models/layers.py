@@ -133,10 +133,12 @@ SUBSAMPLE_MAX_OUTPUT_PIXELS = IM2COL_MAX_OUTPUT_PIXELS
 def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     """``y[b, i, j, o] = sum_{u, v, c} x_pad[b, s*i + u, s*j + v, c] K[u, v, c, o]`` (NHWC, HWIO).
 
-    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  For an output of at
-    most :data:`IM2COL_MAX_OUTPUT_PIXELS` pixels it is evaluated as one matrix product of the
-    ``k * k`` shifted (strided) windows of the padded input, concatenated over channels, with the
-    kernel reshaped to ``(k * k * C, O)`` (a static, trace-time choice; identical sums).
+    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  On XLA:CPU, for an
+    output of at most :data:`IM2COL_MAX_OUTPUT_PIXELS` pixels, it is evaluated as one matrix product
+    of the ``k * k`` shifted (strided) windows of the padded input, concatenated over channels, with
+    the kernel reshaped to ``(k * k * C, O)`` (identical sums; a static choice on shapes, and
+    ``lax.platform_dependent`` on the platform the program is lowered for, so a TPU or GPU program,
+    and the planner's compile for one, keeps the convolution).
 
     Args:
       x: ``(B, H, W, C)``.  kernel: ``(k, k, C, O)``.  stride, padding: ints.
@@ -149,7 +151,14 @@ def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     dn = ("NHWC", "HWIO", "NHWC")
     h_out = conv_output_size(x.shape[1], kh, s, p)
     w_out = conv_output_size(x.shape[2], kw, s, p)
-    if h_out * w_out <= IM2COL_MAX_OUTPUT_PIXELS:
+
+    def direct(x, kernel):
+        return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
+
+    if h_out * w_out > IM2COL_MAX_OUTPUT_PIXELS:
+        return direct(x, kernel)
+
+    def im2col(x, kernel):
         b, c, o = x.shape[0], x.shape[3], kernel.shape[3]
         xp = jnp.pad(x, ((0, 0), (p, p), (p, p), (0, 0))) if p else x
         span_h, span_w = s * (h_out - 1) + 1, s * (w_out - 1) + 1
@@ -157,7 +166,10 @@ def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
         cols = windows[0] if len(windows) == 1 else jnp.concatenate(windows, axis=-1)  # (B, H', W', k*k*C)
         y = cols.reshape(b * h_out * w_out, kh * kw * c) @ kernel.reshape(kh * kw * c, o)
         return y.reshape(b, h_out, w_out, o)
-    return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
+
+    # chosen when the program is lowered for its platform: im2col on XLA:CPU only (a TPU or GPU runs the
+    # convolution well, and im2col would multiply the padding's zeros too)
+    return jax.lax.platform_dependent(x, kernel, cpu=im2col, default=direct)
 
 
 def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> int:
