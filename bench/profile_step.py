@@ -5,7 +5,8 @@ float32, the CPU compiler options), runs it once (compile), then traces ``--step
 ``jax.profiler`` (a Perfetto trace) and sums the time of every XLA op (thunk) by kind:
 
 * ``convolution``: convolutions (forward and both gradients), Eigen or YNNPACK;
-* ``dot``: matrix products (the classifier);
+* ``dot``: matrix products (the classifier, 1x1 convolutions, im2col products; with the YNNPACK
+  fusions around them);
 * ``reduction fusion``: fusions that reduce (BatchNorm mean/variance and their gradients, the
   loss, the global pool);
 * ``elementwise fusion``: the other fusions (BatchNorm normalise/scale, ReLU, their gradients,
@@ -40,7 +41,7 @@ def _kind(name: str, hlo_kinds: dict) -> str:
     if "convolution" in low or "conv" in k:
         return "convolution"
     if low.startswith("dot") or k == "dot":
-        return "dot"
+        return "dot"  # also YNNPACK fusions around a dot (ynn_fusion.N), e.g. the im2col products
     if k == "reduce" or "reduce" in low:
         return "reduction fusion"
     if "copy" in low or "transpose" in low:
@@ -66,6 +67,7 @@ def _hlo_kinds(hlo_text: str) -> dict:
             comps[current].append(line)
     reduces = {c for c, body in comps.items() if any(" reduce(" in ln or "reduce-window(" in ln for ln in body)}
     convs = {c for c, body in comps.items() if any(" convolution(" in ln for ln in body)}
+    dots = {c for c, body in comps.items() if any(" dot(" in ln for ln in body)}
     for line in hlo_text.splitlines():
         m = re.match(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*\S+\s+([\w\-]+)\(", line)
         if not m:
@@ -78,7 +80,7 @@ def _hlo_kinds(hlo_text: str) -> dict:
         elif op == "fusion":
             called = re.search(r"calls=%?([\w.\-]+)", line)
             c = called.group(1) if called else ""
-            kinds[name] = "conv" if c in convs else "reduce" if c in reduces else "fusion"
+            kinds[name] = "conv" if c in convs else "dot" if c in dots else "reduce" if c in reduces else "fusion"
         elif op in ("reduce", "reduce-window"):
             kinds[name] = "reduce"
     return kinds
