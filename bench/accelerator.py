@@ -184,9 +184,12 @@ def _host_batches(experiment, config, arm: str, seed: int, num: int) -> list:
 
 
 def _load_batches(experiment, config, arm: str, seed: int, num: int) -> list:
+    from gensim_jax.training.experiment import HostShard
+
     data = experiment.prepare(config)
     out = []
-    for batch in experiment.batches(arm, config, data, seed)(0):
+    # one process: its shard is the whole global batch
+    for batch in experiment.batches(arm, config, data, seed, HostShard.of_this_process(config.batch_size))(0):
         out.append({k: np.asarray(v) for k, v in batch.items()})
         if len(out) >= num:
             break
@@ -289,7 +292,8 @@ def _skip(bench: str, name: str, cfg: str, why: str) -> dict:
 
 
 def _synthetic_batch(abstract_batch: dict, seed: int) -> dict:
-    """Host arrays of the batch spec: floats uniform in [0, 1), integers 0, booleans True (a full mask)."""
+    """Host arrays of the batch spec: floats uniform in [0, 1), ``uint8`` (images) uniform on 0..255, other
+    integers 0 (ids, labels), booleans True (a full mask)."""
     rng = np.random.default_rng(seed)
     out = {}
     for k, s in abstract_batch.items():
@@ -298,6 +302,8 @@ def _synthetic_batch(abstract_batch: dict, seed: int) -> dict:
             out[k] = np.ones(s.shape, dt)
         elif np.issubdtype(dt, np.floating):
             out[k] = rng.random(s.shape, dtype=np.float32).astype(dt)
+        elif dt == np.uint8:
+            out[k] = rng.integers(0, 256, s.shape, dtype=np.uint8)
         else:
             out[k] = np.zeros(s.shape, dt)
     return out

@@ -12,7 +12,8 @@ Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch
 (the runner against a bare jit loop, 1 and 2 processes), ``inputs``
 (data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
 CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``), ``mc_estimator``
-(the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples).
+(the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples), ``input_scaling``
+(host input work per process of one global batch at 1, 2 and 4 processes).
 ``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
 several devices vs one; ``make accel-check``) runs only when named with ``--only``: on a CPU-only
 machine it needs ``--quick`` (its smoke mode).
@@ -36,7 +37,16 @@ from pathlib import Path
 if __package__ in (None, ""):  # ``python bench/run_all.py``: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MODULES = ("losses", "kernels", "scaling", "inputs", "training_step", "runner_overhead", "mc_estimator")
+MODULES = (
+    "losses",
+    "kernels",
+    "scaling",
+    "inputs",
+    "input_scaling",
+    "training_step",
+    "runner_overhead",
+    "mc_estimator",
+)
 OPTIONAL = ("accelerator",)  # run only when named in --only
 
 

@@ -77,10 +77,12 @@ def measure(batch: int = 512, steps: int = 200, repeats: int = 3, workdir: str |
 
     from gensim_jax import parallel
     from gensim_jax.training import train
-    from gensim_jax.training.runner import process_local_batches
+    from gensim_jax.training.experiment import HostShard
 
     mesh, make_state, objective, cache = _setup(batch)
-    factory = process_local_batches(_problem(batch), batch)
+    rows = HostShard.of_this_process(batch).rows
+    whole = _problem(batch)
+    factory = lambda position: ({k: v[rows] for k, v in b.items()} for b in whole(position))  # noqa: E731
     step = cache.get(parallel.place_state(make_state(), mesh), objective)
 
     def bare(n: int) -> float:

@@ -1,5 +1,6 @@
 """The ``gensim-jax`` console command (a thin front end).
 
+``gensim-jax --version``              the gensim-jax version, its git commit (in a checkout) and the library versions
 ``gensim-jax list-models``            registered encoders (``gensim_jax.models.list_models``)
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
 ``gensim-jax train EXPERIMENT ...``   train an experiment (:mod:`gensim_jax.experiments.cli`; in a checkout
@@ -8,18 +9,180 @@
 ``gensim-jax eval PROTOCOL ...``      evaluate exports (:mod:`gensim_jax.evaluation.cli`; = ``python -m eval``)
 ``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
 
-Everything after ``train``/``eval`` (``--help`` included) goes to that command unchanged, so both work
-from an installed wheel, outside any checkout.
+Everything after ``train``/``eval``/``plan`` (``--help`` included) goes to that command unchanged, so
+they work from an installed wheel, outside any checkout.
+
+Errors: every command runs under :func:`run_command`, so an error a user can cause (a missing
+extra, a missing or damaged export, checkpoint or data directory, a bad config value, an unreadable
+file) ends as ONE line on stderr, ``COMMAND: error: WHAT (FIX)``, with exit status 2 (1 for an
+internal error, which also says how to get the traceback).  ``--debug`` anywhere on the command
+line, or ``GENSIM_JAX_DEBUG=1``, shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
-__all__ = ["main"]
+__all__ = ["main", "run_command", "error_line", "DEBUG_ENV"]
+
+#: Environment variable that makes every command show tracebacks (as ``--debug`` does).
+DEBUG_ENV = "GENSIM_JAX_DEBUG"
+
+#: Top-level modules of the optional dependencies -> the extra that installs them (for an ImportError
+#: raised by a library rather than by :func:`gensim_jax._extras.require`).
+_EXTRA_OF_MODULE = {
+    "flax": "models",
+    "optax": "train",
+    "orbax": "train",
+    "tqdm": "train",
+    "tensorboardX": "train",
+    "tensorflow": "data",
+    "tensorflow_datasets": "data",
+    "sklearn": "eval",
+    "matplotlib": "eval",
+    "PIL": "eval",
+    "torch": "torch",
+    "safetensors": "torch",
+    "nltk": "wordnet",
+}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def error_line(prog: str, err: BaseException) -> tuple[str, int]:
+    """``(message, exit status)`` for an exception that ended the command ``prog`` (see the module docstring)."""
+    if isinstance(err, ImportError):
+        name = (getattr(err, "name", None) or "").split(".")[0]
+        msg = str(err)
+        if "comes with pip install" not in msg and name in _EXTRA_OF_MODULE:
+            msg = f"{name} is not installed; it comes with pip install 'gensim-jax[{_EXTRA_OF_MODULE[name]}]'"
+        return f"{prog}: error: {_one_line(msg)}", 2
+    if isinstance(err, OSError) and not str(err).startswith(("[Errno", "Errno")) and str(err):
+        return f"{prog}: error: {_one_line(err)}", 2
+    if isinstance(err, OSError):  # e.g. [Errno 13] Permission denied: 'x': name the file and the reason
+        what = err.filename if err.filename is not None else ""
+        reason = err.strerror or type(err).__name__
+        return f"{prog}: error: {what}{': ' if what else ''}{reason}", 2
+    if isinstance(err, SyntaxError):  # an experiment file given by path
+        where = ":".join(str(x) for x in (err.filename, err.lineno) if x is not None)
+        return f"{prog}: error: {where}: {err.msg} (a syntax error in that file)", 2
+    # the package's own error classes (CheckpointRestoreError, ...) are raised on purpose, with a message
+    own = type(err).__module__.startswith("gensim_jax.")
+    if own or isinstance(err, (ValueError, TypeError, KeyError, LookupError)):
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        return f"{prog}: error: {_one_line(msg)}", 2
+    how = f"--debug or {DEBUG_ENV}=1"
+    return (
+        f"{prog}: internal error: {type(err).__name__}: {_one_line(err)} (run again with {how} for the traceback)",
+        1,
+    )
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors():
+    """Make argparse's errors one line (``PROG: error: MESSAGE (see PROG --help)``) instead of usage + error."""
+
+    def error(self, message):  # noqa: ANN001 - argparse's signature
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} --help)\n")
+
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = error
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original
+
+
+def run_command(
+    fn: Callable[[list], Optional[int]], argv: Sequence[str], prog: str, *, debug: Optional[bool] = None
+) -> int:
+    """Run ``fn(argv)`` as the command ``prog``; any exception ends as one line on stderr and a non-zero status.
+
+    ``--debug`` in ``argv`` (removed before ``fn`` sees it) or ``GENSIM_JAX_DEBUG=1`` lets the
+    exception propagate with its traceback.  ``SystemExit`` (argparse, ``--help``) passes through,
+    argparse's errors shortened to one line; Ctrl-C is exit status 130 with one line.
+    """
+    argv = list(argv)
+    if debug is None:
+        debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    with _one_line_usage_errors():
+        try:
+            return int(fn(argv) or 0)
+        except SystemExit:
+            raise
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+            return 130
+        except Exception as err:  # noqa: BLE001 - the point: no traceback for the user
+            if debug:
+                raise
+            line, status = error_line(prog, err)
+            print(line, file=sys.stderr, flush=True)
+            return status
+
+
+def report_plan(
+    run: Callable, experiment: str, config, *, arm, overrides: Sequence[str], as_json: bool, chips: bool = False
+) -> int:
+    """Run ``run(out)`` (a ``gensim-jax plan`` report written to ``out``) and say what was planned.
+
+    The report gains the arm that was compiled, the ``--set`` overrides as given and the resolved
+    config: JSON fields ``arm``, ``overrides`` and ``resolved_config`` (``config`` stays the config's
+    name); in text, a line before the report and the config's fields after it.
+    """
+    import dataclasses
+    import io
+
+    from gensim_jax.jsonable import to_jsonable
+
+    buf = io.StringIO()
+    status = run(buf)
+    text = buf.getvalue()
+    if status != 0 or chips:
+        sys.stdout.write(text)
+        return status
+    resolved = to_jsonable(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config))
+    overrides = list(overrides)
+    if as_json:
+        report = json.loads(text)
+        report.update(arm=arm, overrides=overrides, resolved_config=resolved)
+        print(json.dumps(report))
+        return status
+    print(f"planned {experiment}, arm {arm}; --set overrides: {' '.join(overrides) if overrides else 'none'}")
+    sys.stdout.write(text)
+    print("\nresolved config:")
+    width = max((len(k) for k in resolved), default=0)
+    for key, value in resolved.items():
+        print(f"  {key:<{width}}  {json.dumps(value)}")
+    return status
+
+
+def _prepare_process() -> None:
+    """Settings of a command-line process: native stdout to stderr (Gloo), quieter TensorFlow, one-line warnings."""
+    import warnings
+
+    from gensim_jax._quiet import native_stdout_to_stderr
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    native_stdout_to_stderr()
+    # a warning is one line, "warning: MESSAGE", not the file, line and source of the warn() call
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {_one_line(message)}\n"
+
+
+def module_main(sub: str, prog: str) -> int:
+    """The entry point of ``python -m train`` / ``python -m eval`` (the checkout's shims): ``sub`` run as ``prog``."""
+    _prepare_process()
+    return _forward(sub, sys.argv[1:], prog=prog)
 
 
 def _list_models(_args) -> int:
@@ -34,7 +197,13 @@ def _info(args) -> int:
     from gensim_jax import parallel
 
     if args.distributed:
-        parallel.initialize_distributed(force=True)
+        try:
+            parallel.initialize_distributed(force=True)
+        except (ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"--distributed: jax.distributed.initialize() found no cluster to join ({_one_line(err)}); run it "
+                "inside a SLURM, TPU-pod or Open MPI job, or leave --distributed out"
+            ) from err
     print(json.dumps(parallel.device_summary(), indent=2))
     return 0
 
@@ -42,18 +211,22 @@ def _info(args) -> int:
 def _runs_compare(args) -> int:
     from gensim_jax import runs
 
-    try:
-        rows = runs.compare_runs(args.dirs, keys=args.keys or list(runs.DEFAULT_COLUMNS))
-        if args.json:
-            print(json.dumps(rows, indent=2))
-        else:
-            print(runs.format_table(rows))
-        if args.out:
-            out = runs.plot_curves(args.dirs, args.out, metric=args.metric, logy=args.logy)
-            print(f"wrote {out}", file=sys.stderr)
-    except ValueError as e:
-        print(f"gensim-jax runs compare: {e}", file=sys.stderr)
-        return 2
+    rows = runs.compare_runs(args.dirs, keys=args.keys or list(runs.DEFAULT_COLUMNS), config_fields=args.config_fields)
+    differ = runs.provenance_differences(rows)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(runs.format_table(rows))
+    if differ:
+        what = " and ".join("gensim-jax version" if k == "version" else "git commit" for k in differ)
+        listing = "; ".join(f"{r['run']}: {r.get('version') or '?'} {r.get('commit') or '?'}" for r in rows)
+        print(f"warning: these runs differ in {what} ({listing})", file=sys.stderr)
+    if args.out:
+        try:
+            out = runs.plot_curves(args.dirs, args.out, metric=args.metric, logy=args.logy, warn=lambda _: None)
+        except OSError as err:
+            raise ValueError(f"--out {args.out}: cannot write it ({err.filename}: {err.strerror or err})") from err
+        print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
@@ -63,25 +236,77 @@ FORWARDED = {
     "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)",
 }
 
+#: What each forwarded command is, for ``gensim-jax --help``.
+_FORWARDED_HELP = {
+    "train": "train an experiment (in a checkout also: python -m train)",
+    "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
+    "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
+}
 
-def _forward(command: str, rest: Sequence[str]) -> int:
-    """Run the ``train`` or ``eval`` command of the package with ``rest`` as its arguments."""
-    if command == "train":
-        from gensim_jax.experiments.cli import main as run
-    elif command == "plan":
-        from gensim_jax.experiments.cli import plan_main as run
-    else:
-        from gensim_jax.evaluation.cli import main as run
-    return int(run(list(rest)) or 0)
+
+def _forward(command: str, rest: Sequence[str], prog: Optional[str] = None) -> int:
+    """Run the ``train``, ``plan`` or ``eval`` command of the package with ``rest`` as its arguments."""
+    from gensim_jax.provenance import set_command
+
+    prog = prog or f"gensim-jax {command}"
+    set_command(prog, [a for a in rest if a != "--debug"], sub=command)
+    error_prog = prog
+    if command == "eval" and rest and not rest[0].startswith("-"):
+        from gensim_jax.evaluation.cli import PROTOCOLS
+
+        if rest[0] in PROTOCOLS:
+            error_prog = f"{prog} {rest[0]}"  # errors name the protocol as typed
+
+    def run(argv: list) -> int:
+        if command == "train":
+            from gensim_jax.experiments import cli as train_cli
+
+            train_cli.PROG = prog  # help, usage and errors name the command as typed
+            fn = train_cli.main
+        elif command == "plan":
+            from gensim_jax.experiments.cli import plan_main as fn
+        else:
+            from gensim_jax.evaluation.cli import main as fn
+        return int(fn(argv) or 0)
+
+    return run_command(run, rest, error_prog)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of the ``gensim-jax`` command; returns the exit status."""
+    """Entry point of the ``gensim-jax`` command; returns the exit status.
+
+    Called without ``argv`` (the console script) it also sends native code's stdout to stderr
+    (:func:`gensim_jax._quiet.native_stdout_to_stderr`), so stdout holds only the command's output.
+    """
+    if argv is None:
+        _prepare_process()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in FORWARDED:  # all of the rest, --help included, is for python -m train/eval
+    if argv and argv[0] in FORWARDED:  # all of the rest, --help included, is for the command
         return _forward(argv[0], argv[1:])
-    parser = argparse.ArgumentParser(prog="gensim-jax", description="GenSim in JAX: models, devices, training.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    return run_command(lambda rest: _main(rest, debug), argv, "gensim-jax", debug=debug)
+
+
+def _version(_args) -> int:
+    from gensim_jax.provenance import version_text
+
+    print(version_text())
+    return 0
+
+
+def _main(argv: list, debug: bool = False) -> int:
+    from gensim_jax.provenance import set_command
+
+    set_command("gensim-jax", argv)
+    parser = argparse.ArgumentParser(
+        prog="gensim-jax",
+        description="GenSim in JAX: models, devices, training.",
+        epilog="--debug (anywhere) or GENSIM_JAX_DEBUG=1: show the traceback of an error.",
+    )
+    parser.add_argument(
+        "--version", action="store_true", help="print the gensim-jax version, its git commit and the library versions"
+    )
+    sub = parser.add_subparsers(dest="command")
     sub.add_parser("list-models", help="list the registered encoders").set_defaults(fn=_list_models)
     p_info = sub.add_parser("info", help="print the JAX backend, processes and devices")
     p_info.add_argument(
@@ -96,8 +321,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--keys",
         nargs="+",
         metavar="PATTERN",
-        help="metric keys to show, glob patterns (default: loss, accuracy, grad_norm, eval/*, "
+        help="metric keys to show, glob patterns (default: loss, accuracy, grad_norm, eval/*, result/*, "
         "perf/examples_per_s, perf/step_time_s)",
+    )
+    p_cmp.add_argument(
+        "--config-fields",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="also show these config fields (glob patterns over config.json's config, nested sections "
+        "joined with '.', e.g. learning_rate 'optim.*')",
     )
     p_cmp.add_argument("--out", metavar="PNG", help="also draw --metric against step for every run into this PNG")
     p_cmp.add_argument("--metric", default="loss", help="the curve drawn with --out (default: loss)")
@@ -107,12 +340,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for command, what in FORWARDED.items():  # listed for --help; main() forwards them before parsing
         p = sub.add_parser(
             command,
-            help=f"= python -m {command} {what.split(',')[0]} [options] (`gensim-jax {command} --help` for the list)",
+            help=f"{_FORWARDED_HELP[command]}; `gensim-jax {command} --help` lists its options",
         )
         p.add_argument("name", help=what)
-        p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options passed on to python -m {command}")
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options of gensim-jax {command}")
     args = parser.parse_args(argv)
-    return int(args.fn(args))
+    if args.version:
+        return _version(args)
+    if args.command is None:
+        parser.error("a command is required: list-models, info, train, plan, eval or runs")
+    prog = " ".join(["gensim-jax", args.command] + ([args.runs_command] if args.command == "runs" else []))
+    return run_command(lambda _: args.fn(args), [], prog, debug=debug)
 
 
 if __name__ == "__main__":

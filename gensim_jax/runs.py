@@ -1,8 +1,15 @@
 """Compare finished (or running) runs from their ``metrics.jsonl``, without TensorBoard.
 
 ``gensim-jax runs compare DIR...`` prints one row per run directory (the last step, the seed from
-``config.json``, and the last recorded value of each metric) and, with ``--out``, draws the loss
-curves of all runs in one PNG.  The functions here need only numpy and matplotlib (no JAX).
+``config.json``, and every metric recorded at that step) and, with ``--out``, draws the loss curves
+of all runs in one PNG.  ``--config-fields`` adds config fields as columns, and runs that were
+produced by different gensim-jax versions or git commits (``config.json``'s ``provenance``) are
+flagged.  The functions here need only the standard library, numpy and matplotlib (no JAX).
+
+Damaged records are reported, never silently skipped: :func:`read_jsonl` (the one reader of
+``metrics.jsonl`` in the package) warns with the file and line of every line it cannot read (a line
+cut short by a killed process, garbage, binary content), and a row never mixes values of different
+steps.
 """
 
 from __future__ import annotations
@@ -10,13 +17,41 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+import sys
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-__all__ = ["read_run", "compare_runs", "format_table", "plot_curves", "DEFAULT_COLUMNS"]
+__all__ = [
+    "read_run",
+    "read_jsonl",
+    "iter_jsonl",
+    "read_json",
+    "compare_runs",
+    "format_table",
+    "plot_curves",
+    "flatten_config",
+    "provenance_differences",
+    "DEFAULT_COLUMNS",
+]
 
 #: The columns ``runs compare`` shows when ``--keys`` is not given (glob patterns over the keys).
-DEFAULT_COLUMNS = ("loss", "accuracy", "grad_norm", "eval/*", "perf/examples_per_s", "perf/step_time_s")
+DEFAULT_COLUMNS = (
+    "loss",
+    "accuracy",
+    "grad_norm",
+    "eval/*",
+    "result/*",
+    "perf/examples_per_s",
+    "perf/step_time_s",
+)
+
+#: Unreadable lines warned about one by one per file; the rest are counted in one more line.
+MAX_LINE_WARNINGS = 5
+
+
+def warn(message: str) -> None:
+    """Print ``warning: MESSAGE`` on stderr (the default ``warn`` of the readers here)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _number(v) -> Optional[float]:
@@ -25,11 +60,80 @@ def _number(v) -> Optional[float]:
     return float(v)
 
 
-def read_run(run_dir) -> dict:
+def iter_jsonl(path) -> Iterator[tuple[int, Optional[str], Optional[dict], Optional[str]]]:
+    """``(line number, text, record, problem)`` for every non-empty line of a JSON-lines record file.
+
+    ``record`` is the parsed object when the line is a JSON object with a numeric ``"step"``, else
+    None and ``problem`` says why (``"not UTF-8 text"``, ``"not JSON (cut short?)"``, ``"no numeric
+    'step'"``); ``text`` is None for a line that is not text.
+    """
+    raw = Path(path).read_bytes()
+    lines = raw.split(b"\n")
+    for i, b in enumerate(lines, start=1):
+        if not b.strip():
+            continue
+        try:
+            text = b.decode("utf-8")
+        except UnicodeDecodeError:
+            yield i, None, None, "not UTF-8 text (binary content?)"
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as err:
+            cut = i == len(lines) and not raw.endswith(b"\n")
+            why = "cut short (the process was killed while writing it?)" if cut else f"not JSON ({err.msg})"
+            yield i, text, None, why
+            continue
+        if not isinstance(record, dict) or isinstance(record.get("step"), bool) or _number(record.get("step")) is None:
+            yield i, text, None, "not a record with a numeric 'step'"
+            continue
+        yield i, text, record, None
+
+
+def read_jsonl(path, *, warn: Callable[[str], None] = warn) -> list[dict]:
+    """The records of a ``metrics.jsonl``; ``warn("FILE:LINE: problem; skipped")`` for every unreadable line.
+
+    A missing file gives ``[]``.  See :func:`iter_jsonl` for what counts as unreadable.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records, bad = [], 0
+    for lineno, _, record, problem in iter_jsonl(path):
+        if record is not None:
+            records.append(record)
+            continue
+        bad += 1
+        if bad <= MAX_LINE_WARNINGS:
+            warn(f"{path}:{lineno}: {problem}; skipped")
+    if bad > MAX_LINE_WARNINGS:
+        warn(f"{path}: {bad - MAX_LINE_WARNINGS} more unreadable lines skipped ({bad} in all)")
+    return records
+
+
+def read_json(path, *, warn: Callable[[str], None] = warn) -> Optional[dict]:
+    """A JSON object file (``config.json``, ``results.json``), or None with a warning naming the file when
+    it is not one; a missing file is None without a warning."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, OSError) as err:
+        where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
+        warn(f"{path}{where}: cannot be read as JSON ({type(err).__name__}: {getattr(err, 'msg', err)}); ignored")
+        return None
+    if not isinstance(value, dict):
+        warn(f"{path}: holds a JSON {type(value).__name__}, not an object; ignored")
+        return None
+    return value
+
+
+def read_run(run_dir, *, warn: Callable[[str], None] = warn) -> dict:
     """``{"path", "records", "config"}`` of a run directory.
 
-    ``records`` are the parsed lines of ``metrics.jsonl`` (a line cut short by a killed process is
-    skipped); ``config`` is ``config.json`` or None.  ``ValueError`` when the directory or its
+    ``records`` are the readable lines of ``metrics.jsonl`` (every other line is named in a warning,
+    :func:`read_jsonl`); ``config`` is ``config.json`` or None.  ``ValueError`` when the directory or its
     ``metrics.jsonl`` is missing or holds no record.
     """
     path = Path(run_dir)
@@ -38,24 +142,40 @@ def read_run(run_dir) -> dict:
     mfile = path / "metrics.jsonl"
     if not mfile.is_file():
         raise ValueError(f"{run_dir}: no metrics.jsonl (not a run directory, or the run logged nothing yet)")
-    records = []
-    for line in mfile.read_text().splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(r, dict) and "step" in r:
-            records.append(r)
+    try:
+        records = read_jsonl(mfile, warn=warn)
+    except OSError as err:
+        raise ValueError(f"{mfile}: cannot be read ({err.strerror or err})") from err
     if not records:
-        raise ValueError(f"{run_dir}: metrics.jsonl holds no record")
-    config = None
-    cfile = path / "config.json"
-    if cfile.is_file():
-        try:
-            config = json.loads(cfile.read_text())
-        except json.JSONDecodeError:
-            config = None
-    return {"path": path, "records": records, "config": config}
+        raise ValueError(f"{mfile} holds no readable record")
+    return {"path": path, "records": records, "config": read_json(path / "config.json", warn=warn)}
+
+
+def flatten_config(config, prefix: str = "") -> dict:
+    """Nested dicts as ``{"a.b": value}`` (lists and other values kept as they are)."""
+    out: dict = {}
+    if isinstance(config, dict):
+        for k, v in config.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, dict) and v:
+                out.update(flatten_config(v, key))
+            else:
+                out[key] = v
+    return out
+
+
+def _produced_by(config: Optional[dict]) -> dict:
+    """``{"version", "commit"}`` of a ``config.json`` record (None where it does not say)."""
+    from gensim_jax.provenance import short_commit
+
+    prov = (config or {}).get("provenance")
+    prov = prov if isinstance(prov, dict) else None
+    return {"version": prov.get("gensim_jax") if prov else None, "commit": short_commit(prov)}
+
+
+def provenance_differences(rows: Sequence[dict]) -> list[str]:
+    """The keys among ``"version"``, ``"commit"`` in which ``rows`` (of :func:`compare_runs`) differ."""
+    return [k for k in ("version", "commit") if len({r.get(k) for r in rows}) > 1]
 
 
 def _names(paths: Sequence[Path]) -> list[str]:
@@ -69,31 +189,45 @@ def _names(paths: Sequence[Path]) -> list[str]:
         depth += 1
 
 
-def compare_runs(run_dirs: Iterable, keys: Optional[Sequence[str]] = None) -> list[dict]:
-    """One row per run: ``{"run", "path", "seed", "step", KEY: last value, ...}``.
+def compare_runs(
+    run_dirs: Iterable,
+    keys: Optional[Sequence[str]] = None,
+    *,
+    config_fields: Sequence[str] = (),
+    warn: Callable[[str], None] = warn,
+) -> list[dict]:
+    """One row per run: ``{"run", "path", "seed", "step", "version", "commit", CONFIG FIELD..., KEY: value, ...}``.
 
     Args:
       run_dirs: run directories (each with a ``metrics.jsonl``).
       keys: glob patterns selecting the metric keys (e.g. ``["loss", "eval/*"]``); default: every
-        numeric key of any run.  A run without a key has None there.
+        numeric key of any run.  A run without a key at its last step has None there.
+      config_fields: glob patterns over the run's config fields (``config.json``'s ``config``, nested
+        sections joined with ``.``), shown as columns ``config.FIELD``.
+      warn: called with one line per unreadable record line or file.
 
-    ``step`` is the last recorded step; each key's value is its last recorded value (so a final
-    evaluation is found even when a training record follows it).
+    ``step`` is the last recorded step and every metric is its value at that step (training,
+    evaluation and final ``result/*`` records of the step merged; a later line wins): a value of an
+    earlier step is never shown beside it.  ``version`` and ``commit`` say what produced the run
+    (``config.json``'s ``provenance``; :func:`provenance_differences`).
     """
-    runs = [read_run(d) for d in run_dirs]
+    runs = [read_run(d, warn=warn) for d in run_dirs]
     if not runs:
         raise ValueError("compare_runs: no run directory given")
-    finals = []
+    finals, steps = [], []
     seen: dict[str, None] = {}
     for run in runs:
+        step = max(int(r["step"]) for r in run["records"])
         last: dict[str, float] = {}
         for r in run["records"]:
             for k, v in r.items():
                 x = _number(v)
                 if k not in ("step", "time") and x is not None:
-                    last[k] = x
                     seen.setdefault(k, None)
+                    if int(r["step"]) == step:
+                        last[k] = x
         finals.append(last)
+        steps.append(step)
     if keys is None:
         columns = sorted(seen, key=lambda k: (k != "loss", "/" in k, k))
     else:
@@ -101,19 +235,35 @@ def compare_runs(run_dirs: Iterable, keys: Optional[Sequence[str]] = None) -> li
             k for pat in keys for k in sorted(seen, key=lambda k: (k != "loss", k)) if fnmatch.fnmatchcase(k, pat)
         ]
         columns = list(dict.fromkeys(columns))
+    configs = [flatten_config((r["config"] or {}).get("config") or {}) for r in runs]
+    fields = list(
+        dict.fromkeys(k for pat in config_fields for cfg in configs for k in sorted(cfg) if fnmatch.fnmatchcase(k, pat))
+    )
+    for pat in config_fields:
+        if not any(fnmatch.fnmatchcase(k, pat) for cfg in configs for k in cfg):
+            warn(f"--config-fields {pat!r} matches no config field of these runs")
     rows = []
-    for name, run, last in zip(_names([r["path"] for r in runs]), runs, finals):
-        cfg = run["config"] or {}
+    for name, run, last, step, cfg in zip(_names([r["path"] for r in runs]), runs, finals, steps, configs):
+        record = run["config"] or {}
         rows.append(
             {
                 "run": name,
                 "path": str(run["path"]),
-                "seed": cfg.get("seed"),
-                "step": max(int(r["step"]) for r in run["records"]),
+                "seed": record.get("seed"),
+                "step": step,
+                **_produced_by(record),
+                **{f"config.{k}": _cell(cfg.get(k)) for k in fields},
                 **{k: last.get(k) for k in columns},
             }
         )
     return rows
+
+
+def _cell(v):
+    """A config value as a table cell: scalars as they are, anything else as compact JSON."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return json.dumps(v, separators=(",", ":"))
 
 
 def _fmt(v) -> str:
@@ -127,10 +277,17 @@ def _fmt(v) -> str:
 
 
 def format_table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None) -> str:
-    """A plain-text table of ``rows`` (``compare_runs`` output), one line per run, columns aligned."""
+    """A plain-text table of ``rows`` (``compare_runs`` output), one line per run, columns aligned.
+
+    Default columns: every key of the rows but ``path``, and ``version`` / ``commit`` only where the
+    runs differ in them.
+    """
     if not rows:
         return ""
-    columns = list(columns or [k for k in rows[0] if k != "path"])
+    if columns is None:
+        hidden = {"path", "version", "commit"} - set(provenance_differences(rows))
+        columns = [k for k in rows[0] if k not in hidden]
+    columns = list(columns)
     cells = [columns] + [[_fmt(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = [
@@ -140,7 +297,13 @@ def format_table(rows: Sequence[dict], columns: Optional[Sequence[str]] = None) 
 
 
 def plot_curves(
-    run_dirs: Iterable, path, metric: str = "loss", *, logy: bool = False, title: Optional[str] = None
+    run_dirs: Iterable,
+    path,
+    metric: str = "loss",
+    *,
+    logy: bool = False,
+    title: Optional[str] = None,
+    warn: Callable[[str], None] = warn,
 ) -> Path:
     """Draw ``metric`` against step for every run into one PNG at ``path``; returns the path.
 
@@ -150,7 +313,7 @@ def plot_curves(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    runs = [read_run(d) for d in run_dirs]
+    runs = [read_run(d, warn=warn) for d in run_dirs]
     names = _names([r["path"] for r in runs])
     fig = Figure(figsize=(7.0, 4.5), dpi=100)
     FigureCanvasAgg(fig)

@@ -27,6 +27,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from gensim_jax.evaluation import statistics
+from gensim_jax.evaluation.statistics import welch_test
+
 METRICS = ("acc_close", "acc_far", "auc_close", "auc_far")
 ORDER = ("gensim", "class_triplet", "simclr")
 
@@ -37,13 +40,14 @@ def t_interval(values) -> tuple[float, float, int]:
     n = len(v)
     if n < 2:
         return float(v.mean()), float("nan"), n
-    return float(v.mean()), float(stats.t.ppf(0.975, n - 1) * v.std(ddof=1) / np.sqrt(n)), n
+    mean, _, high = statistics.t_interval(v)
+    return mean, high - mean, n
 
 
 def welch(a, b) -> tuple[float, float]:
-    """Welch's t statistic and two-sided p of ``mean(a) - mean(b)``."""
-    r = stats.ttest_ind(np.asarray(a, float), np.asarray(b, float), equal_var=False)
-    return float(r.statistic), float(r.pvalue)
+    """Welch's t statistic and two-sided p of ``mean(a) - mean(b)`` (:func:`gensim_jax.evaluation.statistics.welch_test`)."""
+    r = welch_test(a, b)
+    return r["t"], r["p"]
 
 
 def summarize(results: dict) -> dict:

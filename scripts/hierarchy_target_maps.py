@@ -33,12 +33,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gensim_jax.evaluation.spurious_digits import t_interval  # noqa: E402
+from gensim_jax.evaluation.statistics import t_interval, welch_test  # noqa: E402
 
 MAPS = ("raw", "exp", "unit", "standardized")
 
@@ -241,8 +240,7 @@ def _tests(rows: dict) -> dict:
             if b == a or rows[b]["runs"] < 2:
                 continue
             x, y = rows[a]["per_run_score_uniform"], rows[b]["per_run_score_uniform"]
-            res = stats.ttest_ind(x, y, equal_var=False)
-            out[f"{a} vs {b}"] = {"t": float(res.statistic), "dof": float(res.df), "p": float(res.pvalue)}
+            out[f"{a} vs {b}"] = welch_test(x, y)
     return out
 
 

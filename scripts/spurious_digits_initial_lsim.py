@@ -16,7 +16,7 @@ import argparse
 import json
 
 from gensim_jax.evaluation import spurious_digits as protocol
-from gensim_jax.evaluation.spurious_digits import t_interval
+from gensim_jax.evaluation.statistics import t_interval
 from gensim_jax.experiments import spurious_digits as sd
 
 

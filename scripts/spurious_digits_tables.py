@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from gensim_jax.evaluation.spurious_digits import t_interval
+from gensim_jax.evaluation.statistics import t_interval
 from gensim_jax.experiments import spurious_digits as sd
 
 

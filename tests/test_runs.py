@@ -55,14 +55,14 @@ def test_compare_prints_both_runs_and_draws_their_curves(tmp_path, capsys):
         assert im.format == "PNG" and im.size[0] > 100
 
 
-def test_rows_hold_the_last_value_of_each_key(tmp_path):
+def test_rows_hold_the_values_of_the_last_step(tmp_path):
     la = _make_run(tmp_path / "x" / "run", seed=0, eval_acc=0.5)
     lb = _make_run(tmp_path / "y" / "run", seed=3)
     rows = runs.compare_runs([tmp_path / "x" / "run", tmp_path / "y" / "run"], keys=["loss", "eval/*"])
     assert [r["run"] for r in rows] == ["x/run", "y/run"]  # same directory names: parents added
     assert rows[0]["loss"] == la[20] and rows[0]["eval/fewshot/accuracy"] == 0.5
     assert rows[1]["loss"] == lb[20] and rows[1]["eval/fewshot/accuracy"] is None
-    assert set(rows[0]) == {"run", "path", "seed", "step", "loss", "eval/fewshot/accuracy"}
+    assert set(rows[0]) == {"run", "path", "seed", "step", "version", "commit", "loss", "eval/fewshot/accuracy"}
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -78,7 +78,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("gensim-jax runs compare: "), err
     (tmp_path / "cut").mkdir()
     (tmp_path / "cut" / "metrics.jsonl").write_text('{"step": 1, "lo')
-    with pytest.raises(ValueError, match="no record"):
+    with pytest.raises(ValueError, match="cut/metrics.jsonl holds no readable record"):
         runs.read_run(tmp_path / "cut")
 
 
@@ -87,4 +87,99 @@ def test_json_output(tmp_path, capsys):
     assert cli.main(["runs", "compare", str(tmp_path / "r"), "--json", "--keys", "perf/*"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["perf/examples_per_s"] == 104.0 and "loss" not in rows[0]
-    assert list(rows[0])[4:] == ["perf/data_wait_fraction", "perf/examples_per_s"]
+    assert list(rows[0])[6:] == ["perf/data_wait_fraction", "perf/examples_per_s"]
+
+
+def _lines(d, *records):
+    d.mkdir(parents=True, exist_ok=True)
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    (d / "metrics.jsonl").write_text(text)
+    return d / "metrics.jsonl"
+
+
+def test_damaged_lines_are_named_and_steps_never_mixed(tmp_path, capsys):
+    """A garbage middle line and a final line cut short: each named with file and line; the row is step 20's."""
+    path = _lines(
+        tmp_path / "run",
+        {"step": 10, "time": 1.0, "loss": 2.0, "grad_norm": 1.0},
+        "garbage {",
+        {"step": 20, "time": 2.0, "grad_norm": 0.5},
+    )
+    with path.open("a") as f:
+        f.write('{"step": 20, "loss": 0.')  # the loss of step 20, cut short by a killed process
+    assert cli.main(["runs", "compare", str(tmp_path / "run"), "--json"]) == 0
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
+    assert rows[0]["step"] == 20 and rows[0]["grad_norm"] == 0.5
+    assert rows[0]["loss"] is None  # never step 10's loss beside step 20
+    err = out.err.strip().splitlines()
+    assert err == [
+        f"warning: {path}:2: not JSON (Expecting value); skipped",
+        f"warning: {path}:4: cut short (the process was killed while writing it?); skipped",
+    ]
+
+
+def test_binary_metrics_are_named(tmp_path, capsys):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "metrics.jsonl").write_bytes(bytes(range(256)) * 4)
+    assert cli.main(["runs", "compare", str(tmp_path / "bin")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    path = tmp_path / "bin" / "metrics.jsonl"
+    assert all(line.startswith(f"warning: {path}:") for line in err[:-1]) and len(err) == 5 + 1  # 5 lines, one error
+    assert f"warning: {path}:2: not UTF-8 text (binary content?); skipped" in err
+    assert err[-1] == (f"gensim-jax runs compare: error: {tmp_path / 'bin' / 'metrics.jsonl'} holds no readable record")
+
+
+def test_many_damaged_lines_are_counted_after_the_first_few(tmp_path):
+    _lines(tmp_path / "r", {"step": 1, "loss": 1.0}, *["x"] * 9)
+    seen = []
+    records = runs.read_jsonl(tmp_path / "r" / "metrics.jsonl", warn=seen.append)
+    assert len(records) == 1 and len(seen) == runs.MAX_LINE_WARNINGS + 1
+    assert seen[-1].endswith("4 more unreadable lines skipped (9 in all)")
+
+
+def test_result_metrics_and_config_fields_are_columns(tmp_path, capsys):
+    """The runner's final ``result/*`` values are shown by default; --config-fields adds config columns."""
+    for name, lr in (("a", 0.1), ("b", 0.01)):
+        d = tmp_path / name
+        _lines(d, {"step": 5, "loss": 1.0}, {"step": 5, "result/accuracy": lr * 5})
+        cfg = {"seed": 0, "config": {"learning_rate": lr, "optim": {"name": "adam", "betas": [0.9, 0.99]}}}
+        (d / "config.json").write_text(json.dumps(cfg))
+    argv = ["runs", "compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    assert cli.main([*argv, "--config-fields", "learning_rate", "optim.*"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split() == [
+        "run",
+        "seed",
+        "step",
+        "config.learning_rate",
+        "config.optim.betas",
+        "config.optim.name",
+        "loss",
+        "result/accuracy",
+    ]
+    assert lines[1].split() == ["a", "0", "5", "0.1", "[0.9,0.99]", "adam", "1", "0.5"]
+    assert lines[2].split() == ["b", "0", "5", "0.01", "[0.9,0.99]", "adam", "1", "0.05"]
+
+
+def test_runs_of_different_commits_are_flagged(tmp_path, capsys):
+    for name, commit, dirty in (("a", "1" * 40, False), ("b", "2" * 40, True)):
+        d = tmp_path / name
+        _lines(d, {"step": 1, "loss": 1.0})
+        prov = {"gensim_jax": "0.1.0", "git": {"commit": commit, "dirty": dirty}}
+        (d / "config.json").write_text(json.dumps({"seed": 0, "config": {}, "provenance": prov}))
+    assert cli.main(["runs", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr()
+    lines = out.out.strip().splitlines()
+    assert lines[0].split() == ["run", "seed", "step", "commit", "loss"]  # the version is the same: not shown
+    assert lines[1].split()[3] == "1111111" and lines[2].split()[3] == "2222222+dirty"
+    assert out.err.strip() == "warning: these runs differ in git commit (a: 0.1.0 1111111; b: 0.1.0 2222222+dirty)"
+
+
+def test_unreadable_config_is_named(tmp_path, capsys):
+    _lines(tmp_path / "r", {"step": 1, "loss": 1.0})
+    (tmp_path / "r" / "config.json").write_text("{nope")
+    rows = runs.compare_runs([tmp_path / "r"])
+    assert rows[0]["seed"] is None
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"warning: {tmp_path / 'r' / 'config.json'}:1: cannot be read as JSON")

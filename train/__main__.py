@@ -1,12 +1,12 @@
 """``python -m train EXPERIMENT ...``: the checkout's entry point, the same as ``gensim-jax train``.
 
 The experiments are declared in :mod:`gensim_jax.experiments`; this shim keeps the command short in a
-checkout. See ``python -m train --help``.
+checkout. See ``python -m train --help``.  Errors are one line on stderr (``--debug`` shows the traceback).
 """
 
 import sys
 
-from gensim_jax.experiments.cli import main
+from gensim_jax.cli import module_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(module_main("train", "python -m train"))

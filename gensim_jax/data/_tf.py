@@ -11,8 +11,10 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from gensim_jax._extras import require  # noqa: E402
+from gensim_jax._quiet import filtered_native_stderr  # noqa: E402
 
-tf = require("tensorflow", "data")
+with filtered_native_stderr():  # TensorFlow's oneDNN notice ignores TF_CPP_MIN_LOG_LEVEL (absl logging)
+    tf = require("tensorflow", "data")
 
 try:
     tf.config.set_visible_devices([], "GPU")

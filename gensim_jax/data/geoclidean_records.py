@@ -33,12 +33,8 @@ _INT_FIELDS = ("height", "width", "program_id", "tree_id", "variant", "index")
 
 
 def _tf():
-    tf = require("tensorflow", "data")
+    from gensim_jax.data._tf import tf  # the one import of TensorFlow: GPUs hidden, start-up notices dropped
 
-    try:
-        tf.config.set_visible_devices([], "GPU")
-    except RuntimeError:  # devices already initialised; nothing was placed on a GPU by us
-        pass
     return tf
 
 

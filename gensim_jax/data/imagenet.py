@@ -46,6 +46,8 @@ __all__ = [
     "decode_train",
     "decode_eval",
     "imagenet_dataset",
+    "imagenet_stream",
+    "next_other_class",
 ]
 
 NUM_CLASSES = 1000
@@ -149,6 +151,7 @@ def imagenet_dataset(
     num_examples: int | None = None,
     mean=aug.IMAGENET_MEAN,
     std=aug.IMAGENET_STD,
+    dtype: str = "float32",
 ):
     """Batches of ImageNet-1k from tfds ``imagenet2012`` (see module docstring).
 
@@ -167,10 +170,13 @@ def imagenet_dataset(
       num_steps: number of steps (None: endless for training, one pass for evaluation).
       process_index, process_count: this host's shard of the split.
       num_examples: examples in this host's shard (default: from the dataset's metadata).
-      mean, std: normalisation statistics on the ``[0, 1]`` scale.
+      mean, std: normalisation statistics on the ``[0, 1]`` scale (``dtype="float32"``).
+      dtype: ``"float32"``: normalised images; ``"uint8"``: the augmented images in ``[0, 255]``
+        rounded to ``uint8``, not normalised (a quarter of the host memory and transfer; the
+        training step normalises them, :func:`gensim_jax.training.step.normalize_inputs`).
 
     Returns:
-      ``tf.data.Dataset`` of dicts: ``image`` float32 ``(B, S, S, 3)`` (``(B, V, S, S, 3)`` when
+      ``tf.data.Dataset`` of dicts: ``image`` ``dtype`` ``(B, S, S, 3)`` (``(B, V, S, S, 3)`` when
       ``num_views > 1``), ``label (B,)`` tfds label, ``leaf (B,)`` hierarchy node id,
       ``position (B,)`` host-stream position, ``mask (B,)``.
     """
@@ -178,6 +184,10 @@ def imagenet_dataset(
 
     if int(batch_size) <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if dtype not in ("float32", "uint8"):
+        raise ValueError(f"dtype must be 'float32' or 'uint8', got {dtype!r}")
+    if dtype == "uint8":
+        mean = std = None
     if int(num_views) < 1:
         raise ValueError(f"num_views must be >= 1, got {num_views}")
     if int(start_step) < 0:
@@ -233,18 +243,25 @@ def imagenet_dataset(
     seed_base = tf.constant(aug_key, tf.int64)
     size = int(image_size)
 
+    def finish(image):  # [0, 1] floats -> normalised float32, or uint8
+        if dtype == "uint8":
+            return tf.cast(tf.round(tf.clip_by_value(image * 255.0, 0.0, 255.0)), tf.uint8)
+        return aug.normalize(image, mean, std)
+
     def transform(ex):
         pos = ex["position"]
         seed_ = tf.stack([seed_base, pos])
         if not train:
-            image = aug.normalize(decode_eval(ex["image"], size), mean, std)
+            image = finish(decode_eval(ex["image"], size))
         elif num_views == 1:
-            image = aug.normalize(decode_train(ex["image"], seed_, size), mean, std)
+            image = finish(decode_train(ex["image"], seed_, size))
         else:
             view = aug.simclr_augment((size, size), grayscale_p=grayscale_p, blur_p=blur_p, mean=mean, std=std)
             decoded = tf.io.decode_jpeg(ex["image"], channels=3)
             seeds = aug.split_seed(seed_, num_views)
             image = tf.stack([view(decoded, seeds[v]) for v in range(num_views)])
+            if dtype == "uint8":
+                image = finish(image)
         label = ex["label"]
         return {
             "image": image,
@@ -261,3 +278,100 @@ def imagenet_dataset(
     options = tf.data.Options()
     options.deterministic = True
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+# --------------------------------------------------------------------------------------------
+# The runner's streams (this process's rows of every global batch)
+# --------------------------------------------------------------------------------------------
+
+
+def next_other_class(labels) -> np.ndarray:
+    """For each ``i``, the first ``j`` after ``i`` (cyclically) with ``labels[j] != labels[i]``; ``-1`` if none."""
+    y = np.asarray(labels)
+    n = len(y)
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        for k in range(1, n):
+            j = (i + k) % n
+            if y[j] != y[i]:
+                out[i] = j
+                break
+    return out
+
+
+def imagenet_stream(
+    kind: str,
+    split: str,
+    *,
+    seed: int,
+    shard,
+    data_dir=None,
+    image_size: int = 224,
+    shuffle_buffer: int = 16_384,
+    grayscale_p: float = 0.2,
+    blur_p: float = 0.5,
+):
+    """``position -> iterator`` of this process's rows (``shard``, a
+    :class:`~gensim_jax.training.experiment.HostShard`) of the training batches of ``kind`` from ``split``.
+
+    Kinds as :func:`gensim_jax.data.streams.stream`, images ``uint8`` (normalised in the step):
+    ``labelled`` (``image``, ``label``, ``mask``); ``views`` (two SimCLR views ``view1``, ``view2``);
+    ``triplets``: the training stream (Inception crop and flip) regrouped by ``tf.data``
+    ``group_by_window`` into pairs of consecutive images of one class (anchor, positive); ``b``
+    pairs make a batch and the negative of triplet ``i`` is the positive of the next triplet of
+    another class (:func:`next_other_class`); a triplet without one (a batch of a single class) is
+    masked out, and ``label`` is ``(b, 3)``. Pending half pairs are held in memory (at most one
+    decoded image per class: 600 MB at 224 x 224 for 1,000 classes). About two records are read per
+    triplet, so resuming at ``position`` restarts the record stream at its batch ``2 * position``: a
+    valid continuation, not bit-identical to the uninterrupted stream.
+
+    Each process reads and decodes its own contiguous shard of the records, so, unlike the
+    in-memory sources, the records of a global batch depend on the process count (tfrecords have no
+    random access).
+    """
+    from gensim_jax.data.pipelines import as_numpy
+
+    if kind not in ("labelled", "views", "triplets"):
+        raise ValueError(f"kind must be 'labelled', 'views' or 'triplets', got {kind!r}")
+    common = dict(
+        seed=seed,
+        train=True,
+        data_dir=data_dir,
+        image_size=image_size,
+        shuffle_buffer=shuffle_buffer,
+        process_index=shard.index,
+        process_count=shard.count,
+        dtype="uint8",
+    )
+
+    def labelled_or_views(position: int):
+        views = 2 if kind == "views" else 1
+        ds = imagenet_dataset(
+            split, shard.batch, num_views=views, grayscale_p=grayscale_p, blur_p=blur_p, start_step=position, **common
+        )
+        for b in as_numpy(ds):
+            if kind == "views":
+                yield {"view1": b["image"][:, 0], "view2": b["image"][:, 1], "label": b["label"], "mask": b["mask"]}
+            else:
+                yield {"image": b["image"], "label": b["label"], "mask": b["mask"]}
+
+    def triplets(position: int):
+        b = shard.batch
+        ds = imagenet_dataset(split, b, start_step=2 * int(position), **common)
+        ds = ds.unbatch().map(lambda ex: {"image": ex["image"], "label": ex["label"]})
+        ds = ds.group_by_window(key_func=lambda ex: ex["label"], reduce_func=lambda _, w: w.batch(2), window_size=2)
+        ds = ds.batch(b, drop_remainder=True).prefetch(2)
+        for batch in as_numpy(ds):
+            img, lab = batch["image"], batch["label"]
+            j = next_other_class(lab[:, 1])
+            ok = j >= 0
+            j = np.where(ok, j, np.arange(len(j)))
+            yield {
+                "anchor": img[:, 0],
+                "positive": img[:, 1],
+                "negative": img[j, 1],
+                "label": np.stack([lab[:, 0], lab[:, 1], lab[j, 1]], axis=1),
+                "mask": ok,
+            }
+
+    return triplets if kind == "triplets" else labelled_or_views

@@ -28,11 +28,10 @@ keyed by ``(seed, position, member)``; ``tf.data`` runs with ``deterministic=Tru
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from gensim_jax.data._tf import tf
 from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
 from gensim_jax.data.sources import GroupIndex, IndexedSource, gather, group_index
 
@@ -43,11 +42,12 @@ __all__ = [
     "view_batches",
     "as_numpy",
     "Augment",
+    "HostBatches",
 ]
 
 #: ``augment(image, seed) -> image``: a TF function of one ``(H, W, C)`` image and a ``(2,)``
 #: int seed (see :mod:`gensim_jax.data.augment`).
-Augment = Callable[..., "tf.Tensor"]
+Augment = Callable[..., Any]
 
 _AUTOTUNE = -1  # tf.data.AUTOTUNE
 
@@ -104,6 +104,29 @@ def _steps_and_end(
     return stop, end_position
 
 
+class HostBatches:
+    """The batches of a builder without ``tf.data``: ``fetch(step)`` called in the consumer's thread.
+
+    What ``engine="numpy"`` returns (streams without augmentation: gathering rows of an in-memory
+    source costs less than ``tf.data``'s per-batch scheduling, and TensorFlow is not imported).
+    The batches equal the ``tf.data`` ones entry for entry; :func:`as_numpy` iterates both.
+    """
+
+    def __init__(self, fetch, spec: dict, start_step: int, stop_step: int | None, squeeze: bool):
+        self._fetch, self._spec, self._squeeze = fetch, spec, squeeze
+        self._start, self._stop = int(start_step), stop_step
+
+    def as_numpy_iterator(self) -> Iterator[dict[str, np.ndarray]]:
+        step = self._start
+        while self._stop is None or step < self._stop:
+            out = self._fetch(step)
+            batch = {k: np.ascontiguousarray(out[k], dtype=dtype) for k, (dtype, _) in self._spec.items()}
+            if self._squeeze:
+                batch["image"] = batch["image"][:, 0]
+            yield batch
+            step += 1
+
+
 def _build(
     fetch: Callable[[int], dict[str, np.ndarray]],
     spec: dict[str, tuple[np.dtype, tuple]],
@@ -114,8 +137,18 @@ def _build(
     stop_step: int | None,
     squeeze: bool,
     batch_size: int,
+    engine: str = "tf.data",
 ):
-    """Common tf.data plumbing: steps -> numpy fetch -> per-example augment -> batch."""
+    """Common plumbing: steps -> numpy fetch -> per-example augment -> batch, with ``tf.data`` or, for
+    ``engine="numpy"`` (no augmentation), a plain iterator of the same batches (:class:`HostBatches`)."""
+    if engine == "numpy":
+        if augment is not None:
+            raise ValueError("engine='numpy' builds batches without augmentation; augment needs engine='tf.data'")
+        return HostBatches(fetch, spec, start_step, stop_step, squeeze)
+    if engine != "tf.data":
+        raise ValueError(f"engine must be 'tf.data' or 'numpy', got {engine!r}")
+    from gensim_jax.data._tf import tf
+
     keys = list(spec)
     dtypes = [tf.as_dtype(spec[k][0]) for k in keys]
 
@@ -176,6 +209,7 @@ def labelled_batches(
     num_epochs: float | None = None,
     process_index: int = 0,
     process_count: int = 1,
+    engine: str = "tf.data",
 ):
     """Plain batches of examples with their metadata (supervised training and evaluation).
 
@@ -193,9 +227,11 @@ def labelled_batches(
         next epoch and ``mask`` marks the padding False (``shuffle=False, num_epochs=1`` is an
         exact evaluation pass).
       process_index, process_count: this host's slice of the global batch.
+      engine: ``"tf.data"``, or ``"numpy"`` (no ``augment``): the same batches from a plain iterator
+        (:class:`HostBatches`) built in the consumer's thread, without TensorFlow.
 
     Returns:
-      ``tf.data.Dataset`` of dicts: ``image (B, H, W, C)``, metadata ``(B, ...)``,
+      ``tf.data.Dataset`` (or :class:`HostBatches`) of dicts: ``image (B, H, W, C)``, metadata ``(B, ...)``,
       ``index (B,)``, ``position (B,)``, ``mask (B,)``.
 
     Example:
@@ -224,7 +260,16 @@ def labelled_batches(
         return out
 
     return _build(
-        fetch, spec, 1, augment, derive_key(seed, _AUG_TAG), start_step, stop, squeeze=True, batch_size=index.batch_size
+        fetch,
+        spec,
+        1,
+        augment,
+        derive_key(seed, _AUG_TAG),
+        start_step,
+        stop,
+        squeeze=True,
+        batch_size=index.batch_size,
+        engine=engine,
     )
 
 
@@ -291,7 +336,18 @@ def view_batches(
 
 
 def _member_batches(
-    source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, members: int, choose
+    source,
+    batch_size,
+    seed,
+    keys,
+    augment,
+    start_step,
+    num_steps,
+    process_index,
+    process_count,
+    members: int,
+    choose,
+    engine: str = "tf.data",
 ):
     first = _probe(source, keys)
     keys = [k for k in first if k != "image"]
@@ -320,6 +376,7 @@ def _member_batches(
         stop,
         squeeze=False,
         batch_size=index.batch_size,
+        engine=engine,
     )
 
 
@@ -399,6 +456,7 @@ def triplet_batches(
     process_index: int = 0,
     process_count: int = 1,
     groups: GroupIndex | None = None,
+    engine: str = "tf.data",
 ):
     """Triplets ``(x, x+, x-)`` sampled from generative metadata (paper Eq. A3).
 
@@ -417,7 +475,7 @@ def triplet_batches(
       group_key: metadata key of the group id (one scalar per example).
       prior: ``(G,)`` prior over the sorted distinct group ids (default: their frequencies).
       distinct_negative: draw ``theta- != theta+``.
-      keys, augment, start_step, num_steps, process_index, process_count: as in
+      keys, augment, start_step, num_steps, process_index, process_count, engine: as in
         :func:`labelled_batches`.
       groups: a prebuilt :class:`~gensim_jax.data.sources.GroupIndex` (overrides ``prior``).
 
@@ -445,5 +503,5 @@ def triplet_batches(
         return np.stack([anchor, positive, negative], axis=1)
 
     return _member_batches(
-        source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, 3, choose
+        source, batch_size, seed, keys, augment, start_step, num_steps, process_index, process_count, 3, choose, engine
     )

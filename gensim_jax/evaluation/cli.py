@@ -16,6 +16,7 @@ from pathlib import Path
 
 # protocol name -> driver module (with main(argv) and a docstring whose first line describes it)
 PROTOCOLS = {
+    "export": "gensim_jax.evaluation.protocols.export",
     "oddball": "gensim_jax.evaluation.protocols.oddball",
     "geoclidean": "gensim_jax.evaluation.protocols.geoclidean",
     "hierarchy": "gensim_jax.evaluation.protocols.hierarchy",
@@ -33,19 +34,32 @@ def _summary(module: str) -> str:
 
 
 def usage() -> str:
-    """The ``--help`` text: this module's docstring and one line per protocol."""
+    """The ``--help`` text: this module's docstring and one line per protocol, naming the command as typed."""
+    from gensim_jax.provenance import command_prefix
+
+    prog = command_prefix("eval")
     width = max(map(len, PROTOCOLS))
     lines = [f"  {name:<{width}}  {_summary(mod)}" for name, mod in PROTOCOLS.items()]
-    return __doc__.strip() + "\n\nprotocols:\n" + "\n".join(lines)
+    text = __doc__.strip().replace("python -m eval", prog).replace("python -m train", command_prefix("train"))
+    return f"usage: {prog} PROTOCOL [options]\n\n{text}\n\nprotocols:\n" + "\n".join(lines)
 
 
 def main(argv=None) -> int:
+    """Entry point of ``gensim-jax eval`` / ``python -m eval``; returns the exit status.
+
+    No protocol or an unknown one is one line on stderr and exit status 2.
+    """
+    from gensim_jax.provenance import command_prefix
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in PROTOCOLS:
+    if argv and argv[0] in ("-h", "--help"):
         print(usage())
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"\nunknown protocol {argv[0]!r}", file=sys.stderr)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        return 0
+    if not argv or argv[0] not in PROTOCOLS:
+        prog = command_prefix("eval")
+        what = f"unknown protocol {argv[0]!r}" if argv else "a protocol is required"
+        print(f"{prog}: error: {what}; protocols: {', '.join(PROTOCOLS)} (see {prog} --help)", file=sys.stderr)
+        return 2
     from gensim_jax.parallel import cpu_only_without_accelerators
 
     cpu_only_without_accelerators()  # no TPU start-up noise on a machine without one

@@ -6,9 +6,13 @@ encoder exported by :func:`gensim_jax.training.export.export_variables`) to them
 
 * :func:`embed_images` -- ``model.apply(..., method="embed")`` in fixed-size jitted batches.
 * :func:`prepare_images` -- grey/RGB images in ``[0, 1]`` -> the encoder's input: 3 channels,
-  resized to its image size, normalised as it was trained (``"imagenet"`` or ``"none"``).
-* :func:`load_encoder` / :class:`ExportedEncoder` -- an export directory as a callable
-  ``images -> (N, D)`` embeddings.
+  resized to its image size, normalised as it was trained (``"imagenet"``, or ``"unit"`` / ``"none"``: values in [0, 1] as they are).
+* :class:`ExportedEncoder` -- a model with its variables and export metadata as a callable
+  ``images -> (N, D)`` embeddings; :func:`load_encoder` reads one from an export directory and
+  :func:`encoder` wraps a model in memory (a run's own evaluation).  Both are the same object, so a
+  run's evaluation and an evaluation of its export embed the same images alike, bit for bit.
+  ``uint8`` images of the encoder's size are normalised inside the jitted embedding exactly as the
+  training step normalises them (:func:`gensim_jax.training.step.normalize_inputs`).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["ExportedEncoder", "PREPROCESSING", "embed_images", "load_encoder", "prepare_images"]
+from gensim_jax.preprocessing import INPUT_PREPROCESSING
+
+__all__ = ["ExportedEncoder", "PREPROCESSING", "embed_images", "encoder", "load_encoder", "prepare_images"]
 
 #: Input normalisations an export can name in its ``preprocess`` metadata.
-PREPROCESSING = ("imagenet", "none")
+PREPROCESSING = INPUT_PREPROCESSING
 
 
 def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 64) -> np.ndarray:
@@ -79,12 +85,12 @@ def prepare_images(images, image_size: int, preprocess: str = "imagenet", channe
     Grey images (``(N, H, W)`` or ``(N, H, W, 1)``) are repeated to ``channels`` channels; images of
     another size are resized bilinearly (antialiased, ``jax.image.resize``); then ``"imagenet"``
     subtracts the ImageNet mean and divides by its standard deviation per channel
-    (:func:`gensim_jax.models.normalize_imagenet`) and ``"none"`` leaves the values as they are.
+    (:func:`gensim_jax.models.normalize_imagenet`); ``"unit"`` and ``"none"`` leave the values as they are.
 
     Args:
       images: ``(N, H, W)`` or ``(N, H, W, C)`` with ``C`` in ``{1, channels}``, values in ``[0, 1]``.
       image_size: the encoder's input side ``S``.
-      preprocess: ``"imagenet"`` or ``"none"`` (an export's ``preprocess`` metadata).
+      preprocess: ``"imagenet"``, ``"unit"`` or ``"none"`` (an export's ``preprocess`` metadata).
       channels: the encoder's input channels (3 for every image model here).
 
     Returns:
@@ -152,19 +158,50 @@ class ExportedEncoder:
         model = self.model
         return jax.jit(lambda v, b: model.apply(v, b, method="embed"))
 
-    def __call__(self, images, batch_size: int = 64) -> np.ndarray:
-        """``(N, D)`` float32 embeddings of ``images`` (any form :func:`prepare_images` takes).
+    @functools.cached_property
+    def _apply_uint8(self):
+        from gensim_jax.training.step import normalize_inputs
 
-        Images are prepared batch by batch (so a large set at 224 x 224 never exists as one
-        float32 RGB array) and embedded by one jitted function kept for every call.
+        model = self.model
+        pre = "unit" if self.preprocess == "none" else self.preprocess  # "none": pixels in [0, 1] as they are
+        return jax.jit(lambda v, b: model.apply(v, normalize_inputs({"x": b}, pre)["x"], method="embed"))
+
+    def __call__(self, images, batch_size: int = 64) -> np.ndarray:
+        """``(N, D)`` float32 embeddings of ``images``.
+
+        ``uint8`` images in ``[0, 255]`` of the encoder's size (``(N, S, S)`` grey or ``(N, S, S, C)``)
+        go to the device as they are and are normalised in the jitted embedding, as in training;
+        anything else is taken by :func:`prepare_images` (values in ``[0, 1]``, resized). Images are
+        prepared batch by batch (a large set at 224 x 224 never exists as one float32 RGB array) and
+        embedded by one jitted function kept for every call.
         """
         x = np.asarray(images)
         if x.ndim not in (3, 4) or len(x) == 0:
             raise ValueError(f"images must be a non-empty (N, H, W) or (N, H, W, C) batch, got shape {x.shape}")
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        prepare = lambda b: prepare_images(b, self.image_size, self.preprocess, self.channels)  # noqa: E731
+        s, c = self.image_size, self.channels
+        if x.dtype == np.uint8 and x.shape[1:3] == (s, s) and (x.ndim == 3 or x.shape[-1] in (1, c)):
+
+            def prepare(b):
+                b = b[..., None] if b.ndim == 3 else b
+                return np.repeat(b, c, axis=-1) if b.shape[-1] != c else b
+
+            return _embed_batches(self._apply_uint8, self.variables, x, min(int(batch_size), len(x)), prepare)
+        if x.dtype == np.uint8:
+            x = x.astype(np.float32) / np.float32(255.0)
+        prepare = lambda b: prepare_images(b, s, self.preprocess, c)  # noqa: E731
         return _embed_batches(self._apply, self.variables, x, min(int(batch_size), len(x)), prepare)
+
+
+def encoder(model, variables: Mapping[str, Any], **metadata: Any) -> ExportedEncoder:
+    """``model`` with ``variables`` as an :class:`ExportedEncoder` (no directory): what a run evaluates.
+
+    ``metadata`` is what its export will carry (``image_size``, ``preprocess``, ...;
+    :meth:`gensim_jax.training.experiment.Experiment.export_info`), so the run's evaluation and an
+    evaluation of the export (:func:`load_encoder`) embed the same images by the same code.
+    """
+    return ExportedEncoder("", model, variables, dict(metadata))
 
 
 def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
@@ -177,7 +214,7 @@ def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
       FileNotFoundError: not an export directory.
       ValueError: ``image_size`` missing or ``preprocess`` unknown.
     """
-    from gensim_jax.training.export import load_exported
+    from gensim_jax.models.export import load_exported
 
     model, variables, metadata = load_exported(directory)
     if "image_size" not in metadata:

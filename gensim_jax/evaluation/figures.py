@@ -28,35 +28,23 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 
 from gensim_jax._extras import require
+from gensim_jax.evaluation.statistics import mean_sem
 
-__all__ = ["mean_sem", "plot_geoclidean", "plot_hierarchy", "plot_odd_one_out", "plot_oddball", "save_figure"]
+__all__ = [
+    "mean_sem",
+    "plot_accuracy_vs_lambda",
+    "plot_gaussian_mixture",
+    "plot_geoclidean",
+    "plot_geoclidean_summary",
+    "plot_hierarchy",
+    "plot_hierarchy_summary",
+    "plot_odd_one_out",
+    "plot_oddball",
+    "save_figure",
+]
 
 _COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 _HUMAN = "#2CA02C"
-
-
-def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error of the mean ``std(ddof=1) / sqrt(n)`` along ``axis``.
-
-    With a single value along ``axis`` the s.e.m. is 0 (one run has no spread to show).
-
-    Args:
-      values: array with ``n >= 1`` entries along ``axis``.
-
-    Returns:
-      ``(mean, sem)`` with ``axis`` removed.
-
-    Example:
-      >>> m, s = mean_sem([1.0, 3.0])
-      >>> float(m), float(s)
-      (2.0, 1.0)
-    """
-    v = np.asarray(values, np.float64)
-    if v.ndim == 0 or v.shape[axis] == 0:
-        raise ValueError(f"values need at least one entry along axis {axis}, got shape {v.shape}")
-    n = v.shape[axis]
-    sem = v.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(v.mean(axis=axis))
-    return v.mean(axis=axis), sem
 
 
 def _figure(width: float, height: float, ncols: int = 1):
@@ -370,3 +358,148 @@ def plot_oddball(summary: Mapping, path, title: str | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     return path
+
+
+def plot_hierarchy_summary(results: Mapping, path) -> Path:
+    """A hierarchy run's figure: Fig. 4B style, the aggregate ``sum_l log(a_l / c_l)`` per row (bars, std over
+    runs), and Fig. S3, the accuracy per tree level; ``results`` as
+    :mod:`gensim_jax.experiments.imagenet_hierarchy` writes them (``summary``, ``config``)."""
+    summary = results["summary"]
+    names = list(summary)
+    fig, ax = _figure(12, 4.2, ncols=2)
+    x = np.arange(len(names))
+    w = 0.38
+    for k, (key, label) in enumerate((("score_uniform", "chance 1/n_l"), ("score_majority", "chance = majority"))):
+        ax[0].bar(
+            x + (k - 0.5) * w,
+            [summary[n][key] for n in names],
+            w,
+            yerr=[summary[n][key + "_std"] for n in names],
+            label=label,
+        )
+    ax[0].axhline(0, color="grey", lw=0.8)
+    ax[0].set_xticks(x, names, rotation=20)
+    ax[0].set(title="Accuracy over chance across tree levels", ylabel="sum_l log(a_l / c_l)")
+    ax[0].legend(fontsize=8)
+    first = summary[names[0]]
+    levels = np.array(first["levels"])
+    for n in names:
+        s = summary[n]
+        ax[1].errorbar(levels, s["accuracy"], yerr=s["accuracy_std"], marker="o", ms=3, lw=1, capsize=2, label=n)
+    ax[1].plot(levels, first["chance_uniform"], "r--", lw=1, label="chance 1/n_l")
+    ax[1].plot(levels, first["chance_majority"], "r:", lw=1, label="majority")
+    ax[1].set(
+        title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
+        f"{results['config']['eval_folds']}-fold CV)",
+        xlabel="tree level (depth)",
+        ylabel="accuracy",
+        ylim=(0, 1.02),
+    )
+    ax[1].set_xticks(levels)
+    ax[1].legend(fontsize=7, ncol=2)
+    return Path(save_figure(fig, path, dpi=110))
+
+
+def plot_geoclidean_summary(results: Mapping, path) -> Path:
+    """A Geoclidean run's figure: close/far accuracy and AUC of every row on the held-out concepts (our
+    sampler's images; std over runs) and each objective's training loss; ``results`` as
+    :mod:`gensim_jax.experiments.geoclidean` writes them."""
+    from gensim_jax.evaluation.geoclidean_evaluator import METRICS
+
+    key = next(k for k in results["summary"] if k in ("sampler", "sampler/per_concept"))
+    summary = results["summary"][key]
+    names = list(summary)
+    training = results["training"]
+    fig, ax = _figure(6 + 3.2 * len(training), 4, ncols=1 + len(training))
+    width = 0.2
+    x = np.arange(len(names))
+    for k, m in enumerate(METRICS):
+        ax[0].bar(
+            x + (k - 1.5) * width,
+            [summary[n][m] for n in names],
+            width,
+            yerr=[summary[n][m + "_std"] for n in names],
+            label=m,
+        )
+    ax[0].axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax[0].set_xticks(x, names)
+    ax[0].set_ylim(0, 1.05)
+    ax[0].set(title="Held-out Geoclidean concepts (few-shot, our sampler)", ylabel="accuracy / AUC")
+    ax[0].legend(fontsize=8, ncol=2)
+    for a, (name, runs) in zip(ax[1:], training.items()):
+        for i, run in enumerate(runs):
+            a.plot(run["losses"], lw=1, label=f"run {i}")
+        a.set(title=f"{name}: training loss", xlabel="step")
+    ax[1].set_ylabel("loss")
+    return Path(save_figure(fig, path, dpi=110))
+
+
+def plot_gaussian_mixture(arrays: Mapping, history, num_bins: int, path) -> Path:
+    """Fig. S1 of a Gaussian-mixture run: the points coloured by their 1-D embedding, the embedding per
+    generating component, and ``s_gen`` (Eq. H2) against the embedding distance per quantile bin with the
+    training loss inset; ``arrays`` from :func:`gensim_jax.experiments.gaussian_mixture.evaluate`."""
+    x, comp, emb = arrays["x"], arrays["component"], arrays["embedding"]
+    dist, s_gen = arrays["distance"], arrays["s_gen"]
+    fig, ax = _figure(13, 3.8, ncols=3)
+    sc = ax[0].scatter(x[:, 0], x[:, 1], c=emb[:, 0], s=4, cmap="coolwarm")
+    fig.colorbar(sc, ax=ax[0], label="embedding phi(x)")
+    ax[0].set(title="Points coloured by their learned 1-D embedding", xlabel="x1", ylabel="x2")
+    for c, colour in zip(np.unique(comp), ("tab:blue", "tab:orange")):
+        ax[1].hist(emb[comp == c, 0], bins=60, alpha=0.6, color=colour, label=f"component {c}")
+    ax[1].set(title="Embedding per generating component", xlabel="phi(x)")
+    ax[1].legend()
+    order = np.argsort(dist)
+    bins = np.array_split(order, num_bins)
+    ax[2].plot([dist[b].mean() for b in bins], [s_gen[b].mean() for b in bins], ".", ms=3)
+    ax[2].set(
+        title="s_gen (Eq. H2) vs embedding distance", xlabel="|phi(x1) - phi(x2)|", ylabel="mean s_gen per quantile bin"
+    )
+    inset = ax[2].inset_axes([0.55, 0.55, 0.4, 0.4])
+    inset.plot(history)
+    inset.set_title("train loss", fontsize=8)
+    inset.tick_params(labelsize=6)
+    return Path(save_figure(fig, path, dpi=110))
+
+
+def plot_accuracy_vs_lambda(
+    rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95, chance: float | None = 0.1
+) -> None:
+    """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
+
+    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
+    ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
+    """
+    if not rows:
+        raise ValueError("rows is empty")
+    fig, (ax,) = _figure(6.4, 4.2)
+    import matplotlib.ticker
+
+    lam = np.array([r["lambda"] for r in rows], float)
+    for m, label, colour in (
+        ("id_accuracy", "in distribution (own pool)", "tab:blue"),
+        ("ood_accuracy", "out of distribution (swapped pools)", "tab:red"),
+    ):
+        mean = np.array([r[f"{m}_mean"] for r in rows], float)
+        ax.plot(lam, mean, "o-", color=colour, label=label)
+        if all(r[f"{m}_low"] is not None for r in rows):
+            lo = np.array([r[f"{m}_low"] for r in rows], float)
+            hi = np.array([r[f"{m}_high"] for r in rows], float)
+            ax.fill_between(
+                lam,
+                np.clip(lo, 0, 1),
+                np.clip(hi, 0, 1),
+                color=colour,
+                alpha=0.2,
+                label=f"{100 * confidence:g}% CI over seeds",
+            )
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
+    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
+    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
+    ax.set_xticks(lam, [f"{v:g}" for v in lam])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylim(0, 1.02)
+    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
+    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
+    ax.legend(fontsize=8, loc="best")
+    save_figure(fig, path, dpi=110)

@@ -171,3 +171,35 @@ def fig_s1_report(
         **pair_distance_summary(dist, same),
     )
     return report, {"i": i, "j": j, "distance": dist, "s_gen": s_gen}
+
+
+def format_table(results: dict) -> str:
+    """The Fig. S1 report of a run next to the paper's numbers (``results["report"]``, ``results["paper"]``), as a
+    Markdown table (the paper's "different" pairs first)."""
+    r, p = results["report"], results["paper"]
+    ci = "[{:.2f}, {:.2f}]".format
+    rows = [
+        ("test accuracy", f"{r['accuracy']:.3f}", f"{p['accuracy']:.3f}"),
+        (
+            f"Spearman rho({r['spearman_dof']}) distance vs s_gen",
+            f"{r['spearman_rho']:.3f} (p={r['spearman_p']:.1e})",
+            f"{p['spearman_rho']:.2f}",
+        ),
+        ("95% CI mean distance, same pairs", ci(*r["same_ci"]), ci(*p["same_ci"])),
+        (
+            "95% CI mean distance, different pairs (independent parameters, App. A)",
+            ci(*r["different_ci"]),
+            ci(*p["different_ci"]),
+        ),
+        (
+            "mean distance ratio different / same (App. A)",
+            f"{r['distance_ratio']:.2f}",
+            f"{p['distance_ratio']:.2f} (4.84 / 1.64)",
+        ),
+        ("95% CI mean distance, pairs from different components", ci(*r["different_component_ci"]), "n/a"),
+        ("mean distance ratio different-component / same", f"{r['distance_ratio_component']:.2f}", "n/a"),
+    ]
+    w = max(len(a) for a, _, _ in rows)
+    lines = [f"| {'metric':<{w}} | ours | paper |", f"|{'-' * (w + 2)}|------|-------|"]
+    lines += [f"| {a:<{w}} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(lines)

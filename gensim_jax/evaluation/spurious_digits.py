@@ -28,13 +28,12 @@ and scipy on plain numbers.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
-from gensim_jax._extras import require
+from gensim_jax.evaluation.figures import plot_accuracy_vs_lambda  # noqa: F401  (the run's figure)
+from gensim_jax.evaluation.statistics import t_interval
 
 __all__ = [
     "CENTRE_METRICS",
@@ -68,37 +67,6 @@ def accuracy(predictions, labels) -> float:
     if p.ndim != 1 or p.shape != y.shape or p.size == 0:
         raise ValueError(f"predictions and labels must be equal non-empty (N,) arrays, got {p.shape} and {y.shape}")
     return float(np.mean(p == y))
-
-
-def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Two-sided Student-t interval of the mean of ``values`` (seed 003's 95% CI over seeds).
-
-    ``mean +- t_{(1 + confidence) / 2}(n - 1) * s / sqrt(n)``, ``s`` the sample standard deviation
-    (``ddof = 1``), ``t_q(k)`` the ``q`` quantile of Student's t with ``k`` degrees of freedom.
-
-    Args:
-      values: ``(n,)`` finite numbers, ``n >= 2`` (one run has no spread to estimate).
-      confidence: in ``(0, 1)``.
-
-    Returns:
-      ``(mean, low, high)``.
-
-    Example:
-      >>> m, lo, hi = t_interval([0.0, 1.0])   # t_0.975(1) = 12.706, s / sqrt(2) = 0.5
-      >>> round(hi - m, 3)
-      6.353
-    """
-    v = np.asarray(values, np.float64)
-    if v.ndim != 1 or v.size < 2:
-        raise ValueError(f"values must be a 1-d array of at least 2 numbers, got shape {v.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values must be finite")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    n = v.size
-    mean = float(v.mean())
-    half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1) * v.std(ddof=1) / math.sqrt(n))
-    return mean, mean - half, mean + half
 
 
 def summarize(per_run: Mapping[Any, Sequence[Mapping[str, float]]], confidence: float = 0.95) -> list[dict]:
@@ -174,56 +142,6 @@ def format_table(rows: Sequence[Mapping], confidence: float = 0.95) -> str:
     for r in rows:
         lines.append(f"| {r['lambda']:g} | {r['runs']} | " + " | ".join(_cell(r, m) for m in metrics) + " |")
     return "\n".join(lines)
-
-
-def plot_accuracy_vs_lambda(
-    rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95, chance: float | None = 0.1
-) -> None:
-    """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
-
-    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
-    ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
-    """
-    if not rows:
-        raise ValueError("rows is empty")
-    require("matplotlib", "eval")
-    import matplotlib.ticker
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    lam = np.array([r["lambda"] for r in rows], float)
-    fig = Figure(figsize=(6.4, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    for m, label, colour in (
-        ("id_accuracy", "in distribution (own pool)", "tab:blue"),
-        ("ood_accuracy", "out of distribution (swapped pools)", "tab:red"),
-    ):
-        mean = np.array([r[f"{m}_mean"] for r in rows], float)
-        ax.plot(lam, mean, "o-", color=colour, label=label)
-        if all(r[f"{m}_low"] is not None for r in rows):
-            lo = np.array([r[f"{m}_low"] for r in rows], float)
-            hi = np.array([r[f"{m}_high"] for r in rows], float)
-            ax.fill_between(
-                lam,
-                np.clip(lo, 0, 1),
-                np.clip(hi, 0, 1),
-                color=colour,
-                alpha=0.2,
-                label=f"{100 * confidence:g}% CI over seeds",
-            )
-    if chance is not None:
-        ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
-    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
-    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
-    ax.set_xticks(lam, [f"{v:g}" for v in lam])
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_ylim(0, 1.02)
-    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
-    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
 
 
 def _batched(fn, batch_size: int) -> Callable[[Mapping[str, Any], np.ndarray], np.ndarray]:

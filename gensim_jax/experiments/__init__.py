@@ -73,6 +73,9 @@ def load(name_or_path: str):
         path = Path(text)
         if not path.is_file():
             raise ValueError(f"experiment file {text} does not exist")
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:  # a fork's experiment may import the modules beside it
+            sys.path.insert(0, folder)
         spec = importlib.util.spec_from_file_location(f"gensim_jax_user_experiment_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # dataclasses resolve annotations through the module

@@ -7,6 +7,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from gensim_jax.models import torch_import
+from gensim_jax.preprocessing import normalize_uint8
 
 #: ImageNet channel statistics (the library's, :mod:`gensim_jax.models.torch_import`): the encoders
 #: are ImageNet architectures (and may be fine-tuned from ImageNet checkpoints), so every image
@@ -16,24 +17,12 @@ IMAGENET_STD = np.asarray(torch_import.IMAGENET_STD, np.float32)
 
 
 def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32."""
+    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32
+    (``uint8``: :func:`~gensim_jax.preprocessing.normalize_uint8`, the training step's numbers)."""
     x = np.asarray(images)
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
-    return (x - IMAGENET_MEAN) / IMAGENET_STD
-
-
-def simclr_view_batches(source, batch_size: int, augment, *, seed: int, position: int):
-    """Host batches ``{"view1", "view2", "mask"}`` of two augmented, ImageNet-normalised views per image.
-
-    The SimCLR stream of the image experiments (:func:`gensim_jax.data.pipelines.view_batches`
-    from stream ``position``), ready for :class:`gensim_jax.training.NTXent`.
-    """
-    from gensim_jax.data import pipelines
-
-    ds = pipelines.view_batches(source, batch_size, augment, seed=seed, keys=[], start_step=position)
-    for batch in pipelines.as_numpy(ds):
-        x = preprocess(batch["image"])
-        yield {"view1": x[:, 0], "view2": x[:, 1], "mask": batch["mask"]}
+    if x.dtype == np.uint8:
+        return normalize_uint8(x, "imagenet")
+    return (x.astype(np.float32) - IMAGENET_MEAN) / IMAGENET_STD
 
 
 def check_image_config(config, num_train_images: int) -> None:

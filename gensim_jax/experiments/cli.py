@@ -18,6 +18,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 from gensim_jax import experiments as registry
 from gensim_jax.experiments.overrides import (
@@ -49,19 +50,36 @@ def _experiments_epilog(available: dict, with_configs: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _fields_epilog(experiment) -> str:
+def _fields_epilog(experiment, config_name: Optional[str] = None) -> str:
+    """The configs and the fields of ``experiment`` with the values of ``config_name`` (default: the default config)."""
     types_ = field_types(experiment.Config)
-    defaults = {f.name: f.default for f in dataclasses.fields(experiment.Config)}
+    name = config_name if config_name in experiment.CONFIGS else experiment.default_config()
+    values = dataclasses.asdict(experiment.CONFIGS[name]) if name in experiment.CONFIGS else {}
+    base = {f.name: f.default for f in dataclasses.fields(experiment.Config)}
     lines = [
         f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
         f"(default {experiment.default_config()})",
         "",
-        f"{experiment.name} config fields (--set KEY=VALUE; defaults of the base Config):",
+        f"{experiment.name} config fields (--set KEY=VALUE) with the values of --config {name}"
+        " (* differs from the base Config):",
     ]
     width = max(len(k) for k in types_)
     for key, tp in types_.items():
-        lines.append(f"  {key:<{width}}  {describe_type(tp)} = {defaults[key]!r}")
+        value = values.get(key, base[key])
+        mark = "*" if value != base[key] else " "
+        lines.append(f" {mark}{key:<{width}}  {describe_type(tp)} = {value!r}")
     return "\n".join(lines)
+
+
+def print_config(experiment, config_name: str, config) -> None:
+    """``--print-config``: the resolved config (after ``--set``) as JSON, one field a line, on stdout."""
+    from gensim_jax.jsonable import to_jsonable
+
+    print(
+        json.dumps(
+            {"experiment": experiment.name, "config": config_name, **to_jsonable(dataclasses.asdict(config))}, indent=1
+        )
+    )
 
 
 def build_parser(epilog: str) -> argparse.ArgumentParser:
@@ -91,6 +109,11 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
         help="train these objectives (repeat, or a comma list; sets the config's `objectives`)",
     )
     parser.add_argument("--model", default=None, metavar="NAME", help="encoder name (sets the config's `model`)")
+    parser.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (after --config, --set, --objective, --model) as JSON and exit",
+    )
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -267,7 +290,9 @@ def main(argv=None) -> int:
                 experiment = registry.load(chosen)
             except ValueError as err:
                 parser.error(str(err))
-            parser.epilog = _fields_epilog(experiment) + "\n\n" + epilog
+            config_name = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"), None)
+            config_name = config_name or next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+            parser.epilog = _fields_epilog(experiment, config_name) + "\n\n" + epilog
     args = parser.parse_args(argv)
     try:
         experiment = registry.load(args.experiment)
@@ -275,6 +300,9 @@ def main(argv=None) -> int:
             args.config = experiment.default_config()
         workdir = Path(args.workdir or f"runs/{experiment.name}-{args.config}")
         config = resolve_config(args, experiment)
+        if args.print_config:
+            print_config(experiment, args.config, config)
+            return 0
         found = check_workdir(workdir, args.resume)
         from gensim_jax.parallel import cpu_only_without_accelerators
 
@@ -376,14 +404,25 @@ def plan_main(argv=None) -> int:
         fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
         return planning.StepBuild(fn=fn, args=inputs)
 
-    return planning.run_plan_command(
-        build,
-        args.batch_size or config.batch_size,
-        topology=args.topology,
-        fsdp=args.fsdp,
+    from gensim_jax.cli import report_plan  # adds the arm, the --set overrides and the resolved config
+
+    return report_plan(
+        lambda out: planning.run_plan_command(
+            build,
+            args.batch_size or config.batch_size,
+            topology=args.topology,
+            fsdp=args.fsdp,
+            as_json=args.json,
+            max_batch=args.max_batch,
+            chips=args.chips,
+            experiment=experiment.name,
+            config=args.config,
+            out=out,
+        ),
+        experiment.name,
+        config,
+        arm=arm if arm is not None else str(experiment.arms(config)[0]),
+        overrides=args.set,
         as_json=args.json,
-        max_batch=args.max_batch,
         chips=args.chips,
-        experiment=experiment.name,
-        config=args.config,
     )

@@ -36,13 +36,15 @@ from typing import Iterator
 import jax
 import numpy as np
 
+from gensim_jax.evaluation import figures
 from gensim_jax.evaluation import gaussian_mixture as protocol
+from gensim_jax.evaluation.gaussian_mixture import format_table
 from gensim_jax.kernels import gaussian_mixture as gm
 from gensim_jax.kernels import monte_carlo
 from gensim_jax.losses.triplet import TRIPLET_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import TripletObjective
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import Experiment, HostShard, TrainConfig
 
 ARM = "gensim"
 MODEL = "mlp"
@@ -100,22 +102,25 @@ def training_triplets(config: Config, seed: int) -> dict:
     return {k: np.asarray(getattr(trip, k)) for k in ("anchor", "positive", "negative")}
 
 
-def make_batches(triplets: dict, config: Config, seed: int, num_steps: int):
-    """``position -> iterator`` of triplet batches ``{"anchor", "positive", "negative"}`` (B, 2).
+def make_batches(triplets: dict, config: Config, seed: int, num_steps: int, shard: HostShard):
+    """``position -> iterator`` of this process's rows (``shard``) of the triplet batches ``{"anchor", "positive",
+    "negative"}`` (B, 2).
 
     Epoch ``e`` takes ``permutation(split(k_shuffle, E)[e], N)``, ``E = ceil(num_steps / steps_per_epoch)``
     (``epochs`` for a whole number of epochs), in ``steps_per_epoch`` batches; batch ``position``
-    is batch ``position % steps_per_epoch`` of epoch ``position // steps_per_epoch``.
+    is batch ``position % steps_per_epoch`` of epoch ``position // steps_per_epoch``, and this
+    process keeps rows ``shard.rows`` of it.
     """
     spe, b = steps_per_epoch(config), config.batch_size
     num_epochs = max(1, math.ceil(num_steps / spe))
     epoch_keys = jax.random.split(run_keys(seed)[2], num_epochs)
+    rows = shard.rows
 
     def batches(position: int) -> Iterator[dict]:
         for epoch in range(position // spe, num_epochs):
             perm = np.asarray(jax.random.permutation(epoch_keys[epoch], config.num_triplets))
             for k in range(position % spe if epoch == position // spe else 0, spe):
-                idx = perm[k * b : (k + 1) * b]
+                idx = perm[k * b : (k + 1) * b][rows]
                 yield {name: v[idx] for name, v in triplets.items()}
 
     return batches
@@ -211,8 +216,8 @@ class GaussianMixture(Experiment):
     def objective(self, arm: str, config: Config):
         return TripletObjective(form=config.loss_form, distance="euclidean", output="embedding")
 
-    def batches(self, arm: str, config: Config, data, seed: int):
-        return make_batches(training_triplets(config, seed), config, seed, self.num_steps(config, data))
+    def batches(self, arm: str, config: Config, data, seed: int, shard: HostShard):
+        return make_batches(training_triplets(config, seed), config, seed, self.num_steps(config, data), shard)
 
     def export_info(self, arm: str, config: Config) -> dict:
         return {"preprocess": "none", "input": "points (N, 2) of the Appendix H mixture"}
@@ -255,73 +260,11 @@ class GaussianMixture(Experiment):
         )
         _, arrays = evaluate(model, variables, config, config.seed)
         history = results["training"][ARM][0]["losses"]
-        _plot(path, arrays, history, config.num_bins)
+        figures.plot_gaussian_mixture(arrays, history, config.num_bins, path)
         return None
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
-
-
-def _plot(path, arrays: dict, history, num_bins: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x, comp, emb = arrays["x"], arrays["component"], arrays["embedding"]
-    dist, s_gen = arrays["distance"], arrays["s_gen"]
-    fig, ax = plt.subplots(1, 3, figsize=(13, 3.8))
-    sc = ax[0].scatter(x[:, 0], x[:, 1], c=emb[:, 0], s=4, cmap="coolwarm")
-    fig.colorbar(sc, ax=ax[0], label="embedding phi(x)")
-    ax[0].set(title="Points coloured by their learned 1-D embedding", xlabel="x1", ylabel="x2")
-    for c, colour in zip(np.unique(comp), ("tab:blue", "tab:orange")):
-        ax[1].hist(emb[comp == c, 0], bins=60, alpha=0.6, color=colour, label=f"component {c}")
-    ax[1].set(title="Embedding per generating component", xlabel="phi(x)")
-    ax[1].legend()
-    order = np.argsort(dist)
-    bins = np.array_split(order, num_bins)
-    ax[2].plot([dist[b].mean() for b in bins], [s_gen[b].mean() for b in bins], ".", ms=3)
-    ax[2].set(
-        title="s_gen (Eq. H2) vs embedding distance", xlabel="|phi(x1) - phi(x2)|", ylabel="mean s_gen per quantile bin"
-    )
-    inset = ax[2].inset_axes([0.55, 0.55, 0.4, 0.4])
-    inset.plot(history)
-    inset.set_title("train loss", fontsize=8)
-    inset.tick_params(labelsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def format_table(results: dict) -> str:
-    """The report next to the paper's numbers, as a Markdown table (the paper's "different" pairs first)."""
-    r, p = results["report"], results["paper"]
-    ci = "[{:.2f}, {:.2f}]".format
-    rows = [
-        ("test accuracy", f"{r['accuracy']:.3f}", f"{p['accuracy']:.3f}"),
-        (
-            f"Spearman rho({r['spearman_dof']}) distance vs s_gen",
-            f"{r['spearman_rho']:.3f} (p={r['spearman_p']:.1e})",
-            f"{p['spearman_rho']:.2f}",
-        ),
-        ("95% CI mean distance, same pairs", ci(*r["same_ci"]), ci(*p["same_ci"])),
-        (
-            "95% CI mean distance, different pairs (independent parameters, App. A)",
-            ci(*r["different_ci"]),
-            ci(*p["different_ci"]),
-        ),
-        (
-            "mean distance ratio different / same (App. A)",
-            f"{r['distance_ratio']:.2f}",
-            f"{p['distance_ratio']:.2f} (4.84 / 1.64)",
-        ),
-        ("95% CI mean distance, pairs from different components", ci(*r["different_component_ci"]), "n/a"),
-        ("mean distance ratio different-component / same", f"{r['distance_ratio_component']:.2f}", "n/a"),
-    ]
-    w = max(len(a) for a, _, _ in rows)
-    lines = [f"| {'metric':<{w}} | ours | paper |", f"|{'-' * (w + 2)}|------|-------|"]
-    lines += [f"| {a:<{w}} | {b} | {c} |" for a, b, c in rows]
-    return "\n".join(lines)
 
 
 EXPERIMENT = GaussianMixture()

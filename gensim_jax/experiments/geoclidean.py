@@ -58,14 +58,17 @@ Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config 
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Optional
+from pathlib import Path
+from typing import Optional
 
 import jax
 import numpy as np
 
 from gensim_jax.data.sources import GreyImageSource
-from gensim_jax.evaluation import fewshot
+from gensim_jax.evaluation import fewshot, figures
+from gensim_jax.evaluation import geoclidean_evaluator as ge
 from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.evaluation.geoclidean_evaluator import embed_episodes, evaluate_embedding, format_table
 from gensim_jax.experiments import _common
 from gensim_jax.experiments._common import preprocess
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
@@ -78,7 +81,7 @@ from gensim_jax.stimuli.geoclidean.concepts import (
     concept_parse_trees,
 )
 from gensim_jax.training import TableTarget
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
 
 OBJECTIVES = _common.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
@@ -218,32 +221,20 @@ class GeoclideanSource(GreyImageSource):
         return self.arrays["image"][..., 0]
 
 
-def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int):
-    """``position -> iterator`` of host batches for ``objective`` (the ``train()`` protocol)."""
-    from gensim_jax.data import pipelines
-    from gensim_jax.data.augment import simclr_augment
+def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int, shard: HostShard):
+    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
+    (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
+    from gensim_jax.data.streams import stream
 
-    b = config.batch_size
+    if objective == "gensim":
+        return stream("labelled", source, seed=seed, shard=shard, keys=("program_id",))
+    if objective == "class_triplet":
+        return stream("triplets", source, seed=seed, shard=shard, group_key="program_id")
+    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
 
-    def gensim(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["program_id"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "program_id": batch["program_id"], "mask": batch["mask"]}
-
-    def class_triplet(position: int) -> Iterator[dict]:
-        ds = pipelines.triplet_batches(
-            source, b, seed=seed, group_key="program_id", keys=["program_id"], start_step=position
-        )
-        for batch in pipelines.as_numpy(ds):
-            x = preprocess(batch["image"])
-            yield {"anchor": x[:, 0], "positive": x[:, 1], "negative": x[:, 2], "mask": batch["mask"]}
-
-    def simclr(position: int) -> Iterator[dict]:
-        s = config.image_size
-        aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
-        yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
-
-    return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
+    s = config.image_size
+    aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
+    return stream("views", source, seed=seed, shard=shard, augment=aug)
 
 
 def make_objective(objective: str, config: Config):
@@ -286,29 +277,6 @@ def official_concepts(config: Config) -> dict:
     return {n: (c.train, c.test, np.asarray(c.test_kind)) for n, c in loaded.items()}
 
 
-def embed_episodes(embed, episodes: dict) -> dict:
-    """``{name: (support (5, D), test (15, D), kind)}``: ``embed(images) -> (N, D)`` called once on all images."""
-    names = list(episodes)
-    images = np.concatenate([np.concatenate([episodes[n][0], episodes[n][1]]) for n in names])
-    e = embed(images)  # one call: the embedding function is compiled once per model
-    embedded, start = {}, 0
-    for name in names:
-        support, test, kind = episodes[name]
-        embedded[name] = (
-            e[start : start + len(support)],
-            e[start + len(support) : start + len(support) + len(test)],
-            kind,
-        )
-        start += len(support) + len(test)
-    return embedded
-
-
-def evaluate_embedding(embed, episodes: dict, threshold: str) -> dict:
-    """``fewshot_evaluate`` of ``embed(images) -> (N, D)`` on ``episodes``; returns the mean dict."""
-    res = fewshot.fewshot_evaluate(embed_episodes(embed, episodes), threshold=threshold)
-    return {k: float(v) for k, v in res.mean.items()}
-
-
 def eval_rules(config: Config) -> tuple:
     """The threshold rules evaluated: ``config.eval_threshold``, or every rule for ``"all"``."""
     return fewshot.THRESHOLD_RULES if config.eval_threshold == "all" else (config.eval_threshold,)
@@ -337,11 +305,11 @@ def _model_embed(model, variables, batch_size):
 class Data:
     """What every run shares: the rendered training images and the few-shot episodes per suite."""
 
-    source: GeoclideanSource
+    source: Optional[GeoclideanSource]  # None when only evaluating
     suites: dict  # {"sampler": episodes[, "official": episodes]}
 
 
-class Geoclidean(Experiment):
+class Geoclidean(ImageExperiment):
     """Geoclidean few-shot concepts: GenSim (tree kernel) vs class triplets vs SimCLR (paper Fig. 3C)."""
 
     name = "geoclidean"
@@ -358,16 +326,24 @@ class Geoclidean(Experiment):
             )
         if config.target_transform not in TARGET_TRANSFORMS:
             raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
+        if config.benchmark_dir and not Path(config.benchmark_dir).is_dir():  # before any stimulus is rendered
+            raise ValueError(
+                f"benchmark_dir {config.benchmark_dir!r} is not a directory: give the official Geoclidean benchmark "
+                "folder (its concept folders hold concept.txt and train/test images), or leave it out"
+            )
         return config
 
     def prepare(self, config: Config) -> Data:
         source = GeoclideanSource(
             config.num_train_images, config.seed, config.image_size, progress=jax.process_index() == 0
         )
+        return Data(source, self.prepare_evaluation(config).suites)
+
+    def prepare_evaluation(self, config: Config) -> Data:  # the few-shot episodes only: no training renders
         suites = {"sampler": heldout_concepts(config)}
         if config.benchmark_dir:
             suites["official"] = official_concepts(config)
-        return Data(source, suites)
+        return Data(None, suites)
 
     def num_train_examples(self, config: Config, data) -> int:
         return config.num_train_images
@@ -387,8 +363,8 @@ class Geoclidean(Experiment):
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
-    def batches(self, arm: str, config: Config, data: Data, seed: int):
-        return make_batches(arm, data.source, config, seed)
+    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
+        return make_batches(arm, data.source, config, seed, shard)
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
         """``{key: means}`` per suite and rule (:func:`result_keys`); one embedding call per suite."""
@@ -419,84 +395,14 @@ class Geoclidean(Experiment):
             key: {name: [run[key] for run in runs] for name, runs in evaluations.items()}
             for key in result_keys(config, data.suites)
         }
-        summary = {suite: {name: _aggregate(v) for name, v in rows.items()} for suite, rows in per_run.items()}
+        summary = {suite: {name: ge.summarize_runs(v) for name, v in rows.items()} for suite, rows in per_run.items()}
         return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run, "training": training}
 
     def plot(self, results: dict, path) -> None:
-        _plot(path, results)
+        figures.plot_geoclidean_summary(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
-
-
-_METRICS = ("acc_close", "acc_far", "auc_close", "auc_far")
-
-
-def _aggregate(per_run: list) -> dict:
-    out = {}
-    for m in _METRICS:
-        v = np.array([r[m] for r in per_run], float)
-        out[m] = float(v.mean())
-        out[m + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    out["runs"] = len(per_run)
-    return out
-
-
-def _plot(path, results: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    key = next(k for k in results["summary"] if k in ("sampler", "sampler/per_concept"))
-    summary = results["summary"][key]
-    names = list(summary)
-    training = results["training"]
-    fig, ax = plt.subplots(
-        1,
-        1 + len(training),
-        figsize=(6 + 3.2 * len(training), 4),
-        gridspec_kw={"width_ratios": [2] + [1] * len(training)},
-    )
-    width = 0.2
-    x = np.arange(len(names))
-    for k, m in enumerate(_METRICS):
-        ax[0].bar(
-            x + (k - 1.5) * width,
-            [summary[n][m] for n in names],
-            width,
-            yerr=[summary[n][m + "_std"] for n in names],
-            label=m,
-        )
-    ax[0].axhline(0.5, color="grey", lw=0.8, ls="--")
-    ax[0].set_xticks(x, names)
-    ax[0].set_ylim(0, 1.05)
-    ax[0].set(title="Held-out Geoclidean concepts (few-shot, our sampler)", ylabel="accuracy / AUC")
-    ax[0].legend(fontsize=8, ncol=2)
-    for a, (name, runs) in zip(ax[1:], training.items()):
-        for i, run in enumerate(runs):
-            a.plot(run["losses"], lw=1, label=f"run {i}")
-        a.set(title=f"{name}: training loss", xlabel="step")
-    ax[1].set_ylabel("loss")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def format_table(results: dict) -> str:
-    """Objective x held-out accuracy (close, far) and AUC, mean +- std over runs, as Markdown."""
-    lines = []
-    for suite, rows in results["summary"].items():
-        images, _, rule = suite.partition("/")
-        rule = rule or results["config"]["eval_threshold"]
-        lines.append(f"Held-out concepts ({images} images), {rule} threshold:")
-        lines.append("| objective | runs | acc close | acc far | AUC close | AUC far |")
-        lines.append("|---|---|---|---|---|---|")
-        for name, s in rows.items():
-            cells = [f"{s[m]:.3f} +- {s[m + '_std']:.3f}" if s["runs"] > 1 else f"{s[m]:.3f}" for m in _METRICS]
-            lines.append(f"| {name} | {s['runs']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    return "\n".join(lines).rstrip()
 
 
 EXPERIMENT = Geoclidean()

@@ -73,22 +73,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterator, Optional
+from typing import Optional
 
-import jax
 import numpy as np
 
 from gensim_jax.data.sources import ArraySource
+from gensim_jax.evaluation import figures, hierarchy_evaluator
 from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.hierarchy_decoding import aggregate_score, decode_levels
+from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
 from gensim_jax.experiments import _common
-from gensim_jax.experiments._common import preprocess
 from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
 from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 from gensim_jax.training import TableTarget
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
 
 OBJECTIVES = _common.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
@@ -256,194 +255,44 @@ class HierarchySource(ArraySource):
 # --------------------------------------------------------------------------------------------
 
 
-def _hosts(config: Config) -> tuple[int, int, int]:
-    """``(per-process batch, process_index, process_count)`` of the ImageNet record streams."""
-    count, index = jax.process_count(), jax.process_index()
-    if config.batch_size % count:
-        raise ValueError(f"batch_size={config.batch_size} is not divisible by the {count} processes")
-    return config.batch_size // count, index, count
+#: The stream of each objective (:data:`gensim_jax.data.streams.STREAM_KINDS`).
+STREAMS = {"gensim": "labelled", "class_triplet": "triplets", "simclr": "views"}
 
 
-def _as_global_rows(batches: Iterator[dict], global_batch: int) -> Iterator[dict]:
-    """This process's ImageNet rows placed at its rows of a global-batch-shaped dict.
+def make_batches(objective: str, config: Config, seed: int, shard: HostShard, source: Optional[HierarchySource] = None):
+    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``: the synthetic
+    source through :func:`gensim_jax.data.streams.stream`, ImageNet through
+    :func:`gensim_jax.data.imagenet.imagenet_stream` (each process reads and decodes its own shard).
+    Images are ``uint8``, normalised in the step."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if config.dataset == "imagenet2012":
+        from gensim_jax.data.imagenet import imagenet_stream
 
-    The runner takes GLOBAL host batches and keeps the rows of each process
-    (:func:`gensim_jax.training.runner.process_local_batches`). Decoding the whole global batch on
-    every host would multiply the JPEG work by the number of processes, so each process reads its
-    own shard of the records (``process_index`` / ``process_count`` of
-    :func:`~gensim_jax.data.imagenet.imagenet_dataset`) and the other processes' rows are zeros
-    that the runner drops. One process: the batches unchanged.
-    """
-    if jax.process_count() == 1:
-        yield from batches
-        return
-    from gensim_jax import parallel
+        return imagenet_stream(
+            STREAMS[objective],
+            config.train_split,
+            seed=seed,
+            shard=shard,
+            data_dir=config.data_dir,
+            image_size=config.image_size,
+            shuffle_buffer=config.shuffle_buffer,
+            grayscale_p=config.grayscale_p,
+            blur_p=config.blur_p,
+        )
+    if source is None:
+        raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
+    from gensim_jax.data.streams import stream
 
-    rows = parallel.process_batch_slice(global_batch)
-    for batch in batches:
-        out = {}
-        for k, v in batch.items():
-            v = np.asarray(v)
-            full = np.zeros((global_batch,) + v.shape[1:], v.dtype)
-            full[rows] = v
-            out[k] = full
-        yield out
+    aug = None
+    if objective == "simclr":  # TensorFlow: imported by the SimCLR arm only
+        from gensim_jax.data.augment import simclr_augment
 
-
-def synthetic_batches(objective: str, source: HierarchySource, config: Config, seed: int):
-    """``position -> iterator`` of global host batches for ``objective`` on a synthetic source."""
-    from gensim_jax.data import pipelines
-    from gensim_jax.data.augment import simclr_augment
-
-    b = config.batch_size
-
-    def gensim(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "label": batch["label"], "mask": batch["mask"]}
-
-    def class_triplet(position: int) -> Iterator[dict]:
-        ds = pipelines.triplet_batches(source, b, seed=seed, group_key="label", keys=["label"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            x = preprocess(batch["image"])
-            yield {
-                "anchor": x[:, 0],
-                "positive": x[:, 1],
-                "negative": x[:, 2],
-                "label": batch["label"],
-                "mask": batch["mask"],
-            }
-
-    def simclr(position: int) -> Iterator[dict]:
         s = config.image_size
         aug = simclr_augment(
             (s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p, grayscale_p=config.grayscale_p
         )
-        ds = pipelines.view_batches(source, b, aug, seed=seed, keys=["label"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            x = preprocess(batch["image"])
-            yield {"view1": x[:, 0], "view2": x[:, 1], "label": batch["label"], "mask": batch["mask"]}
-
-    return {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
-
-
-def next_other_class(labels) -> np.ndarray:
-    """For each ``i``, the first ``j`` after ``i`` (cyclically) with ``labels[j] != labels[i]``; ``-1`` if none."""
-    y = np.asarray(labels)
-    n = len(y)
-    out = np.full(n, -1, np.int64)
-    for i in range(n):
-        for k in range(1, n):
-            j = (i + k) % n
-            if y[j] != y[i]:
-                out[i] = j
-                break
-    return out
-
-
-def imagenet_triplet_batches(config: Config, seed: int, position: int, *, split: Optional[str] = None):
-    """Class triplets from the ImageNet record stream: ``{anchor, positive, negative, label (B, 3), mask}``.
-
-    The training stream of :func:`~gensim_jax.data.imagenet.imagenet_dataset` (Inception crop and
-    flip) is regrouped by ``tf.data`` ``group_by_window`` into pairs of consecutive images of one
-    class (anchor, positive); ``B`` pairs make a batch and the negative of triplet ``i`` is the
-    positive of the next triplet of another class (:func:`next_other_class`); a triplet without
-    one (a batch of a single class) is masked out. Pending half pairs are held in memory (at most
-    one decoded image per class: 600 MB at 224 x 224 for 1,000 classes). About two records are
-    read per triplet, so resuming at ``position`` restarts the record stream at its batch
-    ``2 * position``: a valid continuation, not bit-identical to the uninterrupted stream.
-    """
-    from gensim_jax.data.imagenet import imagenet_dataset
-    from gensim_jax.data.pipelines import as_numpy
-
-    b, pi, pc = _hosts(config)
-    ds = imagenet_dataset(
-        split or config.train_split,
-        b,
-        seed=seed,
-        train=True,
-        data_dir=config.data_dir,
-        image_size=config.image_size,
-        shuffle_buffer=config.shuffle_buffer,
-        start_step=2 * int(position),
-        process_index=pi,
-        process_count=pc,
-    )
-    ds = ds.unbatch().map(lambda ex: {"image": ex["image"], "label": ex["label"]})
-    ds = ds.group_by_window(key_func=lambda ex: ex["label"], reduce_func=lambda _, w: w.batch(2), window_size=2)
-    ds = ds.batch(b, drop_remainder=True).prefetch(2)
-    for batch in as_numpy(ds):
-        img, lab = batch["image"], batch["label"]
-        j = next_other_class(lab[:, 1])
-        ok = j >= 0
-        j = np.where(ok, j, np.arange(len(j)))
-        yield {
-            "anchor": img[:, 0],
-            "positive": img[:, 1],
-            "negative": img[j, 1],
-            "label": np.stack([lab[:, 0], lab[:, 1], lab[j, 1]], axis=1),
-            "mask": ok,
-        }
-
-
-def imagenet_batches(objective: str, config: Config, seed: int):
-    """``position -> iterator`` of global host batches for ``objective`` from tfds ``imagenet2012``.
-
-    Each process decodes only its own rows (:func:`_as_global_rows`).
-    """
-    from gensim_jax.data.imagenet import imagenet_dataset
-    from gensim_jax.data.pipelines import as_numpy
-
-    b, pi, pc = _hosts(config)
-
-    def stream(position: int, views: int):
-        return as_numpy(
-            imagenet_dataset(
-                config.train_split,
-                b,
-                seed=seed,
-                train=True,
-                data_dir=config.data_dir,
-                image_size=config.image_size,
-                num_views=views,
-                grayscale_p=config.grayscale_p,
-                blur_p=config.blur_p,
-                shuffle_buffer=config.shuffle_buffer,
-                start_step=position,
-                process_index=pi,
-                process_count=pc,
-            )
-        )
-
-    def gensim(position: int) -> Iterator[dict]:
-        for batch in stream(position, 1):
-            yield {"image": batch["image"], "label": batch["label"], "mask": batch["mask"]}
-
-    def class_triplet(position: int) -> Iterator[dict]:
-        return imagenet_triplet_batches(config, seed, position)
-
-    def simclr(position: int) -> Iterator[dict]:
-        for batch in stream(position, 2):
-            yield {
-                "view1": batch["image"][:, 0],
-                "view2": batch["image"][:, 1],
-                "label": batch["label"],
-                "mask": batch["mask"],
-            }
-
-    fn = {"gensim": gensim, "class_triplet": class_triplet, "simclr": simclr}[objective]
-    return lambda position: _as_global_rows(fn(position), config.batch_size)
-
-
-def make_batches(objective: str, config: Config, seed: int, source: Optional[HierarchySource] = None):
-    """``position -> iterator`` of global host batches for ``objective`` (the runner's protocol)."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if config.dataset == "imagenet2012":
-        return imagenet_batches(objective, config, seed)
-    if source is None:
-        raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
-    return synthetic_batches(objective, source, config, seed)
+    return stream(STREAMS[objective], source, seed=seed, shard=shard, keys=("label",), group_key="label", augment=aug)
 
 
 def check_imagenet(config: Config) -> None:
@@ -515,64 +364,20 @@ def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
     return images, labels.astype(np.int32)
 
 
-def _as_model_input(images: np.ndarray) -> np.ndarray:
-    return preprocess(images) if images.dtype == np.uint8 else images.astype(np.float32)
-
-
-def pixel_embedding(images: np.ndarray, size: int) -> np.ndarray:
-    """Model-free baseline: the (normalised) images area-averaged to ``size x size``, flattened ``(N, size*size*3)``."""
-    x = np.asarray(images)
-    n, s = x.shape[0], x.shape[1]
-    out = []
-    for start in range(0, n, 500):
-        chunk = _as_model_input(x[start : start + 500])
-        edges = np.linspace(0, s, size + 1).round().astype(int)
-        rows = np.add.reduceat(chunk, edges[:-1], axis=1) / np.diff(edges)[None, :, None, None]
-        cells = np.add.reduceat(rows, edges[:-1], axis=2) / np.diff(edges)[None, None, :, None]
-        out.append(cells.reshape(len(chunk), -1))
-    return np.concatenate(out)
-
-
 def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
     """``embed_images`` (penultimate layer) of the held-out images, in chunks of at most 2,000 images."""
     out = []
     for start in range(0, len(images), 2000):
-        out.append(embed_images(model, variables, _as_model_input(images[start : start + 2000]), batch_size=batch_size))
+        out.append(embed_images(model, variables, as_model_input(images[start : start + 2000]), batch_size=batch_size))
     return np.concatenate(out)
 
 
 def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Config) -> dict:
-    """Per-level decoding (:func:`decode_levels`, uniform chance) and both aggregates.
-
-    Returns ``{"levels": [{level, num_labels, accuracy, chance_uniform, chance_majority,
-    fold_accuracies}], "score_uniform", "score_majority"}``.
-    """
+    """:func:`~gensim_jax.evaluation.hierarchy_evaluator.evaluate_embedding` on the config's class tree."""
     tree, nodes = class_tree(config)
-    res = decode_levels(
-        embeddings,
-        labels,
-        tree,
-        nodes,
-        folds=config.eval_folds,
-        seed=config.eval_seed,
-        chance="uniform",
-        n_jobs=config.svm_n_jobs,
+    return hierarchy_evaluator.evaluate_embedding(
+        embeddings, labels, tree, nodes, folds=config.eval_folds, seed=config.eval_seed, n_jobs=config.svm_n_jobs
     )
-    levels = [
-        {
-            "level": r.level,
-            "num_labels": r.num_labels,
-            "accuracy": r.accuracy,
-            "chance_uniform": r.chance,
-            "chance_majority": r.majority,
-            "fold_accuracies": list(r.fold_accuracies),
-        }
-        for r in res.levels
-    ]
-    acc = np.array([r["accuracy"] for r in levels])
-    acc = np.maximum(acc, 0.5 / len(labels))  # the floor decode_levels applies (log of a zero accuracy)
-    score_majority = aggregate_score(acc, [r["chance_majority"] for r in levels])
-    return {"levels": levels, "score_uniform": float(res.score), "score_majority": float(score_majority)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -589,7 +394,7 @@ class Data:
     labels: np.ndarray
 
 
-class ImagenetHierarchy(Experiment):
+class ImagenetHierarchy(ImageExperiment):
     """Natural-image hierarchy: GenSim (Eq. 4) vs class triplets vs SimCLR, decoded per tree level (Fig. 4B)."""
 
     name = "imagenet_hierarchy"
@@ -645,6 +450,9 @@ class ImagenetHierarchy(Experiment):
         images, labels = heldout_images(config)
         return Data(source, images, labels)
 
+    def prepare_evaluation(self, config: Config) -> Data:  # the held-out set only
+        return Data(None, *heldout_images(config))
+
     def num_train_examples(self, config: Config, data) -> int:
         return num_train_images(config)
 
@@ -655,8 +463,8 @@ class ImagenetHierarchy(Experiment):
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
-    def batches(self, arm: str, config: Config, data: Data, seed: int):
-        return make_batches(arm, config, seed, data.source)
+    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
+        return make_batches(arm, config, seed, shard, data.source)
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` (deterministic: one entry) and ``initial``: the encoder of the first objective before
@@ -683,113 +491,16 @@ class ImagenetHierarchy(Experiment):
             "num_classes": int(len(nodes)),
             "num_eval_images": int(len(data.labels)),
             "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
-            "summary": {name: _aggregate(per_run) for name, per_run in evaluations.items()},
+            "summary": {name: hierarchy_evaluator.summarize_runs(per_run) for name, per_run in evaluations.items()},
             "per_run": evaluations,
             "training": training,
         }
 
     def plot(self, results: dict, path) -> None:
-        _plot(path, results)
+        figures.plot_hierarchy_summary(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
-
-
-def _aggregate(per_run: list) -> dict:
-    """Mean and standard deviation over runs of the per-level accuracies and the two aggregates."""
-    first = per_run[0]["levels"]
-    acc = np.array([[lv["accuracy"] for lv in run["levels"]] for run in per_run], float)
-    out = {
-        "levels": [lv["level"] for lv in first],
-        "num_labels": [lv["num_labels"] for lv in first],
-        "chance_uniform": [lv["chance_uniform"] for lv in first],
-        "chance_majority": [lv["chance_majority"] for lv in first],
-        "accuracy": acc.mean(axis=0).tolist(),
-        "accuracy_std": (acc.std(axis=0, ddof=1) if len(acc) > 1 else np.zeros(acc.shape[1])).tolist(),
-        "runs": len(per_run),
-    }
-    for key in ("score_uniform", "score_majority"):
-        v = np.array([run[key] for run in per_run], float)
-        out[key] = float(v.mean())
-        out[key + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    return out
-
-
-def _plot(path, results: dict) -> None:
-    """Fig. 4B style: aggregate ``sum_l log(a_l / c_l)`` per row (bars, std over runs), and Fig. S3 per level."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    summary = results["summary"]
-    names = list(summary)
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.6]})
-    x = np.arange(len(names))
-    w = 0.38
-    for k, (key, label) in enumerate((("score_uniform", "chance 1/n_l"), ("score_majority", "chance = majority"))):
-        ax[0].bar(
-            x + (k - 0.5) * w,
-            [summary[n][key] for n in names],
-            w,
-            yerr=[summary[n][key + "_std"] for n in names],
-            label=label,
-        )
-    ax[0].axhline(0, color="grey", lw=0.8)
-    ax[0].set_xticks(x, names, rotation=20)
-    ax[0].set(title="Accuracy over chance across tree levels", ylabel="sum_l log(a_l / c_l)")
-    ax[0].legend(fontsize=8)
-    first = summary[names[0]]
-    levels = np.array(first["levels"])
-    for n in names:
-        s = summary[n]
-        ax[1].errorbar(levels, s["accuracy"], yerr=s["accuracy_std"], marker="o", ms=3, lw=1, capsize=2, label=n)
-    ax[1].plot(levels, first["chance_uniform"], "r--", lw=1, label="chance 1/n_l")
-    ax[1].plot(levels, first["chance_majority"], "r:", lw=1, label="majority")
-    ax[1].set(
-        title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
-        f"{results['config']['eval_folds']}-fold CV)",
-        xlabel="tree level (depth)",
-        ylabel="accuracy",
-        ylim=(0, 1.02),
-    )
-    ax[1].set_xticks(levels)
-    ax[1].legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def format_table(results: dict) -> str:
-    """Row x per-level accuracy and the two aggregates (mean +- std over runs), as Markdown."""
-    summary = results["summary"]
-    first = next(iter(summary.values()))
-    levels = first["levels"]
-
-    def cell(mean, std, runs, fmt="{:.3f}"):
-        return (fmt + " +- " + fmt).format(mean, std) if runs > 1 else fmt.format(mean)
-
-    head = " | ".join(f"L{lv} ({n})" for lv, n in zip(levels, first["num_labels"]))
-    lines = [
-        f"Hierarchy decoding ({results['config']['dataset']}, {results['num_eval_images']} held-out images; "
-        f"level (labels): accuracy):",
-        f"| row | runs | {head} | sum log(a/c), uniform | sum log(a/c), majority |",
-        "|---|---|" + "---|" * len(levels) + "---|---|",
-        "| chance (uniform) | | " + " | ".join(f"{c:.3f}" for c in first["chance_uniform"]) + " | 0 | |",
-        "| chance (majority) | | " + " | ".join(f"{c:.3f}" for c in first["chance_majority"]) + " | | 0 |",
-    ]
-    for name, s in summary.items():
-        accs = [cell(m, sd, s["runs"]) for m, sd in zip(s["accuracy"], s["accuracy_std"])]
-        lines.append(
-            f"| {name} | {s['runs']} | "
-            + " | ".join(accs)
-            + " | "
-            + cell(s["score_uniform"], s["score_uniform_std"], s["runs"], "{:.2f}")
-            + " | "
-            + cell(s["score_majority"], s["score_majority_std"], s["runs"], "{:.2f}")
-            + " |"
-        )
-    return "\n".join(lines)
 
 
 EXPERIMENT = ImagenetHierarchy()
@@ -804,6 +515,7 @@ __all__ = [
     "ImageNetNotPrepared",
     "ImagenetHierarchy",
     "OBJECTIVES",
+    "STREAMS",
     "TARGET_TRANSFORMS",
     "check_imagenet",
     "class_tree",
@@ -812,15 +524,10 @@ __all__ = [
     "gensim_target",
     "heldout_images",
     "hierarchy_log_table",
-    "imagenet_batches",
-    "imagenet_triplet_batches",
     "make_batches",
     "make_objective",
     "model_embedding",
     "model_kwargs",
-    "next_other_class",
     "num_train_images",
     "pixel_embedding",
-    "preprocess",
-    "synthetic_batches",
 ]

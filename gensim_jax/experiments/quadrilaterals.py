@@ -51,21 +51,27 @@ Declaration :data:`EXPERIMENT`; run with ``gensim-jax train quadrilaterals --con
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Optional
+from typing import Optional
 
 import jax
 import numpy as np
 
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import figures
-from gensim_jax.evaluation import oddball as ob
-from gensim_jax.evaluation.embed import embed_images
+from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation.embed import encoder
+from gensim_jax.evaluation.oddball_evaluator import (
+    human_mean_error,
+    readout,
+    regression_error,
+    trial_embeddings,
+    trial_error_rates,
+)
 from gensim_jax.experiments import _common
-from gensim_jax.experiments._common import preprocess
 from gensim_jax.models import extend_classifier, get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
 
 OBJECTIVES = ("gensim", "supervised", "simclr")
 PRETRAINED_NOTE = (
@@ -200,36 +206,28 @@ def training_source(config: Config, seed: int) -> GreyImageSource:
     return GreyImageSource(images, label=stim.shape.astype(np.int32), features=stim.features.astype(np.float32))
 
 
-def make_batches(objective: str, source: GreyImageSource, config: Config, seed: int):
-    """``position -> iterator`` of host batches for ``objective`` (the ``train()`` protocol)."""
-    from gensim_jax.data import pipelines
-    from gensim_jax.data.augment import simclr_augment
+def make_batches(objective: str, source: GreyImageSource, config: Config, seed: int, shard: HostShard):
+    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
+    (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
+    from gensim_jax.data.streams import stream
 
-    b = config.batch_size
-    label_offset = IMAGENET_CLASSES if config.pretrained else 0
+    if objective == "gensim":
+        return stream("labelled", source, seed=seed, shard=shard, keys=("features",))
+    if objective == "supervised":
+        labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
+        offset = IMAGENET_CLASSES if config.pretrained else 0  # the 11 classes follow ImageNet's 1,000
+        return lambda position: ({**b, "label": b["label"] + offset} for b in labelled(position))
+    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
 
-    def gensim(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["features"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "features": batch["features"], "mask": batch["mask"]}
-
-    def supervised(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, b, seed=seed, keys=["label"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "label": batch["label"] + label_offset, "mask": batch["mask"]}
-
-    def simclr(position: int) -> Iterator[dict]:
-        s = config.image_size
-        aug = simclr_augment(
-            (s, s),
-            crop_scale=tuple(config.crop_scale),
-            blur_p=config.blur_p,
-            rotation_deg=config.simclr_rotation_deg,
-            fill_value=0.0,
-        )  # black canvas
-        yield from _common.simclr_view_batches(source, b, aug, seed=seed, position=position)
-
-    return {"gensim": gensim, "supervised": supervised, "simclr": simclr}[objective]
+    s = config.image_size
+    aug = simclr_augment(
+        (s, s),
+        crop_scale=tuple(config.crop_scale),
+        blur_p=config.blur_p,
+        rotation_deg=config.simclr_rotation_deg,
+        fill_value=0.0,  # black canvas
+    )
+    return stream("views", source, seed=seed, shard=shard, augment=aug)
 
 
 def make_objective(objective: str, config: Config):
@@ -289,87 +287,13 @@ def pretrained_variables(objective: Optional[str], config: Config, seed: int) ->
 
 
 # --------------------------------------------------------------------------------------------
-# Evaluation
+# Evaluation (the oddball evaluator of gensim_jax.evaluation.oddball_evaluator)
 # --------------------------------------------------------------------------------------------
 
 
-def test_trials(config: Config) -> tuple[np.ndarray, np.ndarray, list, np.ndarray]:
-    """``(images (T, 6, S, S) uint8, deviant position (T,), shape names (T,), features (T, 6, 22))`` of
-    the seeded oddball test set."""
-    trials = quads.oddball_test_set(seed=config.eval_seed, trials_per_condition=config.eval_trials_per_condition)
-    images = np.round(trials.images(config.image_size) * 255.0).astype(np.uint8)
-    names = [quads.SHAPE_NAMES[s] for s in trials.shape]
-    return images, trials.deviant_position.astype(np.int64), names, trials.features().astype(np.float32)
-
-
-def human_mean_error() -> float:
-    """The pooled humans' mean error over the 11 shapes (0.249): the level the graded read-out matches."""
-    from gensim_jax.evaluation import sable_meyer
-
-    return float(
-        np.mean(sable_meyer.pooled_error_rates(sable_meyer.packaged_error_rates(), sable_meyer.HUMAN_POPULATIONS))
-    )
-
-
-def trial_embeddings(embed, trials) -> np.ndarray:
-    """``(T, 6, D)`` embeddings of every trial item by ``embed(images (N, S, S, 3) uint8) -> (N, D)``."""
-    images = trials[0]
-    t, n, s = images.shape[:3]
-    flat = np.repeat(images.reshape(t * n, s, s)[..., None], 3, axis=-1)
-    return np.asarray(embed(flat)).reshape(t, n, -1)
-
-
-def readout(embeddings: np.ndarray, trials, target_error: Optional[float] = None) -> dict:
-    """Both read-outs of one model's trial embeddings (:func:`~gensim_jax.evaluation.oddball.graded_readout`).
-
-    ``argmax``: the paper's rule (the item farthest from the trial mean); ``graded``: a softmax over
-    the standardised outlier scores with the temperature that makes the mean error equal
-    ``target_error`` (default: the humans' 0.249), so the level is the humans' and the shape across
-    shapes stays the model's. ``temperature`` 0 means the argmax error already exceeds the target.
-    """
-    target = human_mean_error() if target_error is None else float(target_error)
-    g = ob.graded_readout(embeddings, trials[1], trials[2], target)
-    return {
-        "argmax": g.argmax_error_rate,
-        "graded": g.graded_error_rate,
-        "temperature": g.temperature,
-        "regression_error": regression_error(embeddings, trials),
-    }
-
-
-def regression_error(embeddings: np.ndarray, trials) -> dict:
-    """How well a model's distances match the GenSim target on the test items, pairs within trials.
-
-    ``mean (||z_i - z_j||_2 - ||f_i - f_j||_2)^2`` (the Appendix L regression loss) over the pairs of
-    reference items (the shapes training saw) and over the (reference, deviant) pairs (shapes it
-    never saw), with ``f`` the 22 features; ``embeddings`` ``(T, 6, D)`` and ``trials`` from
-    :func:`test_trials`. Meaningful for the GenSim arm (the others are not trained on this scale).
-    """
-    z = np.asarray(embeddings, np.float64)
-    f = np.asarray(trials[3], np.float64)
-    dev = np.asarray(trials[1])
-    dz = np.linalg.norm(z[:, :, None] - z[:, None, :], axis=-1)
-    df = np.linalg.norm(f[:, :, None] - f[:, None, :], axis=-1)
-    sq = (dz - df) ** 2
-    n = z.shape[1]
-    is_dev = np.arange(n)[None, :] == dev[:, None]  # (T, N)
-    upper = np.triu(np.ones((n, n), bool), 1)[None]
-    ref_pair = upper & ~is_dev[:, :, None] & ~is_dev[:, None, :]
-    dev_pair = upper & (is_dev[:, :, None] ^ is_dev[:, None, :])
-    return {"reference_pairs": float(sq[ref_pair].mean()), "deviant_pairs": float(sq[dev_pair].mean())}
-
-
-def trial_error_rates(embed, trials) -> np.ndarray:
-    """``(11,)`` argmax error rates of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``trials``."""
-    return readout(trial_embeddings(embed, trials), trials)["argmax"]
-
-
-def _model_embed(model, variables, batch_size):
-    return lambda images: embed_images(model, variables, preprocess(images), batch_size=batch_size)
-
-
-def _pixel_embed(images: np.ndarray) -> np.ndarray:
-    return images[..., 0].reshape(len(images), -1).astype(np.float32) / 255.0
+def test_trials(config: Config) -> oe.OddballTrials:
+    """The seeded oddball test set of ``config`` (``eval_seed``, ``eval_trials_per_condition``, ``image_size``)."""
+    return oe.test_trials(config.eval_seed, config.eval_trials_per_condition, config.image_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,13 +303,13 @@ def _pixel_embed(images: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class Data:
-    """What every run shares: the rendered training images and the oddball test trials."""
+    """What every run shares: the rendered training images (None when only evaluating) and the oddball test trials."""
 
-    source: GreyImageSource
+    source: Optional[GreyImageSource]
     trials: tuple
 
 
-class Quadrilaterals(Experiment):
+class Quadrilaterals(ImageExperiment):
     """Quadrilateral shape regularity: GenSim vs supervised vs SimCLR on the oddball test (paper Fig. 2)."""
 
     name = "quadrilaterals"
@@ -411,7 +335,7 @@ class Quadrilaterals(Experiment):
         if config.eval_every < 0:
             raise ValueError(f"eval_every must be >= 0 (0: no evaluation during training), got {config.eval_every}")
         t = config.readout_target_error
-        if t is not None and not 0 < t < ob.CHANCE_ERROR_RATE:
+        if t is not None and not 0 < t < oe.CHANCE_ERROR_RATE:
             raise ValueError(f"readout_target_error must lie in (0, 5/6) or be null (the humans' mean), got {t}")
         if config.eval_trials_per_condition < 1:
             raise ValueError(f"eval_trials_per_condition must be >= 1, got {config.eval_trials_per_condition}")
@@ -422,6 +346,9 @@ class Quadrilaterals(Experiment):
 
     def prepare(self, config: Config) -> Data:
         return Data(training_source(config, config.seed), test_trials(config))
+
+    def prepare_evaluation(self, config: Config) -> Data:  # the test trials only: no training renders
+        return Data(None, test_trials(config))
 
     def num_train_examples(self, config: Config, data: Data) -> int:
         return config.num_train_images
@@ -442,14 +369,11 @@ class Quadrilaterals(Experiment):
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
-    def batch_spec(self, arm: str, config: Config) -> dict:
-        spec = super().batch_spec(arm, config)
-        if arm == "gensim":
-            spec["features"] = ((len(quads.FEATURE_NAMES),), np.float32)
-        return spec
+    def metadata_spec(self, arm: str, config: Config) -> dict:
+        return {"features": ((len(quads.FEATURE_NAMES),), np.float32)} if arm == "gensim" else {}
 
-    def batches(self, arm: str, config: Config, data: Data, seed: int):
-        return make_batches(arm, data.source, config, seed)
+    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
+        return make_batches(arm, data.source, config, seed, shard)
 
     def baselines(self, config: Config, data: Data) -> dict:
         kw = model_kwargs(None, config)
@@ -462,20 +386,18 @@ class Quadrilaterals(Experiment):
         name = "pretrained" if config.pretrained else "initial"
         target = config.readout_target_error
         return {
-            "features": [readout(data.trials[3], data.trials, target)],
-            "pixels": [readout(trial_embeddings(_pixel_embed, data.trials), data.trials, target)],
-            name: [
-                readout(
-                    trial_embeddings(_model_embed(model, variables, config.eval_batch_size), data.trials),
-                    data.trials,
-                    target,
-                )
-            ],
+            "features": [oe.readout(data.trials.features, data.trials, target)],
+            "pixels": [oe.evaluate(oe.pixel_embedding, data.trials, target)],
+            name: [oe.evaluate(self._embed(None, config, model, variables), data.trials, target)],
         }
 
+    def _embed(self, arm, config: Config, model, variables):
+        """The run's encoder as its export will be read (:func:`~gensim_jax.evaluation.embed.encoder`)."""
+        enc = encoder(model, variables, **self.export_info(arm, config))
+        return lambda images: enc(images, config.eval_batch_size)
+
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int):
-        e = trial_embeddings(_model_embed(model, variables, config.eval_batch_size), data.trials)
-        return readout(e, data.trials, config.readout_target_error)
+        return oe.evaluate(self._embed(arm, config, model, variables), data.trials, config.readout_target_error)
 
     def periodic_eval(self, arm: str, config: Config, data: Data, model):
         """With ``eval_every``: both read-outs during training, logged per shape (the learning curve)."""
@@ -483,36 +405,15 @@ class Quadrilaterals(Experiment):
             return None
 
         def evaluate(state, step):
-            out = self.evaluate_run(arm, config, data, model, state.variables, config.seed)
-            logged = {"temperature": out["temperature"]}
-            logged.update({f"regression_error/{k}": v for k, v in out["regression_error"].items()})
-            for rule in ("argmax", "graded"):
-                logged[f"{rule}/mean_error"] = float(np.mean(out[rule]))
-                logged.update({f"{rule}/{shape}": float(v) for shape, v in zip(quads.SHAPE_NAMES, out[rule])})
-            return logged
+            return oe.curve_metrics(self.evaluate_run(arm, config, data, model, state.variables, config.seed))
 
         return config.eval_every, evaluate
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        """``summary`` is the headline (graded) read-out, ``summary_argmax`` the paper's rule; both
-        :func:`~gensim_jax.evaluation.oddball.oddball_summary`; ``temperatures`` per model and run."""
-        return {
-            "num_trials": int(data.trials[0].shape[0]),
-            "readout": {
-                "headline": "graded",
-                "target_error": human_mean_error()
-                if config.readout_target_error is None
-                else config.readout_target_error,
-                "humans": "pooled (five groups); per population in summary.models.*.populations",
-            },
-            "summary": ob.oddball_summary({n: np.stack([e["graded"] for e in v]) for n, v in evaluations.items()}),
-            "summary_argmax": ob.oddball_summary(
-                {n: np.stack([e["argmax"] for e in v]) for n, v in evaluations.items()}
-            ),
-            "temperatures": {n: [e["temperature"] for e in v] for n, v in evaluations.items()},
-            "regression_error": {n: [e["regression_error"] for e in v] for n, v in evaluations.items()},
-            "training": training,
-        }
+        """:func:`~gensim_jax.evaluation.oddball_evaluator.summarize`: ``summary`` is the headline (graded)
+        read-out, ``summary_argmax`` the paper's rule, ``temperatures`` per model and run."""
+        out = oe.summarize(evaluations, len(data.trials.images), config.readout_target_error)
+        return {**out, "training": training}
 
     def plot(self, results: dict, path) -> None:
         cfg = results["config"]
@@ -527,89 +428,10 @@ class Quadrilaterals(Experiment):
         return format_table(results)
 
 
-def _fmt(v, spec=".3f") -> str:
-    return "n/a" if v is None else format(v, spec)
-
-
-def _stats_rows(summary: dict, temperatures: Optional[dict] = None) -> list[str]:
-    rows = []
-    for name, m in summary["models"].items():
-        reg, cmp_ = m["regularity"], m["comparison"]
-        taus = (temperatures or {}).get(name)
-        tau = "" if taus is None else f" {np.mean(taus):.3g} |"
-        rows.append(
-            f"| {name} | {m['runs']} | {np.mean(m['error_rate_mean']):.3f} |{tau} "
-            f"{_fmt(reg and reg['rho'], '.2f')} | {_fmt(reg and reg['p'], '.3g')} | "
-            f"{_fmt(m['r_human_mean'], '.2f')} | {_fmt(m['r_baboon_mean'], '.2f')} | "
-            + (f"{cmp_['t']:.2f} ({cmp_['dof']}) | {cmp_['p']:.3g} |" if cmp_ else "n/a | n/a |")
-        )
-    return rows
-
-
 def format_table(results: dict) -> str:
-    """Markdown tables: the headline (graded) and argmax statistics per model (Fig. 2C), the
-    correlation with every population, and the error rate per shape (Fig. 2B)."""
-    s = results["summary"]
-    models = s["models"]
-    head = "| model | runs | mean error |{} rho(9) | p | r human | r baboon | t (dof) | p(t) |"
-    target = results.get("readout", {}).get("target_error")
-    lines = [
-        f"Oddball test: {results['num_trials']} trials (chance error {s['chance_error_rate']:.3f}). "
-        "rho = Spearman with the irregularity rank (paper: GenSim 0.88, supervised 0.472); "
-        "r = Pearson with the pooled human (five groups) / baboon error rates, mean over runs; "
-        "t = human vs baboon likeness across runs (paper: t(18) = 12.45 GenSim, -17.43 supervised).",
-        "",
-        f"Graded read-out (headline): softmax over the six items' standardised outlier scores, temperature "
-        f"tau set per run so the mean error is the humans' {_fmt(target)} (tau 0: the argmax error is "
-        "already higher).",
-        "",
-        head.format(" tau |"),
-        "|---|---|---|---|---|---|---|---|---|---|",
-        *_stats_rows(s, results.get("temperatures")),
-    ]
-    if "summary_argmax" in results:
-        lines += [
-            "",
-            "Argmax read-out (the paper's rule: the item farthest from the trial mean):",
-            "",
-            head.format(""),
-            "|---|---|---|---|---|---|---|---|---|",
-            *_stats_rows(results["summary_argmax"]),
-        ]
-    pops = next(iter(models.values())).get("populations")
-    if pops:
-        lines += [
-            "",
-            "Graded read-out, mean r over runs with each population (t vs baboons in brackets; "
-            "the populations' own r with the baboons in the header):",
-            "",
-            "| model | " + " | ".join(f"{p} ({pops[p]['r_with_baboons']:.2f})" for p in pops) + " |",
-            "|---|" + "---|" * len(pops),
-        ]
-        for name, m in models.items():
-            cells = []
-            for p in pops:
-                e = m["populations"][p]
-                c = e["comparison"]
-                cells.append(_fmt(e["r_mean"], ".2f") + (f" (t {c['t']:.2f})" if c else ""))
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "Error rate per shape, graded read-out (most to least regular):",
-        "",
-        "| shape | humans | baboons | " + " | ".join(models) + " |",
-        "|---|---|---|" + "---|" * len(models),
-    ]
-    if not results["config"].get("pretrained"):
-        lines.insert(1, "\n" + PRETRAINED_NOTE + "\n")
-    for i, shape in enumerate(s["shapes"]):
-        cells = [f"{models[n]['error_rate_mean'][i]:.3f}" for n in models]
-        lines.append(
-            f"| {shape} | {s['human_error_rate'][i]:.3f} | {s['baboon_error_rate'][i]:.3f} | "
-            + " | ".join(cells)
-            + " |"
-        )
-    return "\n".join(lines)
+    """The Markdown tables of :func:`~gensim_jax.evaluation.oddball_evaluator.format_table`, with the note on
+    pretrained weights when the run trained from scratch."""
+    return oe.format_table(results, None if results["config"].get("pretrained") else PRETRAINED_NOTE)
 
 
 EXPERIMENT = Quadrilaterals()

@@ -71,7 +71,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Iterator, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -90,7 +90,8 @@ from gensim_jax.evaluation import spurious_digits as protocol
 from gensim_jax.losses.center import check_sim_form
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
+from gensim_jax.training.step import normalize_inputs
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
 
@@ -170,16 +171,13 @@ CONFIGS["thesis_mean"] = dataclasses.replace(
 # --------------------------------------------------------------------------------------------
 
 
-def make_batches(source, config: Config, seed: int):
-    """``position -> iterator`` of training batches (``image``, ``label``, ``mask``) from batch ``position`` on."""
-    from gensim_jax.data import pipelines
+def make_batches(source, config: Config, seed: int, shard: HostShard):
+    """``position -> iterator`` of this process's rows (``shard``) of the training batches (``image`` uint8,
+    ``label`` int32, ``mask``); the step scales the images to ``[0, 1]`` (``preprocess="unit"``)."""
+    from gensim_jax.data.streams import stream
 
-    def batches(position: int) -> Iterator[dict]:
-        ds = pipelines.labelled_batches(source, config.batch_size, seed=seed, keys=["label"], start_step=position)
-        for batch in pipelines.as_numpy(ds):
-            yield {"image": preprocess(batch["image"]), "label": batch["label"].astype(np.int32), "mask": batch["mask"]}
-
-    return batches
+    labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
+    return lambda position: ({**b, "label": b["label"].astype(np.int32)} for b in labelled(position))
 
 
 # --------------------------------------------------------------------------------------------
@@ -248,10 +246,12 @@ def initial_losses(config: Config, data=None, *, num_batches: int = 10) -> list[
         seed = config.seed + r
         variables = EXPERIMENT.init_variables(arm, config, model, seed)
         values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
-        for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed)(0)):
+        shard = HostShard(global_batch=config.batch_size)
+        for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed, shard)(0)):
             if k == num_batches:
                 break
-            t = terms(variables, jnp.asarray(batch["image"]), jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
+            x = normalize_inputs({"image": batch["image"]}, "unit")["image"]
+            t = terms(variables, x, jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
             for key, v in t.items():
                 values[key].append(float(v))
         rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
@@ -305,7 +305,7 @@ class Data:
             return protocol.make_predictor(model, batch_size)
 
 
-class SpuriousDigits(Experiment):
+class SpuriousDigits(ImageExperiment):
     """Spurious digits: ID / OOD accuracy of LeNet-5 against the centre-loss weight lambda (seed 003)."""
 
     name = "spurious_digits"
@@ -375,8 +375,8 @@ class SpuriousDigits(Experiment):
             sim_reduction=config.sim_reduction,
         )
 
-    def batches(self, arm: str, config: Config, data: Data, seed: int):
-        return make_batches(data.splits["train"], config, seed)
+    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
+        return make_batches(data.splits["train"], config, seed, shard)
 
     def export_info(self, arm: str, config: Config) -> dict:
         return {"image_size": 32, "preprocess": "unit", "lam": arm_lambdas(config)[arm]}

@@ -40,6 +40,7 @@ from flax import traverse_util
 from gensim_jax._extras import require
 from gensim_jax.models.heads import ProjectionHead
 from gensim_jax.models.registry import get_model
+from gensim_jax.preprocessing import IMAGENET_MEAN, IMAGENET_STD
 
 _PARAM_LEAF = {"kernel": "weight", "scale": "weight", "bias": "bias"}
 _STAT_LEAF = {"mean": "running_mean", "var": "running_var"}
@@ -249,10 +250,6 @@ def load_pretrained(
     elif model_kwargs:
         raise ValueError(f"model_kwargs {sorted(model_kwargs)} only apply when model is a registry name")
     return model, torch_to_flax(model, load_state_dict(source), strict=strict, rng=rng)
-
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def normalize_imagenet(images: jax.Array) -> jax.Array:

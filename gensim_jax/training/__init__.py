@@ -20,6 +20,7 @@ from gensim_jax.training.objectives import (
     CenterLoss,
     CrossEntropy,
     DistanceRegression,
+    FunctionTarget,
     GaussianMixtureTarget,
     GenSimRegression,
     NTXent,
@@ -36,6 +37,7 @@ from gensim_jax.training.step import eval_step, make_eval_step, make_train_step,
 
 __all__ = [
     "BetaBernoulliTarget",
+    "FunctionTarget",
     "CenterLoss",
     "CrossEntropy",
     "DistanceRegression",

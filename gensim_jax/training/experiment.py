@@ -18,7 +18,8 @@ What a declaration provides (methods with a default are optional):
 ``model(arm, config)``     ``(flax module, registry name, registry kwargs)``
 ``init_variables(...)``    initial variables (default: ``model.init`` on one example)
 ``objective(arm, config)`` the :class:`~gensim_jax.training.objectives.Objective`
-``batches(arm, ...)``      ``position -> iterator of GLOBAL host batches`` (deterministic, resumable)
+``batches(arm, ..., shard)`` ``position -> iterator`` of THIS process's rows of every global batch
+                           (:class:`HostShard`; deterministic, resumable)
 ``num_steps(config, data)`` optimizer steps of one run (default: ``num_steps`` or epochs x examples)
 ``evaluate_run(...)``      the evaluation of one trained run (a JSON-able dict)
 ``baselines(...)``         evaluations of untrained references (pixels, initial network)
@@ -36,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import jax
 import numpy as np
 
-__all__ = ["TrainConfig", "Experiment", "COMPUTE_DTYPES", "check_train_config"]
+__all__ = ["TrainConfig", "Experiment", "ImageExperiment", "HostShard", "COMPUTE_DTYPES", "check_train_config"]
 
 COMPUTE_DTYPES = ("float32", "bfloat16")
 
@@ -107,6 +108,63 @@ def check_train_config(config: TrainConfig) -> None:
     check_optimizer_fields(config)
 
 
+@dataclasses.dataclass(frozen=True)
+class HostShard:
+    """This process's share of every global batch: what :meth:`Experiment.batches` builds.
+
+    Process ``index`` of ``count`` feeds rows ``[index b, (index + 1) b)`` of every global batch of
+    ``global_batch`` rows, ``b = global_batch / count`` (:attr:`batch`); the runner assembles the
+    global array from every process's rows (:func:`gensim_jax.parallel.shard_batch`).  A source
+    builds only those rows, so host work per process falls as processes are added, and the set of
+    examples in a global batch must not depend on ``count``: row ``j`` of global batch ``s`` is
+    stream position ``s * global_batch + j`` (:meth:`positions`), which the data pipelines
+    (:mod:`gensim_jax.data.pipelines`, ``process_index`` / ``process_count``) and
+    :class:`~gensim_jax.data.indexing.StreamIndex` follow.
+
+    Example:
+      >>> shard = HostShard(index=1, count=2, global_batch=8)
+      >>> shard.batch, shard.rows, shard.positions(3).tolist()
+      (4, slice(4, 8, None), [28, 29, 30, 31])
+    """
+
+    index: int = 0
+    count: int = 1
+    global_batch: int = 1
+
+    def __post_init__(self):
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"need 0 <= index < count, got index={self.index}, count={self.count}")
+        if self.global_batch < 1 or self.global_batch % self.count:
+            raise ValueError(
+                f"the global batch ({self.global_batch}) must be a positive multiple of the {self.count} processes"
+            )
+
+    @classmethod
+    def of_this_process(cls, global_batch: int) -> "HostShard":
+        """The shard of the calling process (``jax.process_index()`` of ``jax.process_count()``)."""
+        return cls(jax.process_index(), jax.process_count(), int(global_batch))
+
+    @property
+    def batch(self) -> int:
+        """Rows this process builds per global batch."""
+        return self.global_batch // self.count
+
+    @property
+    def rows(self) -> slice:
+        """This process's rows of a global batch."""
+        return slice(self.index * self.batch, (self.index + 1) * self.batch)
+
+    def positions(self, step: int) -> np.ndarray:
+        """``(batch,)`` int64 global stream positions of this process's rows of global batch ``step``."""
+        start = int(step) * self.global_batch + self.index * self.batch
+        return np.arange(start, start + self.batch, dtype=np.int64)
+
+    @property
+    def pipeline_kwargs(self) -> dict:
+        """``batch_size``, ``process_index``, ``process_count`` for :mod:`gensim_jax.data.pipelines` builders."""
+        return {"batch_size": self.batch, "process_index": self.index, "process_count": self.count}
+
+
 class Experiment:
     """Base class of an experiment declaration (see the module docstring for the contract).
 
@@ -140,6 +198,16 @@ class Experiment:
         overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
         return self.validate(dataclasses.replace(base, **overrides))
 
+    def config_from_dict(self, fields: Mapping[str, Any]) -> Any:
+        """The validated config of a recorded one (``config.json``, an export's ``run_config``): JSON lists
+        become tuples; ``ValueError`` naming fields the ``Config`` does not have."""
+        known = {f.name for f in dataclasses.fields(self.Config)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(f"{self.name}: the recorded config has fields {unknown} that {self.Config.__name__} lacks")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+        return self.validate(self.Config(**values))
+
     def default_config(self) -> str:
         """``paper`` when declared, else the first config."""
         return "paper" if "paper" in self.CONFIGS or not self.CONFIGS else next(iter(self.CONFIGS))
@@ -158,6 +226,12 @@ class Experiment:
     def prepare(self, config) -> Any:
         """Data shared by every run (training sources, test sets); called once per :func:`run_experiment`."""
         return None
+
+    def prepare_evaluation(self, config) -> Any:
+        """What :meth:`evaluate_run` reads of the shared data, for re-evaluating an export
+        (:func:`gensim_jax.training.runner.evaluate_export`); default: all of :meth:`prepare`.
+        Experiments whose training data is expensive (rendered images) build the test sets only."""
+        return self.prepare(config)
 
     def arms(self, config) -> tuple:
         """Names of what each run trains (directories ``workdir/<arm>/run<r>``)."""
@@ -182,9 +256,10 @@ class Experiment:
         raise TypeError(f"{type(self).__name__} must define model(arm, config)")
 
     def example_input(self, arm: str, config) -> np.ndarray:
-        """One input example ``(1, ...)`` for ``model.init`` (default: a square RGB image of ``config.image_size``)."""
-        s = int(config.image_size)
-        return np.zeros((1, s, s, 3), np.float32)
+        """One input example ``(1, ...)`` for ``model.init`` (:class:`ImageExperiment`: a square RGB image)."""
+        raise TypeError(
+            f"{type(self).__name__} must define example_input(arm, config) (or derive from ImageExperiment)"
+        )
 
     def init_variables(self, arm: str, config, model, seed: int) -> dict:
         """Initial variables of run ``seed`` (default: ``model.init`` with JAX's ``rbg`` key of ``seed``).
@@ -198,31 +273,63 @@ class Experiment:
         """The :class:`~gensim_jax.training.objectives.Objective` of ``arm``."""
         raise TypeError(f"{type(self).__name__} must define objective(arm, config)")
 
-    def batches(self, arm: str, config, data, seed: int) -> Callable[[int], Iterable[Mapping[str, Any]]]:
-        """``position -> iterator`` of global host batches from batch ``position`` on (deterministic)."""
-        raise TypeError(f"{type(self).__name__} must define batches(arm, config, data, seed)")
+    def batches(
+        self, arm: str, config, data, seed: int, shard: HostShard
+    ) -> Callable[[int], Iterable[Mapping[str, Any]]]:
+        """``position -> iterator`` of this process's rows (``shard``) of every global batch from ``position`` on.
+
+        Deterministic and resumable: the batches from ``position`` on equal those of an uninterrupted
+        stream, and the rows of all processes together are the same global batch for any process
+        count.  Images travel as ``uint8`` and are normalised inside the jitted step as
+        ``export_info(...)["preprocess"]`` says (:func:`gensim_jax.training.step.normalize_inputs`).
+        """
+        raise TypeError(f"{type(self).__name__} must define batches(arm, config, data, seed, shard)")
+
+    def metadata_spec(self, arm: str, config) -> dict:
+        """``{key: (per-example shape, dtype)}`` of the metadata the objective reads besides labels and table ids
+        (feature vectors, counts, points): what :meth:`batch_spec` cannot know without data. Default none."""
+        return {}
 
     def batch_spec(self, arm: str, config) -> dict:
         """``{key: (per-example shape, dtype)}`` of one training batch of ``arm``, known without its data.
 
-        What ``gensim-jax plan`` compiles the step for.  The default: the objective's inputs shaped like
-        :meth:`example_input`, an int32 id for a ``label_key`` and for a table target's ``key``, and the
-        boolean ``mask``; experiments whose batches carry other metadata (feature vectors) extend it.
+        What ``gensim-jax plan`` compiles the step for, and what the runner checks the first batch
+        against.  The default: the objective's inputs shaped like :meth:`example_input` (of
+        :meth:`input_dtype`), an int32 id for a ``label_key`` and for a table target's ``key``,
+        :meth:`metadata_spec`, and the boolean ``mask``.  A ``ValueError`` names a batch entry the
+        objective reads whose shape none of these gives.
         """
         objective = self.objective(arm, config)
-        x = tuple(np.shape(self.example_input(arm, config))[1:])
-        spec = {k: (x, np.float32) for k in objective.input_keys}
+        example = np.asarray(self.example_input(arm, config))
+        spec = {k: (example.shape[1:], self.input_dtype(arm, config)) for k in objective.input_keys}
         if getattr(objective, "label_key", None):
             spec[objective.label_key] = ((), np.int32)
         target = getattr(objective, "target", None)
         if target is not None and hasattr(target, "table"):
             spec[target.key] = ((), np.int32)
+        spec.update({k: (tuple(shape), dtype) for k, (shape, dtype) in self.metadata_spec(arm, config).items()})
+        reads = [getattr(target, "key", None), getattr(objective, "feature_key", None)]
+        missing = [k for k in reads if k and k not in spec]
+        if missing:
+            raise ValueError(
+                f"{self.name}: the {arm!r} objective reads batch{missing} whose per-example shape is unknown "
+                f"without data; return it from {type(self).__name__}.metadata_spec(arm, config), "
+                "e.g. {'features': ((22,), np.float32)}"
+            )
         spec["mask"] = ((), np.bool_)
         return spec
 
+    def input_dtype(self, arm: str, config):
+        """The dtype of the encoder's inputs in a batch (default float32; images travel as ``uint8``)."""
+        return np.float32
+
     def export_info(self, arm: str, config) -> dict:
-        """Keyword arguments of :func:`~gensim_jax.training.export.export_variables` besides the model."""
-        return {"image_size": int(config.image_size), "preprocess": "imagenet"}
+        """Keyword arguments of :func:`~gensim_jax.training.export.export_variables` besides the model.
+
+        ``preprocess`` names how the step normalises ``uint8`` inputs and how an evaluation of the
+        export prepares images (:data:`gensim_jax.training.step.INPUT_PREPROCESSING`); default ``none``.
+        """
+        return {"preprocess": "none"}
 
     # ---- what is measured ----------------------------------------------------------------
     def baselines(self, config, data) -> dict:
@@ -252,6 +359,25 @@ class Experiment:
     def intro(self, config) -> Optional[str]:
         """A line printed before training (e.g. a note on missing pretrained weights)."""
         return None
+
+
+class ImageExperiment(Experiment):
+    """An :class:`Experiment` whose encoders read square RGB images of ``config.image_size``.
+
+    Batches carry the images as ``uint8`` in ``[0, 255]`` (:meth:`input_dtype`), normalised with the
+    ImageNet statistics inside the jitted step (``preprocess="imagenet"``; override
+    :meth:`export_info` for another normalisation); ``model.init`` sees one float32 image.
+    """
+
+    def example_input(self, arm: str, config) -> np.ndarray:
+        s = int(config.image_size)
+        return np.zeros((1, s, s, 3), np.float32)
+
+    def input_dtype(self, arm: str, config):
+        return np.uint8
+
+    def export_info(self, arm: str, config) -> dict:
+        return {"image_size": int(config.image_size), "preprocess": "imagenet"}
 
 
 _INIT_CACHE: dict = {}

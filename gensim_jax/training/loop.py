@@ -8,10 +8,13 @@ the batches an uninterrupted run would have seen.
 
 Files written to ``workdir``:
 
-* ``config.json``: the config, the seed and the device summary (process 0, at the start);
+* ``config.json``: the config, the seed, the device summary, the command line and what produced the
+  run (:func:`gensim_jax.provenance.provenance`: versions, git commit) (process 0, at the start);
 * ``metrics.jsonl``: one JSON object per logged step (``{"step", "time", "loss", ...}``) and per
   evaluation (keys prefixed ``eval/``); at the start, lines beyond the step the run starts from
-  (the restored step, or 0) are dropped, and so is a line cut short by a killed process;
+  (the restored step, or 0) are dropped, and so is a line cut short by a killed process (with a
+  warning); ``time`` (seconds) keeps counting from the last kept line, so it spans resumes;
+* TensorBoard event files: the same scalars, the config as hyperparameters (HParams tab) and as text;
 * ``checkpoints/``: orbax checkpoints (:mod:`gensim_jax.training.checkpoints`).
 """
 
@@ -68,8 +71,15 @@ class TrainResult:
 
 
 def save_run_config(workdir, config: Mapping[str, Any], seed: int) -> Path:
-    """Write ``workdir/config.json`` with ``config``, ``seed`` and the device summary; returns the path."""
+    """Write ``workdir/config.json``; returns the path.
+
+    The record holds ``seed``, ``config``, ``devices`` (:func:`gensim_jax.parallel.device_summary`),
+    ``argv`` and ``provenance`` (:func:`gensim_jax.provenance.provenance`: the gensim-jax version,
+    the git commit and whether the tree was dirty, the versions of jax, jaxlib, flax, optax, orbax
+    and tensorflow, the command as typed, the device kinds and the process count).
+    """
     from gensim_jax import parallel
+    from gensim_jax.provenance import provenance
 
     path = Path(workdir) / "config.json"
     if jax.process_index() == 0:
@@ -79,9 +89,17 @@ def save_run_config(workdir, config: Mapping[str, Any], seed: int) -> Path:
             "config": to_jsonable(dict(config)),
             "devices": parallel.device_summary(),
             "argv": list(sys.argv),
+            "provenance": provenance(),
         }
         path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _produced_by() -> dict:
+    """The gensim-jax version and git commit as hyperparameters (a sweep over commits can be told apart)."""
+    from gensim_jax.provenance import git_state, package_version, short_commit
+
+    return {"gensim_jax": package_version(), "commit": short_commit({"git": git_state()})}
 
 
 def _prefetch(host_batches: Iterator, to_device: Callable, depth: int, ended: Callable[[int], str]) -> Iterator:
@@ -106,11 +124,14 @@ def _prefetch(host_batches: Iterator, to_device: Callable, depth: int, ended: Ca
 
 
 def read_metrics(workdir) -> list[dict]:
-    """The JSON-lines metrics history of a run directory."""
-    path = Path(workdir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The JSON-lines metrics history of a run directory (``[]`` without one).
+
+    Every line that cannot be read is named (file and line) in a warning on stderr and skipped
+    (:func:`gensim_jax.runs.read_jsonl`).
+    """
+    from gensim_jax.runs import read_jsonl
+
+    return read_jsonl(Path(workdir) / "metrics.jsonl")
 
 
 #: One compiled parameter norm for every run of the process (a jit per call would recompile per run).
@@ -227,6 +248,12 @@ def train(
 
     # what the run records (process 0 only): metrics.jsonl + TensorBoard events, lines past `start` dropped
     recorder = RunRecorder(workdir, start_step=start, tensorboard=tensorboard)
+    if recorder.active:  # process 0: the config as TensorBoard hyperparameters, with what produced the run
+        from gensim_jax.provenance import provenance
+
+        recorder.write_config(
+            {**dict(config or {}), "seed": int(seed), **_produced_by()}, step=start, provenance=provenance()
+        )
     timer = StepTimer(peak_flops_per_s=peak_flops_per_s)
     detector = InputBoundDetector(hint=input_bound_hint) if input_bound_hint else InputBoundDetector()
     profile = ProfileWindow.parse(profile_steps, workdir)
@@ -328,9 +355,12 @@ def train(
         recorder.close()
         ckpt.close()
     if preempted and is_main:
+        from gensim_jax.provenance import command_line
+
+        again = command_line(["--resume"])
         print(
             f"train: {stop_signal} at step {step} of {num_steps}: saved a checkpoint in {ckpt.directory}; "
-            "run again with the same workdir to resume (python -m train ... --resume)",
+            + (f"to resume, run: {again}" if again else "run the same command with the same workdir and --resume"),
             file=sys.stderr,
             flush=True,
         )

@@ -51,6 +51,7 @@ __all__ = [
     "BetaBernoulliTarget",
     "TableTarget",
     "GaussianMixtureTarget",
+    "FunctionTarget",
     "Objective",
     "GenSimRegression",
     "DistanceRegression",
@@ -128,7 +129,15 @@ class Target(flax.struct.PyTreeNode):
     (``"raw"``, ``"affine"`` or ``"standardized"``, see :mod:`gensim_jax.kernels.targets`) with the
     two constants ``stat_a, stat_b`` (``lo, hi`` or ``mean, std``) computed once at set-up by
     :meth:`with_transform` from a reference table (never from the batch).
+
+    The base class declares the fields every target has (static, so a subclass only adds its own):
+    ``key`` (the batch entry the target reads), ``method``, ``stat_a``, ``stat_b``.
     """
+
+    key: str = _static("features")
+    method: str = _static("raw")
+    stat_a: float = _static(0.0)
+    stat_b: float = _static(1.0)
 
     def log_similarity(self, batch: Batch) -> Array:  # pragma: no cover - abstract
         raise TypeError(f"{type(self).__name__} must implement log_similarity(batch)")
@@ -171,11 +180,7 @@ class BetaBernoulliTarget(Target):
 
     alpha: float = _static(1.0)
     beta: float = _static(1.0)
-    key: str = _static("features")
     limit: bool = _static(False)
-    method: str = _static("raw")
-    stat_a: float = _static(0.0)
-    stat_b: float = _static(1.0)
 
     def log_similarity(self, batch: Batch) -> Array:
         """``(B, B)`` matrix of Eq. I3 (or I10) over the batch's feature rows."""
@@ -196,9 +201,6 @@ class TableTarget(Target):
 
     table: Array = None
     key: str = _static("label")
-    method: str = _static("raw")
-    stat_a: float = _static(0.0)
-    stat_b: float = _static(1.0)
 
     @classmethod
     def create(cls, table, key: str = "label", method: str = "raw") -> "TableTarget":
@@ -222,14 +224,38 @@ class GaussianMixtureTarget(Target):
 
     mixture: gaussian_mixture.GaussianMixture = None
     key: str = _static("x")
-    method: str = _static("raw")
-    stat_a: float = _static(0.0)
-    stat_b: float = _static(1.0)
 
     def log_similarity(self, batch: Batch) -> Array:
         """``(B, B)`` matrix of Eq. H2."""
         x = jnp.asarray(_require(batch, self.key, "GaussianMixtureTarget"), jnp.float32)
         return gaussian_mixture.pairwise_log_similarity(x, x, self.mixture)
+
+
+class FunctionTarget(Target):
+    """Any pairwise log kernel as a target: ``fn(x, x)`` on the batch's metadata ``x = batch[key]`` (paper Eq. 2).
+
+    ``fn(a (Ba, ...), b (Bb, ...)) -> (Ba, Bb)`` log generative similarities, pure and jittable (e.g.
+    a kernel of :mod:`gensim_jax.kernels`, or a fork's own closed form checked with
+    :mod:`gensim_jax.testing`). ``fn`` is a static field: one compiled step per function.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> t = FunctionTarget(fn=lambda a, b: -jnp.sum((a[:, None] - b[None]) ** 2, -1), key="counts")
+      >>> t({"counts": jnp.array([[0.0], [2.0]])}).tolist()
+      [[-0.0, -4.0], [-4.0, -0.0]]
+    """
+
+    fn: Callable = _static(None)
+
+    def log_similarity(self, batch: Batch) -> Array:
+        """``(B, B)``: ``fn`` over the batch's ``key`` rows."""
+        if self.fn is None:
+            raise ValueError("FunctionTarget needs fn(a, b) -> (Ba, Bb) log similarities")
+        x = jnp.asarray(_require(batch, self.key, "FunctionTarget"))
+        out = self.fn(x, x)
+        if jnp.shape(out) != (x.shape[0], x.shape[0]):
+            raise ValueError(f"FunctionTarget.fn must return ({x.shape[0]}, {x.shape[0]}), got {jnp.shape(out)}")
+        return out
 
 
 # --------------------------------------------------------------------------------------------

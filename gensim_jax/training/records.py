@@ -20,9 +20,17 @@ keeps it from doing so when PyTorch is not already loaded.
 On every process but 0 a recorder is a no-op: it creates no directory and no file.
 
 Resume: a recorder opened with ``start_step=s`` drops the lines of ``metrics.jsonl`` past step
-``s`` (and a line cut short by a killed process), and writes a TensorBoard "session start" event
-at step ``s + 1``, which makes TensorBoard hide the events at steps ``> s`` of the earlier event
-files, so both records hold what an uninterrupted run would have written.
+``s`` (and a line cut short by a killed process, named in a warning), and writes a TensorBoard
+"session start" event at step ``s + 1``, which makes TensorBoard hide the events at steps ``> s`` of
+the earlier event files, so both records hold what an uninterrupted run would have written.  The
+``"time"`` field goes on from the last line kept: it counts the seconds the run has been recording,
+over all its sessions (the time between a crash and the resume is not counted).
+
+Hyperparameters: :meth:`RunRecorder.write_config` writes the run's config to TensorBoard's HParams
+plugin (a "session start info" of the flattened config, so the HParams tab lists, filters and
+compares the runs of a sweep by their settings; every scalar of the run, the final ``result/*``
+included, is a metric there) and as a text summary ``config`` (the Text tab), next to the text
+summary ``provenance`` (versions, git commit, command, devices).
 """
 
 from __future__ import annotations
@@ -73,23 +81,29 @@ def scalar_value(x) -> Optional[float]:
     return None
 
 
-def truncate_history(path, step: int) -> None:
-    """Keep the lines of a ``metrics.jsonl`` with ``"step" <= step``; drop later and unparsable ones.
+def truncate_history(path, step: int, *, warn=None) -> Optional[dict]:
+    """Keep the lines of a ``metrics.jsonl`` with ``"step" <= step``; drop later and unreadable ones.
 
-    An unparsable line is the last line of a process killed while writing it.  No file: nothing.
+    An unreadable line is most often the last line of a process killed while writing it; every one
+    dropped is named (file and line) in a warning on stderr (``warn(message)`` instead, when given).
+    No file: nothing.  Returns the last record kept (None if none).
     """
+    from gensim_jax.runs import iter_jsonl
+    from gensim_jax.runs import warn as default_warn
+
+    warn = default_warn if warn is None else warn
     path = Path(path)
     if not path.exists():
-        return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and record.get("step", 0) <= step:
-            kept.append(line)
+        return None
+    kept, last = [], None
+    for lineno, text, record, problem in iter_jsonl(path):
+        if record is None:
+            warn(f"{path}:{lineno}: {problem}; dropped")
+        elif record["step"] <= step:
+            kept.append(text)
+            last = record
     path.write_text("".join(line + "\n" for line in kept))
+    return last
 
 
 def _import_tensorboardx():
@@ -140,7 +154,8 @@ class RunRecorder:
         seconds after the last flush, and by ``flush``/``close``; ``metrics.jsonl`` at every write.
       max_image_side: images larger than this (pixels, either side) are shrunk to fit before they
         are encoded (tensorboardX checksums records in pure Python: ~0.4 us per byte).
-      clock: the wall clock of the ``"time"`` field (seconds since the recorder was opened).
+      clock: the wall clock of the ``"time"`` field: seconds since the recorder was opened, plus the
+        ``"time"`` of the last line kept from an earlier session of the run (resume).
 
     Attributes:
       active: whether this process writes.
@@ -165,6 +180,7 @@ class RunRecorder:
         self.active = _is_process_zero() if is_writer is None else bool(is_writer)
         self._clock = clock
         self._t0 = clock()
+        self._time_offset = 0.0
         self._jsonl = None
         self._tb = None
         self._summary_pb2 = None
@@ -176,7 +192,9 @@ class RunRecorder:
         if not self.active:
             return
         self.workdir.mkdir(parents=True, exist_ok=True)
-        truncate_history(self.metrics_path, int(start_step))
+        last = truncate_history(self.metrics_path, int(start_step))
+        if last is not None and scalar_value(last.get("time")) is not None:
+            self._time_offset = float(last["time"])  # `time` spans resumes
         self._jsonl = self.metrics_path.open("a", encoding="utf-8")
         if tensorboard:
             _import_tensorboardx()
@@ -213,7 +231,8 @@ class RunRecorder:
         step = int(step)
         values = dict(values)
         t = values.pop("time", None)
-        record = {"step": step, "time": float(self._clock() - self._t0) if t is None else t, **values}
+        now = self._time_offset + float(self._clock() - self._t0)
+        record = {"step": step, "time": now if t is None else t, **values}
         if not self.active:
             return record
         self._check_open()
@@ -229,6 +248,43 @@ class RunRecorder:
             if items:
                 self._write_event(pb.Summary(value=items), step, wall_time)
         return record
+
+    def write_config(
+        self, config: Mapping[str, Any], *, step: int = 0, provenance: Optional[Mapping[str, Any]] = None
+    ) -> dict:
+        """Write ``config`` to TensorBoard: its HParams plugin and a text summary ``config``; returns the hparams.
+
+        ``provenance`` (what produced the run, :func:`gensim_jax.provenance.provenance`) is written as
+        a second text summary, ``provenance``.
+
+        Nested sections are flattened to ``section.key``; numbers, strings and booleans are
+        hyperparameters as they are, lists and other values as compact JSON, None is left out.
+        The HParams tab then shows one row per run with these columns, and every scalar the run
+        records (``loss``, ``eval/*``, the final ``result/*``) as its metrics (their last values).
+        No experiment summary is written, so TensorBoard collects the hyperparameters of all the
+        runs under its ``--logdir`` (a sweep of several workdirs included).  No-op without TensorBoard.
+        """
+        from gensim_jax.runs import flatten_config
+
+        hparams: dict = {}
+        for k, v in flatten_config(to_jsonable(dict(config))).items():
+            if v is None:
+                continue
+            hparams[k] = v if isinstance(v, (bool, int, float, str)) else json.dumps(v, separators=(",", ":"))
+        if not self.active or self._tb is None:
+            return hparams
+        self._check_open()
+        from tensorboardX import summary as tbx_summary
+
+        _, session_start, _ = tbx_summary.hparams(hparams, {})
+        self._write_event(session_start, int(step))
+        text = "```\n" + json.dumps(to_jsonable(dict(config)), indent=2, sort_keys=True, default=repr) + "\n```"
+        self._write_event(tbx_summary.text("config", text), int(step))
+        if provenance is not None:
+            text = "```\n" + json.dumps(to_jsonable(dict(provenance)), indent=2, default=repr) + "\n```"
+            self._write_event(tbx_summary.text("provenance", text), int(step))
+        self._tb.flush()
+        return hparams
 
     def _write_event(self, summary, step: int, wall_time: Optional[float] = None) -> None:
         self._tb.write_event(

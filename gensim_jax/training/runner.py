@@ -35,7 +35,8 @@ import numpy as np
 
 from gensim_jax import parallel
 from gensim_jax.jsonable import to_jsonable
-from gensim_jax.training.experiment import Experiment
+from gensim_jax.provenance import provenance
+from gensim_jax.training.experiment import Experiment, HostShard
 from gensim_jax.training.export import export_variables
 from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
@@ -45,10 +46,12 @@ from gensim_jax.training.step import bind_objective, jit_train_step
 __all__ = [
     "run_experiment",
     "make_run_mesh",
-    "process_local_batches",
+    "checked_batches",
     "compute_dtype_model",
     "StepCache",
     "abstract_step_inputs",
+    "evaluate_export",
+    "experiment_source",
 ]
 
 
@@ -74,30 +77,45 @@ def make_run_mesh(config) -> jax.sharding.Mesh:
     return mesh
 
 
-def process_local_batches(
-    factory: Callable[[int], Iterable[Mapping[str, Any]]], global_batch: int
+def checked_batches(
+    experiment: Experiment, arm: str, config, factory: Callable[[int], Iterable[Mapping[str, Any]]], shard: HostShard
 ) -> Callable[[int], Iterable[dict]]:
-    """``position -> iterator`` of this process's rows of every global batch of ``factory``.
+    """``factory`` whose first batch is checked against the contract of :meth:`Experiment.batches`.
 
-    Process ``i`` of ``P`` keeps rows ``[i B/P, (i+1) B/P)`` (:func:`parallel.process_batch_slice`);
-    :func:`parallel.shard_batch` reassembles the global array, so every process sees the same
-    global batch as a single-process run.  One process: ``factory`` itself.
+    The first batch of every stream must hold ``shard.batch`` rows in every entry (this process's
+    rows, not the global batch) and every entry of :meth:`Experiment.batch_spec` (``mask`` is optional) with its
+    per-example shape, so a mistake fails at the first step with the entry named, not later (or
+    silently on another process count).
     """
-    if jax.process_count() == 1:
-        return factory
-    rows = parallel.process_batch_slice(global_batch)
+    spec = experiment.batch_spec(arm, config)
+    where = f"{experiment.name}.batches({arm!r})"
 
-    def local(position: int):
-        for batch in factory(position):
-            out = {}
-            for k, v in batch.items():
-                v = np.asarray(v)
-                if v.shape[:1] != (global_batch,):
-                    raise ValueError(f"batch[{k!r}] has {v.shape[:1]} rows; the global batch is {global_batch}")
-                out[k] = v[rows]
-            yield out
+    def check(batch: Mapping[str, Any]) -> None:
+        missing = sorted(set(spec) - set(batch) - {"mask"})  # the mask is optional (all rows valid)
+        if missing:
+            raise ValueError(f"{where}: the batch has no {missing} (batch_spec names them; it has {sorted(batch)})")
+        for k, v in batch.items():
+            shape = np.shape(v)
+            if shape[:1] != (shard.batch,):
+                raise ValueError(
+                    f"{where}: entry {k!r} has {shape[:1] or 'no'} rows; this process builds {shard.batch} rows "
+                    f"(its share of the global batch {shard.global_batch} over {shard.count} process(es))"
+                )
+            if k in spec and tuple(shape[1:]) != tuple(spec[k][0]):
+                raise ValueError(
+                    f"{where}: entry {k!r} has per-example shape {shape[1:]}, batch_spec says {spec[k][0]}"
+                )
 
-    return local
+    def stream(position: int):
+        it = iter(factory(position))
+        first = next(it, None)
+        if first is None:
+            return
+        check(first)
+        yield first
+        yield from it
+
+    return stream
 
 
 def compute_dtype_model(model, dtype: str):
@@ -122,8 +140,9 @@ class StepCache:
         self.mesh, self.fsdp = mesh, fsdp
         self._steps: dict = {}
 
-    def get(self, state, objective) -> Callable:
+    def get(self, state, objective, preprocess: str = "imagenet") -> Callable:
         key = (
+            preprocess,
             state.apply_fn,
             state.tx,
             jax.tree.structure(objective),
@@ -132,7 +151,9 @@ class StepCache:
         )
         jitted = self._steps.get(key)
         if jitted is None:
-            jitted = self._steps[key] = jit_train_step(mesh=self.mesh, state=state, fsdp=self.fsdp)
+            jitted = self._steps[key] = jit_train_step(
+                mesh=self.mesh, state=state, fsdp=self.fsdp, preprocess=preprocess
+            )
         return bind_objective(jitted, objective)
 
 
@@ -152,7 +173,7 @@ def _scalars(tree, prefix: str = "result") -> dict:
     return out
 
 
-def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, variables, batches) -> None:
+def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, variables, batches, preprocess) -> None:
     """The run's evaluation as TensorBoard scalars and, for a regression objective, the scatter of the
     embedding similarity against the target similarity on one training batch (the pairs GenSim regresses)."""
     from gensim_jax.training.records import RunRecorder, similarity_scatter_image
@@ -162,9 +183,12 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, v
         if values:
             recorder.write(step, values)
         if hasattr(objective, "regression_pairs"):
-            batch = next(iter(batches(0)))
+            from gensim_jax.training.step import normalize_inputs
+
+            first = {k: jnp.asarray(v) for k, v in next(iter(batches(0))).items()}
+            batch = normalize_inputs(first, preprocess, objective.input_keys)
             outputs = {k: model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
-            pred, target = objective.regression_pairs(outputs, {k: jnp.asarray(v) for k, v in batch.items()})
+            pred, target = objective.regression_pairs(outputs, batch)
             recorder.write_images(
                 step,
                 {
@@ -235,6 +259,7 @@ def run_experiment(
     models: dict = {}
     optimizers: dict = {}
     steps_cache = StepCache(mesh, fsdp=fsdp)
+    shard = HostShard.of_this_process(config.batch_size)
     start = time.perf_counter()
     for r in range(config.num_runs):
         seed = config.seed + r
@@ -250,6 +275,12 @@ def run_experiment(
             variables = experiment.init_variables(arm, config, model, seed)
             state = create_train_state(train_model, optimizers[lr], jax.random.key(seed), variables=variables)
             objective = experiment.objective(arm, config)
+            info = experiment.export_info(arm, config)  # asked before training: a mistake fails in seconds
+            example = experiment.example_input(arm, config)
+            preprocess = str(info.get("preprocess", "none"))
+            batches = checked_batches(
+                experiment, arm, config, experiment.batches(arm, config, data, seed, shard), shard
+            )
             periodic = experiment.periodic_eval(arm, config, data, model)
             eval_every, eval_fn = periodic if periodic else (None, None)
             say(f"{arm} run {r} (seed {seed}): {steps} steps -> {run_dir}")
@@ -257,7 +288,7 @@ def run_experiment(
             result = train(
                 state,
                 objective,
-                process_local_batches(experiment.batches(arm, config, data, seed), config.batch_size),
+                batches,
                 num_steps=steps,
                 workdir=run_dir,
                 config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
@@ -269,7 +300,7 @@ def run_experiment(
                 eval_every=eval_every,
                 eval_fn=eval_fn,
                 progress=progress,
-                step_fn=steps_cache.get(state, objective),
+                step_fn=steps_cache.get(state, objective, preprocess),
                 profile_steps=profile_steps,
                 peak_flops_per_s=peak_flops_per_s,
                 stimuli_key="auto",
@@ -278,7 +309,6 @@ def run_experiment(
             seconds = time.perf_counter() - t0
             trained = parallel.gather_to_host(result.state.variables)
             if is_main:
-                example = experiment.example_input(arm, config)
                 export_variables(
                     run_dir / "export",
                     trained,
@@ -287,16 +317,16 @@ def run_experiment(
                     seed=seed,
                     objective=arm,
                     experiment=experiment.name,
+                    experiment_source=experiment_source(experiment),
+                    run_config=to_jsonable(dataclasses.asdict(config)),
                     input_shape=list(np.shape(example)[1:]),
-                    **experiment.export_info(arm, config),
+                    **info,
                 )
             training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
             evaluation = experiment.evaluate_run(arm, config, data, model, trained, seed)
             evaluations.setdefault(str(arm), []).append(evaluation)
             if is_main:
-                _record_evaluation(
-                    run_dir, steps, evaluation, objective, model, trained, experiment.batches(arm, config, data, seed)
-                )
+                _record_evaluation(run_dir, steps, evaluation, objective, model, trained, batches, preprocess)
             del result, state
     train_seconds = time.perf_counter() - start
 
@@ -306,14 +336,66 @@ def run_experiment(
     results.setdefault("seed", config.seed)
     results.setdefault("num_steps", steps)
     results.setdefault("training", training)
+    results.setdefault("evaluations", evaluations)  # per run: what `gensim-jax eval export` reproduces
     results["train_seconds"] = train_seconds
     results["devices"] = parallel.device_summary()
+    results["provenance"] = provenance()
     results = to_jsonable(results)
     if is_main:
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / "results.json").write_text(json.dumps(results, indent=2))
         experiment.plot(results, workdir / f"{experiment.name}.png")
     return results
+
+
+def experiment_source(experiment: Experiment) -> str:
+    """What :func:`gensim_jax.experiments.load` takes to load ``experiment`` again: its name when it is one
+    of the package's experiments, else the path of its file."""
+    import inspect
+
+    module = type(experiment).__module__
+    if module.startswith("gensim_jax.experiments."):
+        return experiment.name
+    try:
+        return str(Path(inspect.getfile(type(experiment))).resolve())
+    except TypeError:
+        return experiment.name
+
+
+def evaluate_export(directory, experiment: Optional[Experiment] = None) -> dict:
+    """Evaluate a run's export with its experiment's own evaluation: the call the run made, on the same stimuli.
+
+    The export carries the experiment (``experiment_source``), the arm, the seed and the run's
+    resolved config (``run_config``); the config is rebuilt and validated, the experiment's test
+    data rebuilt (:meth:`Experiment.prepare_evaluation`, deterministic from the config) and
+    :meth:`Experiment.evaluate_run` called with the exported model and variables. So the result
+    equals the run's recorded evaluation (``results.json`` ``evaluations[arm][r]``) exactly.
+
+    Raises:
+      FileNotFoundError: ``directory`` is not an export.
+      ValueError: the export was not written by the runner (no ``run_config``), or its config no longer validates.
+    """
+    from gensim_jax import experiments as registry
+    from gensim_jax.training.export import load_exported
+
+    model, variables, meta = load_exported(directory)
+    missing = [k for k in ("experiment", "objective", "seed", "run_config") if k not in meta]
+    if missing:
+        raise ValueError(
+            f"export {directory} has no {missing} in its metadata: only exports written by a run of "
+            "gensim-jax train can be re-evaluated by their experiment (use a protocol: gensim-jax eval --help)"
+        )
+    experiment = experiment or registry.load(meta.get("experiment_source", meta["experiment"]))
+    config = experiment.config_from_dict(meta["run_config"])
+    data = experiment.prepare_evaluation(config)
+    evaluation = experiment.evaluate_run(meta["objective"], config, data, model, variables, int(meta["seed"]))
+    return {
+        "export": str(directory),
+        "experiment": experiment.name,
+        "arm": meta["objective"],
+        "seed": int(meta["seed"]),
+        "evaluation": to_jsonable(evaluation),
+    }
 
 
 def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = None, global_batch: Optional[int] = None):
@@ -342,4 +424,5 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
     objective = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), experiment.objective(arm, config)
     )
-    return (lambda st, bt, obj: train_step(st, bt, obj)), (state, batch, objective)
+    preprocess = str(experiment.export_info(arm, config).get("preprocess", "none"))
+    return (lambda st, bt, obj: train_step(st, bt, obj, preprocess=preprocess)), (state, batch, objective)

@@ -17,16 +17,22 @@ each over the pairs inside one micro-batch of ``B / k`` examples, i.e. ``k (B/k)
 ``B^2`` pairs.  It has the same expectation per pair but fewer negatives per anchor; to enlarge
 the set of pairs, add devices to the data axis instead (the global batch is one all-pairs batch).
 BatchNorm likewise sees micro-batch statistics; its running statistics are updated ``k`` times.
+
+Images cross from the host to the device as ``uint8`` (a quarter of the bytes of float32) and are
+normalised inside the step (:func:`normalize_inputs`), as the experiment's ``preprocess`` names it:
+the same name an export carries, so training and evaluation normalise alike.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from gensim_jax.preprocessing import INPUT_PREPROCESSING, normalization_table
 from gensim_jax.training.objectives import Objective
 from gensim_jax.training.state import TrainState, step_key
 
@@ -41,7 +47,10 @@ __all__ = [
     "make_train_step",
     "make_eval_step",
     "CPU_EIGEN_CONV_OPTIONS",
+    "INPUT_PREPROCESSING",
+    "normalize_inputs",
 ]
+
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
 #: XLA's Eigen path instead of YNNPACK (which jaxlib 0.10 uses by default); dots and reductions stay
@@ -50,6 +59,46 @@ __all__ = [
 CPU_EIGEN_CONV_OPTIONS = {
     "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_REDUCE",
 }
+
+
+def normalize_inputs(batch: Mapping[str, Array], preprocess: str = "imagenet", keys=None) -> dict[str, Array]:
+    """The ``uint8`` entries ``keys`` of ``batch`` (default: every ``uint8`` entry) as float32 normalised by
+    ``preprocess``; other entries unchanged (the steps pass the objective's ``input_keys``: metadata
+    stored as ``uint8``, e.g. binary features, stays as it is).
+
+    ``imagenet``: ``(x / 255 - mean) / std`` per channel (``mean``/``std``:
+    :data:`gensim_jax.models.torch_import.IMAGENET_MEAN` / ``IMAGENET_STD``), the inputs of the
+    ImageNet architectures; ``unit``: ``x / 255``; ``none``: nothing.  Runs inside the jitted step, so
+    a host sends images as ``uint8``.  The 256 levels of each channel are looked up in
+    :func:`gensim_jax.preprocessing.normalization_table`, so the values equal the host's
+    :func:`~gensim_jax.preprocessing.normalize_uint8` bit for bit.  ``imagenet`` needs 1 or 3
+    channels (1 is broadcast to 3).
+
+    Example:
+      >>> import numpy as np
+      >>> out = normalize_inputs({"image": np.full((1, 1, 1, 3), 255, np.uint8), "y": np.ones(1)}, "unit")
+      >>> out["image"].dtype, float(out["image"].max()), out["y"].dtype
+      (dtype('float32'), 1.0, dtype('float64'))
+    """
+    if preprocess not in INPUT_PREPROCESSING:
+        raise ValueError(f"preprocess must be one of {INPUT_PREPROCESSING}, got {preprocess!r}")
+    if preprocess == "none":
+        return dict(batch)
+    table = normalization_table(preprocess).reshape(-1)  # level l of channel c at c * 256 + l
+
+    def norm(x):
+        if jnp.result_type(x) != jnp.uint8:
+            return x
+        x = jnp.asarray(x)
+        if preprocess == "unit":
+            return jnp.take(table, x.astype(jnp.int32))
+        if x.shape[-1] == 1:
+            x = jnp.broadcast_to(x, x.shape[:-1] + (3,))
+        elif x.shape[-1] != 3:
+            raise ValueError(f"'imagenet' normalisation needs 1 or 3 channels, got an entry of shape {x.shape}")
+        return jnp.take(table, x.astype(jnp.int32) + 256 * jnp.arange(3, dtype=jnp.int32))
+
+    return {k: norm(v) if keys is None or k in keys else v for k, v in batch.items()}
 
 
 def _check_objective(objective) -> None:
@@ -88,7 +137,11 @@ def _grads(state: TrainState, batch, objective, key, batch_stats):
 
 
 def train_step(
-    state: TrainState, batch: Mapping[str, Array], objective: Objective, accum_steps: int = 1
+    state: TrainState,
+    batch: Mapping[str, Array],
+    objective: Objective,
+    accum_steps: int = 1,
+    preprocess: str = "imagenet",
 ) -> tuple[TrainState, dict[str, Array]]:
     """One optimizer step of ``objective`` on ``batch`` (pure; jit it, e.g. with :func:`make_train_step`).
 
@@ -97,12 +150,14 @@ def train_step(
       batch: dict of ``(B, ...)`` arrays (the global batch under a mesh).
       objective: an :class:`~gensim_jax.training.objectives.Objective`.
       accum_steps: number of micro-batches (static); see the module docstring for its semantics.
+      preprocess: how ``uint8`` entries are normalised (static; :func:`normalize_inputs`).
 
     Returns:
       ``(new_state, metrics)``; metrics are scalars: ``loss``, ``grad_norm`` and the objective's own
       (e.g. ``accuracy``), averaged over micro-batches.
     """
     _check_objective(objective)
+    batch = normalize_inputs(batch, preprocess, objective.input_keys)
     key = step_key(state)
     if accum_steps == 1:
         grads, metrics, stats = _grads(state, batch, objective, key, state.batch_stats)
@@ -127,9 +182,12 @@ def train_step(
     return state.apply_gradients(grads, stats), metrics
 
 
-def eval_step(state: TrainState, batch: Mapping[str, Array], objective: Objective) -> dict[str, Array]:
+def eval_step(
+    state: TrainState, batch: Mapping[str, Array], objective: Objective, preprocess: str = "imagenet"
+) -> dict[str, Array]:
     """The objective's loss and metrics in eval mode (running BatchNorm statistics, no update)."""
     _check_objective(objective)
+    batch = normalize_inputs(batch, preprocess, objective.input_keys)
     loss, aux = objective(state, batch, step_key(state), train=False)
     metrics = dict(aux["metrics"])
     metrics["loss"] = loss
@@ -144,6 +202,7 @@ def jit_train_step(
     fsdp: bool = False,
     donate: bool = True,
     compiler_options: Mapping[str, Any] | None = None,
+    preprocess: str = "imagenet",
 ) -> Callable:
     """The jitted ``step(state, batch, objective) -> (state, metrics)`` with the objective as an argument.
 
@@ -151,14 +210,18 @@ def jit_train_step(
     inputs of the compiled program, so one compile serves every objective of the same structure
     (:class:`gensim_jax.training.runner.StepCache` shares it between runs).  Without ``mesh``: plain
     ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug options, e.g.
-    :data:`CPU_EIGEN_CONV_OPTIONS`) go to ``jax.jit``.  With ``mesh`` (:mod:`gensim_jax.parallel`):
+    :data:`CPU_EIGEN_CONV_OPTIONS`) go to ``jax.jit``; ``preprocess`` normalises ``uint8`` entries
+    (:func:`normalize_inputs`).  With ``mesh`` (:mod:`gensim_jax.parallel`):
     the batch on the data axes, the state replicated (or FSDP-sharded with ``fsdp=True``; ``state``,
     concrete or abstract, gives the shardings), the objective and metrics replicated.
     """
 
+    if preprocess not in INPUT_PREPROCESSING:
+        raise ValueError(f"preprocess must be one of {INPUT_PREPROCESSING}, got {preprocess!r}")
+
     def step(st, batch, obj):
         _check_objective(obj)
-        return train_step(st, batch, obj, accum_steps)
+        return train_step(st, batch, obj, accum_steps, preprocess)
 
     kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
     if mesh is None:
@@ -179,6 +242,7 @@ def make_train_step(
     fsdp: bool = False,
     donate: bool = True,
     compiler_options: Mapping[str, Any] | None = None,
+    preprocess: str = "imagenet",
 ) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
     """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it).
 
@@ -187,7 +251,13 @@ def make_train_step(
     """
     _check_objective(objective)
     jitted = jit_train_step(
-        accum_steps=accum_steps, mesh=mesh, state=state, fsdp=fsdp, donate=donate, compiler_options=compiler_options
+        accum_steps=accum_steps,
+        mesh=mesh,
+        state=state,
+        fsdp=fsdp,
+        donate=donate,
+        compiler_options=compiler_options,
+        preprocess=preprocess,
     )
     return bind_objective(jitted, objective)
 
@@ -202,11 +272,14 @@ def bind_objective(jitted: Callable, objective: Objective) -> Callable:
     return step
 
 
-def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = False) -> Callable:
+def make_eval_step(
+    objective: Objective, *, mesh=None, state=None, fsdp: bool = False, preprocess: str = "imagenet"
+) -> Callable:
     """A jitted evaluation step ``(state, batch) -> metrics`` (sharded like :func:`make_train_step` when ``mesh`` is given)."""
     _check_objective(objective)
+    eval_fn = functools.partial(eval_step, preprocess=preprocess)
     if mesh is None:
-        jitted = jax.jit(eval_step)
+        jitted = jax.jit(eval_fn)
     else:
         from gensim_jax import parallel
 
@@ -214,5 +287,5 @@ def make_eval_step(objective: Objective, *, mesh=None, state=None, fsdp: bool = 
             raise ValueError("make_eval_step(mesh=...) needs state (concrete or abstract) to derive shardings")
         state_sh = parallel.state_shardings(state, mesh, fsdp=fsdp)
         rep = parallel.replicated(mesh)
-        jitted = jax.jit(eval_step, in_shardings=(state_sh, parallel.batch_sharding(mesh), rep), out_shardings=rep)
+        jitted = jax.jit(eval_fn, in_shardings=(state_sh, parallel.batch_sharding(mesh), rep), out_shardings=rep)
     return lambda st, batch: jitted(st, batch, objective)

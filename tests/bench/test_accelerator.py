@@ -34,8 +34,10 @@ def test_synthetic_batch_follows_the_spec():
         "image": jax.ShapeDtypeStruct((4, 8, 8, 3), np.float32),
         "label": jax.ShapeDtypeStruct((4,), np.int32),
         "mask": jax.ShapeDtypeStruct((4,), np.bool_),
+        "pixels": jax.ShapeDtypeStruct((4, 8, 8, 3), np.uint8),
     }
     b = accelerator._synthetic_batch(spec, 0)
+    assert b["pixels"].dtype == np.uint8 and b["pixels"].max() > 200
     assert b["image"].shape == (4, 8, 8, 3) and b["image"].dtype == np.float32 and 0 <= b["image"].min() < 1
     assert (b["label"] == 0).all() and b["mask"].all()
 

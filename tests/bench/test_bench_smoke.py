@@ -73,3 +73,17 @@ def test_naive_kernel_matches_library_on_programs():
             assert math.isclose(
                 math.log(k), trees.log_tree_kernel(ts[0], ts[1], kind=kind, lam=lam), rel_tol=1e-12, abs_tol=1e-12
             )
+
+
+@pytest.mark.slow
+def test_input_scaling_lines_and_bytes_per_process():
+    from bench import input_scaling
+
+    small = {"num_train_images": 64, "image_size": 32, "eval_trials_per_condition": 1, "projection_dims": (16, 8)}
+    lines = input_scaling.measure("quadrilaterals", "cpu_small", small, steps=2)
+    assert {ln["params"]["arm"] for ln in lines} == {"gensim", "supervised", "simclr"}
+    assert sorted({ln["params"]["processes"] for ln in lines}) == [2, 4]
+    for line in lines:
+        _check_line(line)
+        # each process sends only its rows: exactly 1/P of the one-process bytes (uint8 images)
+        assert line["bytes_per_process"] * line["params"]["processes"] == line["bytes_one_process"]

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from gensim_jax.data import pipelines
 from gensim_jax.data.augment import simclr_augment
 from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
 from gensim_jax.data.sources import ArraySource, FunctionSource, SyntheticImageSource
@@ -184,3 +185,24 @@ def test_function_source_pipeline_and_validation():
         labelled_batches(src, 0, seed=0)
     with pytest.raises(ValueError, match="start_step"):
         labelled_batches(src, 2, seed=0, start_step=-1)
+
+
+@pytest.mark.parametrize("kind", ["labelled", "triplets"])
+def test_numpy_engine_gives_the_tf_data_batches(kind):
+    """engine="numpy" (no tf.data) yields the tf.data batches entry for entry, dtypes included, and refuses augment."""
+    src = ArraySource(
+        {"image": np.random.default_rng(0).integers(0, 255, (40, 8, 8, 3)).astype(np.uint8), "label": np.arange(40) % 4}
+    )
+    build = pipelines.labelled_batches if kind == "labelled" else pipelines.triplet_batches
+    kw = dict(keys=["label"]) if kind == "labelled" else dict(group_key="label", keys=["label"])
+    common = dict(seed=3, start_step=2, num_steps=3, process_index=1, process_count=2, **kw)
+    tf_batches = list(pipelines.as_numpy(build(src, 8, **common)))
+    np_batches = list(pipelines.as_numpy(build(src, 8, engine="numpy", **common)))
+    assert len(tf_batches) == len(np_batches) == 3
+    for a, b in zip(tf_batches, np_batches):
+        assert set(a) == set(b)
+        for k in a:
+            assert a[k].dtype == b[k].dtype
+            np.testing.assert_array_equal(a[k], b[k])
+    with pytest.raises(ValueError, match="engine='numpy' builds batches without augmentation"):
+        build(src, 8, engine="numpy", augment=lambda image, seed: image, **common)

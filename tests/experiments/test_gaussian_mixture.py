@@ -8,7 +8,9 @@ import pytest
 
 from gensim_jax.experiments import gaussian_mixture as exp
 from gensim_jax.experiments.cli import main
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.runner import run_experiment
+from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 EXP = exp.EXPERIMENT
 
@@ -36,6 +38,7 @@ def test_short_run_separates_components_and_writes_outputs(tmp_path):
     assert (tmp_path / "gaussian_mixture.png").stat().st_size > 10_000
     table = exp.format_table(results)
     assert "| test accuracy" in table and "4.84 / 1.64" in table and "different components" in table
+    assert_exports_reproduce_the_run(tmp_path, results, ["gensim"])
 
 
 def test_batches_visit_every_epochs_permutation_in_order_and_resume():
@@ -43,14 +46,16 @@ def test_batches_visit_every_epochs_permutation_in_order_and_resume():
     trip = exp.training_triplets(config, seed=5)
     steps = EXP.num_steps(config, None)
     assert steps == 9  # 3 epochs x 100 // 32
-    batches = list(exp.make_batches(trip, config, 5, steps)(0))
+    batches = list(exp.make_batches(trip, config, 5, steps, HostShard(global_batch=32))(0))
     assert len(batches) == steps
     keys = jax.random.split(exp.run_keys(5)[2], 3)
     for epoch in range(3):
         perm = np.asarray(jax.random.permutation(keys[epoch], 100))
         for k in range(3):
             np.testing.assert_array_equal(batches[3 * epoch + k]["anchor"], trip["anchor"][perm[32 * k : 32 * (k + 1)]])
-    resumed = list(exp.make_batches(trip, config, 5, steps)(4))  # from batch 4: epoch 1, batch 1
+    resumed = list(
+        exp.make_batches(trip, config, 5, steps, HostShard(global_batch=32))(4)
+    )  # from batch 4: epoch 1, batch 1
     for a, b in zip(resumed, batches[4:]):
         np.testing.assert_array_equal(a["negative"], b["negative"])
     assert len(resumed) == steps - 4

@@ -10,10 +10,13 @@ import pytest
 from gensim_jax.experiments import geoclidean as exp
 from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table
+from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import create_train_state
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.runner import run_experiment
 from gensim_jax.training.step import eval_step
+from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
 def tiny_config(**kw):
@@ -78,13 +81,13 @@ def test_results_table_plot_and_top_level_config(run):
 def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     config = tiny_config()
     source = exp.GeoclideanSource(64, seed=0, size=32)
-    batch = next(exp.make_batches("gensim", source, config, seed=0)(0))
+    batch = next(exp.make_batches("gensim", source, config, 0, HostShard(global_batch=config.batch_size))(0))
     pid = np.asarray(batch["program_id"])
 
     # each image of the batch is a training image whose stream index fixes its concept (i mod 30)
-    flat = exp.preprocess(np.repeat(source.images[..., None], 3, -1)).reshape(64, -1)
+    flat = np.repeat(source.images[..., None], 3, -1).reshape(64, -1)
     for row, p in zip(batch["image"], pid):
-        idx = np.flatnonzero(np.all(np.isclose(flat, row.reshape(-1)), axis=1))
+        idx = np.flatnonzero(np.all(flat == row.reshape(-1), axis=1))
         assert len(idx) >= 1 and all(TRAIN_IDS[i % 30] == p for i in idx)
 
     # independent target: ST log kernel table, unit transform from the training block, explicit loops
@@ -102,7 +105,8 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     state = create_train_state(
         model, optax.adam(1e-3), jax.random.key(0), variables=exp.EXPERIMENT.init_variables("gensim", config, model, 0)
     )
-    z = np.asarray(model.apply(state.variables, batch["image"])["embedding"], np.float64)
+    x = normalize_uint8(batch["image"])  # the images travel as uint8; the step normalises them alike
+    z = np.asarray(model.apply(state.variables, x)["embedding"], np.float64)
     zn = z / np.linalg.norm(z, axis=1, keepdims=True)
     err = (zn @ zn.T - expected) ** 2
     off = ~np.eye(len(pid), dtype=bool)
@@ -115,6 +119,8 @@ def test_config_validation_and_cli_registration(capsys):
         exp.EXPERIMENT.get_config("cpu_small", objectives=["gensim", "nonsense"])
     with pytest.raises(ValueError, match="target_transform"):
         exp.EXPERIMENT.get_config("cpu_small", target_transform="log")
+    with pytest.raises(ValueError, match="benchmark_dir '/nonexistent' is not a directory"):
+        exp.EXPERIMENT.get_config("cpu_small", benchmark_dir="/nonexistent")  # before any rendering
     assert exp.EXPERIMENT.num_steps(exp.EXPERIMENT.get_config("paper"), None) == int(np.ceil(35 * 100_000 / 128))
     with pytest.raises(SystemExit):
         main(["geoclidean", "--config", "cpu_small", "--set", "nonsense=1"])
@@ -190,8 +196,8 @@ def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normal
         assert got[np.ix_(ids, ids)].min() > 2.9  # log counts: every pair shares subtrees
 
 
-def test_all_threshold_rules_key_the_results_by_suite_and_rule():
-    config = tiny_config(eval_threshold="all", benchmark_dir="/some/dir")
+def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
+    config = tiny_config(eval_threshold="all", benchmark_dir=str(tmp_path))  # a directory: validated up front
     assert exp.eval_rules(config) == ("per_concept", "global", "benchmark")
     assert exp.result_keys(config, ["sampler", "official"]) == [
         "sampler/per_concept",
@@ -216,3 +222,9 @@ def test_all_threshold_rules_key_the_results_by_suite_and_rule():
     assert sorted(got) == ["sampler/benchmark", "sampler/global", "sampler/per_concept"]
     for rule in exp.eval_rules(config):
         assert got[f"sampler/{rule}"] == exp.evaluate_embedding(flat, episodes, rule)
+
+
+@pytest.mark.slow
+def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
+    workdir, results = run
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)

@@ -7,12 +7,16 @@ import jax
 import numpy as np
 import pytest
 
+from gensim_jax.data.imagenet import next_other_class
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
+from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 from gensim_jax.training import load_exported
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.runner import run_experiment
+from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
 def tiny_config(**kw):
@@ -119,7 +123,7 @@ def test_next_other_class_against_a_scan():
     rng = np.random.default_rng(0)
     for _ in range(20):
         y = rng.integers(0, 3, rng.integers(1, 9))
-        got = exp.next_other_class(y)
+        got = next_other_class(y)
         for i in range(len(y)):
             later = [j % len(y) for j in range(i + 1, i + len(y)) if y[j % len(y)] != y[i]]
             assert got[i] == (later[0] if later else -1)
@@ -194,9 +198,10 @@ def test_imagenet_batches_on_tfds_mock_data():
         "paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6, eval_batch_size=2
     )
     with tfds.testing.mock_data(num_examples=4):
-        g = next(exp.make_batches("gensim", config, seed=0)(0))
-        s = next(exp.make_batches("simclr", config, seed=0)(0))
-        t = next(exp.make_batches("class_triplet", config, seed=0)(0))
+        shard = HostShard(global_batch=2)
+        g = next(exp.make_batches("gensim", config, 0, shard)(0))
+        s = next(exp.make_batches("simclr", config, 0, shard)(0))
+        t = next(exp.make_batches("class_triplet", config, 0, shard)(0))
         images, labels = exp.heldout_images(config)
     assert g["image"].shape == (2, 32, 32, 3) and g["label"].shape == (2,) and g["mask"].all()
     target = np.asarray(exp.make_objective("gensim", config).target(g))
@@ -239,7 +244,7 @@ def test_each_objective_trains_exports_and_records_its_seed(run, objective):
     assert meta["objective"] == objective and meta["seed"] == 0
     # the exported encoder reproduces the embedding the evaluation decoded: re-decode and compare
     images, labels = exp.heldout_images(tiny_config())
-    emb = embed_images(model, variables, exp.preprocess(images), batch_size=12)
+    emb = embed_images(model, variables, normalize_uint8(images), batch_size=12)
     again = exp.evaluate_embedding(emb, labels, tiny_config())
     assert again == results["per_run"][objective][0]
 
@@ -300,22 +305,13 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
     np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
 
 
-def test_imagenet_rows_of_one_process_survive_the_runner_slicing(monkeypatch):
-    # process 1 of 2 reads its own 3 records; the runner keeps rows [3, 6) of the global batch of 6
-    from gensim_jax.training.runner import process_local_batches
-
-    monkeypatch.setattr(jax, "process_count", lambda: 2)
-    monkeypatch.setattr(jax, "process_index", lambda: 1)
-    local = {
-        "image": np.arange(3 * 2, dtype=np.float32).reshape(3, 2),
-        "label": np.array([4, 5, 6]),
-        "mask": np.array([True, False, True]),
-    }
-    glob = next(exp._as_global_rows(iter([local]), 6))
-    assert glob["image"].shape == (6, 2) and not glob["mask"][:3].any()
-    kept = next(process_local_batches(lambda position: exp._as_global_rows(iter([local]), 6), 6)(0))
-    for k in local:
-        np.testing.assert_array_equal(kept[k], local[k])
+def test_imagenet_batches_read_this_process_rows_as_uint8():
+    # process 1 of 2 decodes only its own rows (1 of the global 2) of its shard of the records, as uint8
+    tfds = pytest.importorskip("tensorflow_datasets")
+    config = exp.EXPERIMENT.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4)
+    with tfds.testing.mock_data(num_examples=4):
+        g = next(exp.make_batches("gensim", config, 0, HostShard(1, 2, 2))(0))
+    assert g["image"].shape == (1, 32, 32, 3) and g["image"].dtype == np.uint8 and g["label"].shape == (1,)
 
 
 def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
@@ -326,6 +322,12 @@ def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
     model = exp.EXPERIMENT.model("gensim", config)[0]
     for r, seed in enumerate((3, 4)):
         variables = exp.EXPERIMENT.init_variables("gensim", config, model, seed)
-        emb = embed_images(model, variables, exp.preprocess(data.images), batch_size=12)
+        emb = embed_images(model, variables, normalize_uint8(data.images), batch_size=12)
         assert got["initial"][r] == exp.evaluate_embedding(emb, data.labels, config)
     assert got["initial"][0]["levels"] != got["initial"][1]["levels"]  # two initialisations, two embeddings
+
+
+@pytest.mark.slow
+def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
+    workdir, results = run
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)

@@ -11,8 +11,10 @@ from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.experiments import quadrilaterals as exp
 from gensim_jax.stimuli import quadrilaterals as q
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
 from gensim_jax.training.runner import run_experiment
+from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
 def tiny_config(**kw):
@@ -56,7 +58,7 @@ def test_training_source_metadata_matches_the_rendered_shapes():
 
 def test_gensim_loss_is_the_authors_cdist_mse():
     config = tiny_config()
-    batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, seed=0)(0))
+    batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, 0, HostShard(global_batch=8))(0))
     z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
     loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
     f = batch["features"].astype(np.float64)
@@ -180,7 +182,11 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     np.testing.assert_allclose(np.asarray(kernel[:, :1000]), ref["decoder.linear.weight"].numpy().T, rtol=1e-6)
     out = model.apply(variables, np.zeros((2, 32, 32, 3), np.float32))
     assert out["logits"].shape == (2, 1011)
-    batch = next(exp.make_batches("supervised", exp.training_source(config, 0), config, seed=0)(0))
+    batch = next(
+        exp.make_batches(
+            "supervised", exp.training_source(config, 0), config, 0, HostShard(global_batch=config.batch_size)
+        )(0)
+    )
     assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010
     g_model, _, _ = exp.EXPERIMENT.model("gensim", config)
     g_vars = exp.EXPERIMENT.init_variables("gensim", config, g_model, seed=0)
@@ -203,3 +209,9 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
 def test_bad_config(bad, match):
     with pytest.raises(ValueError, match=match):
         tiny_config(**bad)
+
+
+@pytest.mark.slow
+def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
+    workdir, results = run
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)

@@ -14,6 +14,7 @@ from gensim_jax.data import spurious_digits as data
 from gensim_jax.experiments import spurious_digits as sd
 from gensim_jax.training import CenterLoss, create_train_state, load_exported
 from gensim_jax.training.runner import run_experiment
+from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 EXP = sd.EXPERIMENT
 
@@ -164,6 +165,7 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
     table = sd.format_table(results)
     assert "procedural stand-ins" in table and "| 10 | 2 |" in table
 
+    assert_exports_reproduce_the_run(tmp_path, results, ["lambda_0", "lambda_10"], capsys)
     # `python -m eval spurious_digits` re-evaluates the exports and agrees with the training-time evaluation
     assert eval_main(["spurious_digits", "--workdir", str(tmp_path)]) == 0
     capsys.readouterr()

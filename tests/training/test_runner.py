@@ -1,5 +1,6 @@
 """The one runner: a fork's one-file experiment end to end, against a bare jit loop, with one compile per arm."""
 
+import itertools
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from gensim_jax import experiments as registry
 from gensim_jax.losses import ntxent_loss
 from gensim_jax.models import get_model
 from gensim_jax.training import NTXent, create_train_state, runner, train_step
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
 from tests.training._events import read_events
 
@@ -72,7 +74,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     )
     objective = tiny.objective("gensim", config)
     step = jax.jit(lambda s, b: train_step(s, b, objective))
-    stream = iter(tiny.batches("gensim", config, tiny.prepare(config), 0)(0))
+    stream = iter(tiny.batches("gensim", config, tiny.prepare(config), 0, HostShard(global_batch=config.batch_size))(0))
     losses = []
     for _ in range(config.num_steps):
         state, m = step(state, next(stream))
@@ -110,20 +112,45 @@ def test_one_compile_serves_every_seed_and_every_traced_temperature():
     assert jitted._cache_size() == 1
 
 
-def test_process_local_batches_take_this_process_rows(monkeypatch):
-    def factory(position):
-        for i in range(position, position + 2):
-            yield {"x": np.arange(8) + 100 * i, "y": np.arange(8)[:, None] * np.ones((1, 2))}
+def test_host_shards_of_any_process_count_make_the_one_process_batches():
+    tiny = registry.load(TINY)
+    config = tiny.get_config("tiny")
+    data = tiny.prepare(config)
+    whole = list(itertools.islice(tiny.batches("gensim", config, data, 0, HostShard(global_batch=16))(3), 2))
+    for count in (2, 4):
+        parts = [
+            list(itertools.islice(tiny.batches("gensim", config, data, 0, HostShard(i, count, 16))(3), 2))
+            for i in range(count)
+        ]
+        for step in range(2):
+            for k in whole[step]:
+                got = np.concatenate([parts[i][step][k] for i in range(count)])
+                np.testing.assert_array_equal(got, whole[step][k])
+    with pytest.raises(ValueError, match="multiple of the 3 processes"):
+        HostShard(0, 3, 16)
+    with pytest.raises(ValueError, match="index < count"):
+        HostShard(2, 2, 16)
 
-    assert runner.process_local_batches(factory, 8) is factory  # one process: unchanged
-    monkeypatch.setattr(jax, "process_count", lambda: 4)
-    monkeypatch.setattr(jax, "process_index", lambda: 2)
-    got = list(runner.process_local_batches(factory, 8)(3))
-    assert [b["x"].tolist() for b in got] == [[304, 305], [404, 405]] and got[0]["y"].shape == (2, 2)
-    with pytest.raises(ValueError, match="global batch is 12"):
-        list(runner.process_local_batches(factory, 12)(0))
-    with pytest.raises(ValueError, match="not divisible by 4 processes"):
-        list(runner.process_local_batches(factory, 6)(0))
+
+def test_checked_batches_name_the_entry_and_the_rows():
+    tiny = registry.load(TINY)
+    config = tiny.get_config("tiny")
+    shard = HostShard(1, 2, 16)
+
+    def factory(rows, drop=None):
+        def stream(position):
+            batch = {"x": np.zeros((rows, 6), np.float32), "features": np.zeros((rows, 5), np.float32)}
+            batch.pop(drop, None)
+            yield batch
+
+        return stream
+
+    ok = next(runner.checked_batches(tiny, "gensim", config, factory(8), shard)(0))
+    assert ok["x"].shape == (8, 6)
+    with pytest.raises(ValueError, match=r"entry 'x' has \(16,\) rows; this process builds 8 rows"):
+        next(runner.checked_batches(tiny, "gensim", config, factory(16), shard)(0))
+    with pytest.raises(ValueError, match=r"the batch has no \['x'\]"):
+        next(runner.checked_batches(tiny, "gensim", config, factory(8, drop="x"), shard)(0))
 
 
 def test_mesh_and_batch_errors_name_the_fields():

@@ -65,18 +65,26 @@ class Tiny(Experiment):
             return GenSimRegression(target=BetaBernoulliTarget(), input_key="x", output="projection")
         return NTXent(temperature=config.temperature)
 
-    def batches(self, arm, config, data, seed):
+    def metadata_spec(self, arm, config):  # the Beta-Bernoulli target reads the feature vectors
+        return {"features": ((FEATURES,), np.float32)} if arm == "gensim" else {}
+
+    def batches(self, arm, config, data, seed, shard):
         features, x = data
-        b = config.batch_size
 
         def stream(position):
-            i = position
-            while True:
-                rng = np.random.default_rng((seed, i))
-                idx = rng.choice(len(x), b, replace=False)
-                noise = lambda: rng.normal(scale=config.noise, size=(b, IN)).astype(np.float32)  # noqa: E731
-                yield {"x": x[idx], "features": features[idx], "view1": x[idx] + noise(), "view2": x[idx] + noise()}
-                i += 1
+            step = position
+            while True:  # this process's rows: row j of global batch s is stream position s * B + j
+                pos = shard.positions(step)
+                idx = np.random.default_rng((seed, step)).permutation(len(x))[: config.batch_size][shard.rows]
+                noise = [np.random.default_rng((seed, int(p))).normal(scale=config.noise, size=(2, IN)) for p in pos]
+                noise = np.asarray(noise, np.float32)
+                yield {
+                    "x": x[idx],
+                    "features": features[idx],
+                    "view1": x[idx] + noise[:, 0],
+                    "view2": x[idx] + noise[:, 1],
+                }
+                step += 1
 
         return stream
 

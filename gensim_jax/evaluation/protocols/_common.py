@@ -12,6 +12,20 @@ import numpy as np
 from gensim_jax.jsonable import to_jsonable
 
 
+def prog(protocol: str) -> str:
+    """The command name of a protocol as the user typed it: ``gensim-jax eval oddball`` or ``python -m eval oddball``."""
+    from gensim_jax.provenance import command_prefix
+
+    return f"{command_prefix('eval')} {protocol}"
+
+
+def typed(text: str) -> str:
+    """``text`` (a docstring, a hint) with ``python -m eval`` / ``python -m train`` named as the user types them."""
+    from gensim_jax.provenance import command_prefix
+
+    return text.replace("python -m eval", command_prefix("eval")).replace("python -m train", command_prefix("train"))
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """``--workdir DIR`` (writes ``DIR/<protocol>.json`` and ``DIR/<protocol>.png``) and ``--out FILE``."""
     p.add_argument(
@@ -45,8 +59,20 @@ def finish(result, args, protocol: str, plot: Optional[Callable[[str], object]] 
 
 
 def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Arrays ``keys`` of an ``.npz`` file (``ValueError`` naming the missing ones)."""
-    with np.load(path, allow_pickle=False) as z:
+    """Arrays ``keys`` of an ``.npz`` file (``ValueError`` naming the file and the missing arrays).
+
+    A missing file is ``FileNotFoundError``, a file that is not an ``.npz`` archive of arrays (no
+    pickles are loaded) ``ValueError``; both name the file.
+    """
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file (expected an .npz archive with arrays {', '.join(keys)})")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path} is not an .npz archive of arrays (np.savez writes one)") from err
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} is a single .npy array, not an .npz archive with arrays {', '.join(keys)}")
+    with z:
         missing = [k for k in keys if k not in z.files]
         if missing:
             raise ValueError(f"{path}: missing arrays {missing}; it has {z.files}")
@@ -54,10 +80,26 @@ def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
 
 
 def load_encoders(dirs):
-    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run)."""
+    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run).
+
+    A missing directory or file is ``FileNotFoundError`` naming it; an export whose files cannot be
+    read (a truncated ``variables.msgpack``, a ``model.json`` that is not JSON) is ``ValueError``
+    naming the directory and how to write it again.
+    """
     from gensim_jax.evaluation.embed import load_encoder
 
-    return [load_encoder(d) for d in dirs]
+    encoders = []
+    for d in dirs:
+        try:
+            encoders.append(load_encoder(d))
+        except (FileNotFoundError, ImportError):
+            raise
+        except Exception as err:  # noqa: BLE001 - msgpack, JSON and flax errors name no file
+            raise ValueError(
+                f"{d} is a damaged export ({type(err).__name__}: {' '.join(str(err).split())}); write it again "
+                "by running the training command again with --resume (a finished run only re-exports)"
+            ) from err
+    return encoders
 
 
 def run_info(encoder) -> dict:
@@ -81,7 +123,7 @@ def model_label(label: Optional[str], encoders) -> str:
 
 def mean_sem_dict(values) -> dict:
     """``{"mean", "sem", "runs"}`` over runs (axis 0); s.e.m. 0 for one run."""
-    from gensim_jax.evaluation.figures import mean_sem
+    from gensim_jax.evaluation.statistics import mean_sem
 
     m, s = mean_sem(values)
     return {"mean": m, "sem": s, "runs": len(np.asarray(values))}

@@ -30,7 +30,9 @@ from gensim_jax.evaluation.protocols._common import (
     load_encoders,
     mean_sem_dict,
     model_label,
+    prog,
     run_info,
+    typed,
 )
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS
 
@@ -75,7 +77,7 @@ def _evaluate(embedded, rules) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m eval geoclidean", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog("geoclidean"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--root", required=True, help="Geoclidean benchmark directory")
     p.add_argument("--concepts", default="test", help="'test' (7 held-out), 'all' (37) or name,name,...")

@@ -31,7 +31,9 @@ from gensim_jax.evaluation.protocols._common import (
     load_npz,
     mean_sem_dict,
     model_label,
+    prog,
     run_info,
+    typed,
 )
 from gensim_jax.stimuli.hierarchy import synthetic_hierarchy_images
 
@@ -45,7 +47,7 @@ def _decode(x, y, tree, nodes, a, rng) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m eval hierarchy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog("hierarchy"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--embeddings", default=None, help="npz with embeddings (N,D) and classes (N,)")
     p.add_argument(

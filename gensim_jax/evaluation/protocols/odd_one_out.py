@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 from gensim_jax.evaluation.odd_one_out import choice_log_probs, odd_one_out_likelihood, read_trials
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz, prog, typed
 
 
 def objective_curves(embeddings, trials, alphas, objective: str) -> dict[str, np.ndarray]:
@@ -31,7 +31,7 @@ def objective_curves(embeddings, trials, alphas, objective: str) -> dict[str, np
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m eval odd_one_out", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog("odd_one_out"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--trials", required=True)
     p.add_argument("--embeddings", required=True)

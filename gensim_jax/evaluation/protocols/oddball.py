@@ -20,9 +20,12 @@ Reports error rate per shape, Spearman rho against irregularity rank, and correl
 packaged per-population error rates (or ``--error-rates CSV``) and, with ``--behavior FILE ...``,
 with every subject of those trial-level files. ``--judgements CSV --stimuli FILE.npz`` (arrays
 ``ids``, ``embeddings``) adds the correlation with human similarity ratings (``--trials`` only).
-``--readout graded`` replaces the paper's argmax rule by the level-matched softmax observer
-(:func:`gensim_jax.evaluation.oddball.graded_readout`; ``--target-error``, default the pooled humans'
-mean error 0.249), and records each run's temperature. ``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C,
+Read-outs, as training reports them: by default both, the graded one first (the headline, at the top
+level of the JSON: the level-matched softmax observer of
+:func:`gensim_jax.evaluation.oddball.graded_readout`, ``--target-error``, default the pooled humans'
+mean error 0.249, with each run's temperature) and the paper's argmax rule under ``"argmax"`` (the
+same fields); ``--readout graded`` or ``--readout argmax`` gives only that one at the top level.
+``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C of the headline read-out,
 :func:`gensim_jax.evaluation.figures.plot_oddball`).
 """
 
@@ -34,13 +37,16 @@ import numpy as np
 
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
+from gensim_jax.evaluation.oddball_evaluator import trial_images
 from gensim_jax.evaluation.protocols._common import (
     add_output_arguments,
     finish,
     load_encoders,
     load_npz,
     model_label,
+    prog,
     run_info,
+    typed,
 )
 
 
@@ -72,8 +78,8 @@ def shape_statistics(model, table, behavior_trials=None) -> dict:
 def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
     """``(T, 6, D)`` embeddings of the test set's items with ``encoder`` (renders cached per size)."""
     s = encoder.image_size
-    if s not in cache:
-        cache[s] = trials.images(s)
+    if s not in cache:  # uint8, as a run renders them (gensim_jax.evaluation.oddball_evaluator): the same numbers
+        cache[s] = trial_images(trials, s)
     img = cache[s]
     t = img.shape[0]
     return encoder(img.reshape(t * 6, s, s), batch_size).reshape(t, 6, -1)
@@ -81,7 +87,7 @@ def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m eval oddball", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=prog("oddball"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--trials", help="npz with embeddings (T,6,D), deviant (T,), shapes (T,)")
@@ -104,9 +110,10 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--readout",
-        choices=("argmax", "graded"),
-        default="argmax",
-        help="argmax: the paper's rule (farthest from the trial mean); graded: softmax observer at the target error",
+        choices=("both", "graded", "argmax"),
+        default="both",
+        help="both (default, as training reports them): graded at the top level, argmax under 'argmax'; "
+        "graded: softmax observer at the target error; argmax: the paper's rule (farthest from the trial mean)",
     )
     p.add_argument(
         "--target-error",
@@ -141,27 +148,38 @@ def main(argv=None) -> int:
     if not 0 < target < ob.CHANCE_ERROR_RATE:
         raise ValueError(f"--target-error must lie in (0, 5/6), got {target}")
 
-    def rates_of(embeddings, deviant, shapes) -> dict:
+    rules = ("graded", "argmax") if a.readout == "both" else (a.readout,)
+
+    def rates_of(embeddings, deviant, shapes, rule: str) -> dict:
         rates = ob.error_rates_by_shape(embeddings, deviant, shapes)
-        if a.readout == "graded":
+        if rule == "graded":
             g = ob.graded_readout(embeddings, deviant, shapes, target)
             rates = {**rates, "error_rate": g.graded_error_rate, "temperature": g.temperature}
             rates.pop("errors")
         return rates
 
+    def summarize(label: str, per_run) -> dict:
+        # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
+        if not np.all(np.isfinite(per_run)):
+            return {}
+        return {"summary": ob.oddball_summary({label: per_run}, table, human_populations=humans)}
+
+    results = {}  # read-out rule -> its part of the JSON
     if a.trials:
         z = load_npz(a.trials, ("embeddings", "deviant", "shapes"))
-        rates = rates_of(z["embeddings"], z["deviant"].astype(np.int64), [str(s) for s in z["shapes"]])
+        emb, dev, shapes = z["embeddings"], z["deviant"].astype(np.int64), [str(s) for s in z["shapes"]]
         label = a.label or "model"
-        result = {
-            "shapes": list(sm.SHAPES),
-            "readout": a.readout,
-            "error_rate": rates["error_rate"],
-            "trials": rates["trials"],
-            **({"temperature": rates["temperature"]} if "temperature" in rates else {}),
-            **shape_statistics(rates["error_rate"], table, behavior),
-        }
-        per_run = rates["error_rate"][None]
+        for rule in rules:
+            rates = rates_of(emb, dev, shapes, rule)
+            results[rule] = {
+                "readout": rule,
+                "error_rate": rates["error_rate"],
+                "trials": rates["trials"],
+                **({"temperature": rates["temperature"]} if "temperature" in rates else {}),
+                **shape_statistics(rates["error_rate"], table, behavior),
+                **summarize(label, rates["error_rate"][None]),
+            }
+        head = {"shapes": list(sm.SHAPES)}
     else:
         from gensim_jax.stimuli import quadrilaterals as q
 
@@ -169,22 +187,29 @@ def main(argv=None) -> int:
         shapes = [q.SHAPE_NAMES[i] for i in test.shape]
         encoders = load_encoders(a.export)
         cache: dict = {}
-        runs = []
-        for enc in encoders:
-            rates = rates_of(embed_test_set(test, enc, a.batch_size, cache), test.deviant_position, shapes)
-            runs.append(
-                {
-                    **run_info(enc),
-                    "error_rate": rates["error_rate"],
-                    **{k: rates[k] for k in ("errors", "temperature") if k in rates},
-                    **shape_statistics(rates["error_rate"], table),
-                }
-            )
-        per_run = np.stack([r["error_rate"] for r in runs])
+        embedded = [embed_test_set(test, enc, a.batch_size, cache) for enc in encoders]
         label = model_label(a.label, encoders)
-        result = {
+        for rule in rules:
+            runs = []
+            for enc, emb in zip(encoders, embedded):
+                rates = rates_of(emb, test.deviant_position, shapes, rule)
+                runs.append(
+                    {
+                        **run_info(enc),
+                        "error_rate": rates["error_rate"],
+                        **{k: rates[k] for k in ("errors", "temperature") if k in rates},
+                        **shape_statistics(rates["error_rate"], table),
+                    }
+                )
+            per_run = np.stack([r["error_rate"] for r in runs])
+            results[rule] = {
+                "readout": rule,
+                "runs": runs,
+                "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior),
+                **summarize(label, per_run),
+            }
+        head = {
             "model": label,
-            "readout": a.readout,
             "shapes": list(sm.SHAPES),
             "test_set": {
                 "seed": a.test_seed,
@@ -192,14 +217,14 @@ def main(argv=None) -> int:
                 "trials": len(test),
                 "trials_per_shape": np.bincount(test.shape, minlength=11),
             },
-            "runs": runs,
-            "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior),
         }
-    # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
-    summary = None
-    if np.all(np.isfinite(per_run)):
-        summary = ob.oddball_summary({label: per_run}, table, human_populations=humans)
-        result["summary"] = summary
+    # the first rule is the headline (graded, as in training); the other one is nested under its name
+    result = {**head, **results[rules[0]]}
+    if len(rules) > 1:
+        result["readout"] = "graded"
+        result["readouts"] = list(rules)
+        result[rules[1]] = results[rules[1]]
+    summary = result.get("summary")
     if a.judgements:
         s = load_npz(a.stimuli, ("ids", "embeddings"))
         emb = {str(k): v for k, v in zip(s["ids"], s["embeddings"])}

@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, prog, typed
 
 
 def find_exports(workdir: Path) -> dict[str, list[Path]]:
@@ -36,9 +36,11 @@ def find_exports(workdir: Path) -> dict[str, list[Path]]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval spurious_digits", description=__doc__)
+    p = argparse.ArgumentParser(prog=prog("spurious_digits"), description=typed(__doc__))
     p.add_argument(
-        "--runs", default=None, help="workdir of `python -m train spurious_digits` to evaluate (default: --workdir)"
+        "--runs",
+        default=None,
+        help=typed("workdir of `python -m train spurious_digits` to evaluate (default: --workdir)"),
     )
     p.add_argument("--data-dir", default=None, help="tfds data directory (overrides the runs' config)")
     p.add_argument("--confidence", type=float, default=None, help="interval level (default: the config's, 0.95)")
@@ -54,8 +56,13 @@ def main(argv=None) -> int:
     workdir = Path(a.runs or a.workdir)
     cfg_path = workdir / "config.json"
     if not cfg_path.is_file():
-        p.error(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?")
-    stored = json.loads(cfg_path.read_text())
+        p.error(typed(f"{workdir} has no config.json; is it a `python -m train spurious_digits` workdir?"))
+    try:
+        stored = json.loads(cfg_path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        p.error(f"{cfg_path} cannot be read as JSON ({err}); the training run writes it at its start")
+    if not isinstance(stored, dict):
+        p.error(f"{cfg_path} holds a JSON {type(stored).__name__}, not the object a training run writes")
     fields = stored.get("config") if isinstance(stored.get("config"), dict) else {}
     experiment = stored.get("experiment", fields.get("experiment", "spurious_digits"))
     if experiment != "spurious_digits":

@@ -20,7 +20,9 @@ def reference_embed(directory, images_grey) -> np.ndarray:
     from gensim_jax.training.export import load_exported
 
     model, variables, meta = load_exported(directory)
-    x = np.repeat(np.asarray(images_grey, np.float32)[..., None], 3, axis=-1)
+    x = np.asarray(images_grey)
+    x = x.astype(np.float32) / np.float32(255.0) if x.dtype == np.uint8 else x.astype(np.float32)
+    x = np.repeat(x[..., None], 3, axis=-1)
     assert x.shape[1:3] == (meta["image_size"],) * 2
     if meta["preprocess"] == "imagenet":
         x = (x - IMAGENET_MEAN) / IMAGENET_STD

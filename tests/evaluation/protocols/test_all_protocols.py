@@ -11,7 +11,8 @@ from gensim_jax.evaluation.sable_meyer import SHAPES
 
 def test_unknown_protocol_lists_protocols(capsys):
     assert main(["nope"]) == 2
-    assert "oddball" in capsys.readouterr().out
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "unknown protocol 'nope'" in err[0] and "oddball" in err[0]
 
 
 def test_oddball_cli(tmp_path, capsys):
@@ -25,7 +26,16 @@ def test_oddball_cli(tmp_path, capsys):
     e2[-1] = rng.standard_normal((6, 4))
     e2[-1, 0] += 30.0
     np.savez(tmp_path / "trials.npz", embeddings=e2, deviant=dev, shapes=np.repeat(np.array(SHAPES), 6))
-    assert main(["oddball", "--trials", str(tmp_path / "trials.npz"), "--out", str(tmp_path / "o.json")]) == 0
+    argv = [
+        "oddball",
+        "--trials",
+        str(tmp_path / "trials.npz"),
+        "--out",
+        str(tmp_path / "o.json"),
+        "--readout",
+        "argmax",
+    ]
+    assert main(argv) == 0
     out = json.loads((tmp_path / "o.json").read_text())
     assert out["error_rate"][:10] == [0.0] * 10 and out["error_rate"][10] == pytest.approx(1 / 6)
     assert set(out["population_correlation"]) >= {"baboons", "french_adults_1"}

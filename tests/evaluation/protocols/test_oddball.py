@@ -61,7 +61,8 @@ def test_oddball_trials_workdir(tmp_path):
     emb[np.arange(88), dev] *= np.repeat(np.linspace(4.0, 1.0, 11), 8)[:, None]  # regular shapes: easier
     shapes = np.repeat(np.array(SHAPES), 8)
     np.savez(tmp_path / "t.npz", embeddings=emb, deviant=dev, shapes=shapes)
-    assert main(["oddball", "--trials", str(tmp_path / "t.npz"), "--workdir", str(tmp_path / "wd")]) == 0
+    argv = ["oddball", "--trials", str(tmp_path / "t.npz"), "--workdir", str(tmp_path / "wd"), "--readout", "argmax"]
+    assert main(argv) == 0
     out = json.loads((tmp_path / "wd" / "oddball.json").read_text())
     want = _error_rates_by_loop(emb, dev, np.repeat(np.arange(11), 8))
     np.testing.assert_allclose(out["error_rate"], want)
@@ -106,6 +107,8 @@ def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
                 "5",
                 "--workdir",
                 str(wd),
+                "--readout",
+                "argmax",
             ]
         )
         == 0
@@ -113,7 +116,7 @@ def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     out = json.loads((wd / "oddball.json").read_text())
 
     test = q.oddball_test_set(seed=5, trials_per_condition=2)
-    images = test.images(32)  # (T, 6, 32, 32) grey
+    images = np.round(test.images(32) * 255.0).astype(np.uint8)  # (T, 6, 32, 32) grey, as a run renders them
     per_run = []
     for d in exports:
         emb = reference_embed(d, images.reshape(-1, 32, 32)).reshape(len(test), 6, -1)

@@ -1,0 +1,27 @@
+"""``python -m eval export``: re-evaluate a run's exports with their experiment's own evaluation (the run's numbers).
+
+Each ``--export DIR`` (``WORKDIR/<arm>/run<r>/export``, written by ``gensim-jax train``) names its
+experiment, arm, seed and the run's resolved config; the experiment's evaluation of the run
+(:meth:`~gensim_jax.training.experiment.Experiment.evaluate_run`) is called again on the same
+stimuli with the exported encoder (:func:`gensim_jax.training.runner.evaluate_export`), so the JSON
+equals the run's ``results.json`` ``evaluations[arm][r]``. The protocols (``oddball``,
+``geoclidean``, ...) evaluate any export or precomputed embeddings with options of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, prog, typed
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        prog=prog("export"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--export", nargs="+", required=True, metavar="DIR", help="export directories of runs")
+    add_output_arguments(p)
+    a = p.parse_args(argv)
+    from gensim_jax.training.runner import evaluate_export
+
+    return finish({"runs": [evaluate_export(d) for d in a.export]}, a, "export")

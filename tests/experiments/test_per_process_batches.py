@@ -1,0 +1,75 @@
+"""Every experiment builds only this process's rows, and the rows of P processes are the 1-process batch.
+
+For each experiment and arm, the batches of ``HostShard(i, P, B)`` for ``i < P`` are stacked and
+compared, entry by entry and bit for bit, with the batches of ``HostShard(0, 1, B)`` (two steps from
+a resume position), for P = 2 and 4: the set and order of the examples of a global batch, and every
+random number of their augmentation, do not depend on the process count.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from gensim_jax import experiments as registry
+from gensim_jax.training.experiment import HostShard, ImageExperiment
+
+pytestmark = pytest.mark.slow
+
+SMALL = {
+    "quadrilaterals": (
+        "cpu_small",
+        dict(image_size=32, num_train_images=64, batch_size=8, eval_trials_per_condition=1, projection_dims=(16, 8)),
+    ),
+    "geoclidean": (
+        "cpu_small",
+        dict(model="lenet5", stage_sizes=None, image_size=32, num_train_images=64, batch_size=8),
+    ),
+    "imagenet_hierarchy": (
+        "cpu_small",
+        dict(
+            model="lenet5",
+            stage_sizes=None,
+            image_size=32,
+            branching=(2, 2),
+            train_per_leaf=4,
+            batch_size=8,
+            eval_per_leaf=3,
+            pixel_size=8,
+        ),
+    ),
+    "spurious_digits": (
+        "cpu_small",
+        dict(lambdas=(0.0,), num_train_images=40, num_test_images=20, num_backgrounds=30, per_class=2, batch_size=8),
+    ),
+    "gaussian_mixture": ("paper", dict(num_triplets=64, batch_size=8, num_steps=16)),
+}
+
+
+def _take(experiment, arm, config, data, shard, position=3, steps=2):
+    return list(itertools.islice(experiment.batches(arm, config, data, config.seed, shard)(position), steps))
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_rows_of_every_process_count_make_the_one_process_batch(name):
+    experiment = registry.load(name)
+    config_name, overrides = SMALL[name]
+    config = experiment.get_config(config_name, **overrides)
+    data = experiment.prepare(config)
+    b = config.batch_size
+    for arm in experiment.arms(config):
+        whole = _take(experiment, arm, config, data, HostShard(0, 1, b))
+        assert len(whole) == 2
+        for count in (2, 4):
+            parts = [_take(experiment, arm, config, data, HostShard(i, count, b)) for i in range(count)]
+            for step in range(2):
+                assert set(parts[0][step]) == set(whole[step])
+                for key, want in whole[step].items():
+                    assert np.shape(parts[0][step][key])[0] == b // count, (name, arm, key)
+                    got = np.concatenate([parts[i][step][key] for i in range(count)])
+                    np.testing.assert_array_equal(got, want, err_msg=f"{name} {arm} {key} P={count}")
+        if isinstance(experiment, ImageExperiment):  # images cross to the device as uint8
+            images = [v for v in whole[0].values() if np.ndim(v) == 4]
+            assert images and all(v.dtype == np.uint8 for v in images), (name, arm)
