@@ -10,7 +10,7 @@ PYTEST := $(PY) -m pytest -q -n 2 --durations=20
 # would be the CUDA build with ~3 GB of nvidia-* wheels.
 TORCH  := torch==2.13.0
 
-.PHONY: venv lock lint test test-fast test-min demo bench clean
+.PHONY: venv lock lint test test-fast test-min demo bench accel-check clean
 
 venv: $(STAMP)
 
@@ -67,3 +67,14 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all
+
+# The accelerator acceptance run (bench/accelerator.py, docs/PERFORMANCE.md): loss curves on the
+# accelerator against the CPU, the paper configs' steps against `gensim-jax plan`, several devices
+# against one. The lock is CPU-only: on a machine with an NVIDIA driver the CUDA plugin matching the
+# locked jax is added to the venv first; a TPU VM has libtpu from the lock. Writes accel_check.jsonl
+# and accel_check.md. On a CPU-only machine: `make accel-check ACCEL_ARGS=--smoke`.
+ACCEL_ARGS ?=
+accel-check: $(STAMP)
+	if command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then \
+	  $(PY) -m pip install -q "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
+	$(PY) -m bench.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)

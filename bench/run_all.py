@@ -6,6 +6,7 @@ Usage::
     python -m bench.run_all --full     # adds the 224 x 224 training steps (~+10 min here)
     python -m bench.run_all --quick    # tiny sizes, a smoke run
     python -m bench.run_all --only losses kernels
+    python -m bench.run_all --only accelerator   # the accelerator acceptance run (bench/accelerator.py)
 
 Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch), ``runner_overhead``
 (the runner against a bare jit loop, 1 and 2 processes), ``inputs``
@@ -13,6 +14,9 @@ Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch
 CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``), ``mc_estimator``
 (the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples), ``input_scaling``
 (host input work per process of one global batch at 1, 2 and 4 processes).
+``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
+several devices vs one; ``make accel-check``) runs only when named with ``--only``: on a CPU-only
+machine it needs ``--quick`` (its smoke mode).
 
 The first line describes the machine (``"bench": "machine"``); every other line is
 ``{"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met", ...}`` with
@@ -43,13 +47,14 @@ MODULES = (
     "runner_overhead",
     "mc_estimator",
 )
+OPTIONAL = ("accelerator",)  # run only when named in --only
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--full", action="store_true", help="add the 224 x 224 training-step cases")
-    parser.add_argument("--only", nargs="+", choices=MODULES, default=list(MODULES))
+    parser.add_argument("--only", nargs="+", choices=MODULES + OPTIONAL, default=list(MODULES))
     parser.add_argument("--strict", action="store_true", help="exit 1 if any target is missed")
     args = parser.parse_args(argv)
 

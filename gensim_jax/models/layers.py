@@ -117,37 +117,59 @@ class Conv2d(nn.Module):
         return y
 
 
-#: A strided convolution whose output has at most this many pixels (``H' * W'``) is computed as the
-#: stride-1 convolution subsampled by the stride (same sums, hence the same values).  XLA:CPU's
-#: gradients of a strided convolution onto a tiny output are pathologically slow: CORnet-S's IT
-#: ``conv2`` at a 64 x 64 input (3x3, 2048 -> 2048 channels, 4 x 4 -> 2 x 2, batch 32) took 20-42 s
-#: for value and both gradients, 1.4-2.5 s as stride 1 + subsampling (PyTorch: 2.6 s); at a 4 x 4
-#: output the strided form is the faster one (0.6-0.9 s vs 1.5-2.7 s), hence the threshold.
-#: Measured in docs/PERFORMANCE.md.
-SUBSAMPLE_MAX_OUTPUT_PIXELS = 4
+#: A convolution whose output has at most this many pixels (``H' * W'``) is computed as patches of the
+#: padded input times the reshaped kernel, one matrix product (im2col; the same sums, hence the same
+#: values up to float rounding).  XLA:CPU runs convolutions onto a tiny output pathologically slowly:
+#: ResNet-50 layer 4's stride-1 3x3 convolutions on a 2 x 2 map (512 channels, batch 32, value and both
+#: gradients) took 0.55 s, as im2col 0.011 s; CORnet-S IT's (2048 channels, batch 8) 8.9 s -> 0.20 s;
+#: the strided 4 x 4 -> 2 x 2 ones 0.73-0.83 s -> 0.21 s (they used to be a stride-1 convolution
+#: subsampled, itself 15x faster than the strided convolution).  At a 4 x 4 output the direct
+#: convolution is as fast (0.011 s), at 16 x 16 faster, hence the threshold.  docs/PERFORMANCE.md.
+IM2COL_MAX_OUTPUT_PIXELS = 4
+#: The former name of the threshold (the tiny-output rule first subsampled a stride-1 convolution).
+SUBSAMPLE_MAX_OUTPUT_PIXELS = IM2COL_MAX_OUTPUT_PIXELS
 
 
 def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     """``y[b, i, j, o] = sum_{u, v, c} x_pad[b, s*i + u, s*j + v, c] K[u, v, c, o]`` (NHWC, HWIO).
 
-    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  For ``stride > 1``
-    and an output of at most :data:`SUBSAMPLE_MAX_OUTPUT_PIXELS` pixels it is evaluated as
-    ``conv(x, K, stride=1)[:, ::s, ::s]`` (a static, trace-time choice; identical sums).
+    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  On XLA:CPU, for an
+    output of at most :data:`IM2COL_MAX_OUTPUT_PIXELS` pixels, it is evaluated as one matrix product
+    of the ``k * k`` shifted (strided) windows of the padded input, concatenated over channels, with
+    the kernel reshaped to ``(k * k * C, O)`` (identical sums; a static choice on shapes, and
+    ``lax.platform_dependent`` on the platform the program is lowered for, so a TPU or GPU program,
+    and the planner's compile for one, keeps the convolution).
 
     Args:
       x: ``(B, H, W, C)``.  kernel: ``(k, k, C, O)``.  stride, padding: ints.
     Returns:
       ``(B, H', W', O)`` with ``H' = floor((H + 2p - k) / s) + 1``.
     """
-    s, p, k = int(stride), int(padding), kernel.shape[0]
+    s, p = int(stride), int(padding)
+    kh, kw = kernel.shape[0], kernel.shape[1]
     pads = ((p, p), (p, p))
     dn = ("NHWC", "HWIO", "NHWC")
-    h_out = conv_output_size(x.shape[1], k, s, p)
-    w_out = conv_output_size(x.shape[2], kernel.shape[1], s, p)
-    if s > 1 and h_out * w_out <= SUBSAMPLE_MAX_OUTPUT_PIXELS:
-        y = jax.lax.conv_general_dilated(x, kernel, window_strides=(1, 1), padding=pads, dimension_numbers=dn)
-        return y[:, ::s, ::s][:, :h_out, :w_out]
-    return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
+    h_out = conv_output_size(x.shape[1], kh, s, p)
+    w_out = conv_output_size(x.shape[2], kw, s, p)
+
+    def direct(x, kernel):
+        return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
+
+    if h_out * w_out > IM2COL_MAX_OUTPUT_PIXELS:
+        return direct(x, kernel)
+
+    def im2col(x, kernel):
+        b, c, o = x.shape[0], x.shape[3], kernel.shape[3]
+        xp = jnp.pad(x, ((0, 0), (p, p), (p, p), (0, 0))) if p else x
+        span_h, span_w = s * (h_out - 1) + 1, s * (w_out - 1) + 1
+        windows = [xp[:, u : u + span_h : s, v : v + span_w : s, :] for u in range(kh) for v in range(kw)]
+        cols = windows[0] if len(windows) == 1 else jnp.concatenate(windows, axis=-1)  # (B, H', W', k*k*C)
+        y = cols.reshape(b * h_out * w_out, kh * kw * c) @ kernel.reshape(kh * kw * c, o)
+        return y.reshape(b, h_out, w_out, o)
+
+    # chosen when the program is lowered for its platform: im2col on XLA:CPU only (a TPU or GPU runs the
+    # convolution well, and im2col would multiply the padding's zeros too)
+    return jax.lax.platform_dependent(x, kernel, cpu=im2col, default=direct)
 
 
 def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> int:

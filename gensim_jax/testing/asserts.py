@@ -12,6 +12,13 @@ With ``P`` pairs and a correct kernel the chance that the worst of ``P`` normal 
 ``num_se = 5`` is about ``P * 5.7e-7``; the delta-method standard error needs a healthy effective
 sample size (the report gives the smallest one; use an importance proposal when it is tiny).
 
+Effective sample size. A pair whose estimate is finite but whose Kish effective sample size of the
+joint term is below ``min_ess`` (default :data:`DEFAULT_MIN_ESS` = 50) fails as well, whatever its
+z-score: with a handful of effective draws the delta-method standard error is itself a noisy
+estimate (typically far too small or far too large), so a pass would mean nothing. Pairs that are
+impossible under the estimate (``-inf``, ESS 0) are exempt; they are checked against the closed form
+as infinities. Pass ``min_ess=0`` to switch the check off.
+
 Example:
     >>> import jax, jax.numpy as jnp
     >>> from gensim_jax.kernels import categorical
@@ -35,7 +42,16 @@ import numpy as np
 from gensim_jax.testing.estimate import LogSimilarityEstimate, estimate_log_similarity
 from gensim_jax.testing.models import GenerativeModel, Proposal
 
-__all__ = ["KernelCheckReport", "KernelMismatchError", "compare_log_similarity", "assert_log_similarity_close"]
+__all__ = [
+    "KernelCheckReport",
+    "KernelMismatchError",
+    "compare_log_similarity",
+    "assert_log_similarity_close",
+    "DEFAULT_MIN_ESS",
+]
+
+#: Smallest Kish effective sample size (joint term) a finite estimate needs for the check to count.
+DEFAULT_MIN_ESS = 50.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +68,9 @@ class KernelCheckReport:
       worst_closed_form, worst_estimate, worst_stderr, worst_ess: numbers of the worst pair.
       worst_x1, worst_x2: the worst pair's inputs (numpy).
       min_ess: smallest effective sample size of the joint term over the pairs.
+      min_ess_required: the threshold ``min_ess`` of the check.
+      num_low_ess: pairs with a finite estimate and an effective sample size below it (they fail).
+      low_ess_index: the one of them with the smallest effective sample size (``-1`` if none).
       num_samples, num_se: the estimate's sample count and the threshold.
       closed_form, estimate: the full ``(P,)`` arrays.
     """
@@ -72,12 +91,24 @@ class KernelCheckReport:
     min_ess: float
     num_samples: int
     num_se: float
+    min_ess_required: float
+    num_low_ess: int
+    low_ess_index: int
     closed_form: np.ndarray = dataclasses.field(repr=False)
     estimate: LogSimilarityEstimate = dataclasses.field(repr=False)
 
     def __str__(self) -> str:
         head = "PASSED" if self.passed else f"FAILED on {self.num_failed} of {self.num_pairs} pairs"
-        return (
+        ess = ""
+        if self.num_low_ess:
+            i = self.low_ess_index
+            ess = (
+                f"effective sample size too small on {self.num_low_ess} of {self.num_pairs} pairs: pair #{i} has "
+                f"ESS {float(self.estimate.ess[i]):.3g} of {self.num_samples} samples, below the minimum "
+                f"{self.min_ess_required:.4g}, so its standard error is unreliable (use more samples or an importance "
+                "Proposal; min_ess=0 switches this check off); "
+            )
+        return ess + (
             f"kernel check {head} (threshold {self.num_se} standard errors, {self.num_samples} samples); "
             f"worst pair #{self.worst_index}: closed form {self.worst_closed_form:.6g}, Monte Carlo "
             f"{self.worst_estimate:.6g} +- {self.worst_stderr:.3g} (z = {self.worst_z:.3g}, ESS "
@@ -112,6 +143,7 @@ def compare_log_similarity(
     num_se: float = 5.0,
     atol: float = 1e-6,
     rtol: float = 1e-5,
+    min_ess: float = DEFAULT_MIN_ESS,
 ) -> KernelCheckReport:
     """Compare ``kernel_fn(x1, x2)`` with a ready :class:`LogSimilarityEstimate`, pair by pair (no raise).
 
@@ -121,6 +153,7 @@ def compare_log_similarity(
       inputs: ``(x1, x2)``, pytrees with leading axis ``P``.
       num_se: number of standard errors allowed.
       atol, rtol: float tolerance added to ``num_se * se`` (``atol + rtol * |closed form|``).
+      min_ess: smallest effective sample size for a finite estimate (see the module docstring).
 
     Returns:
       :class:`KernelCheckReport`.
@@ -131,6 +164,8 @@ def compare_log_similarity(
         raise ValueError("inputs must be a pair (x1, x2) of pytrees with a leading pair axis")
     if not num_se > 0:
         raise ValueError(f"num_se must be > 0; got {num_se!r}")
+    if not min_ess >= 0:
+        raise ValueError(f"min_ess must be >= 0; got {min_ess!r}")
     x1, x2 = inputs
     closed = np.asarray(kernel_fn(x1, x2), np.float64)
     est = estimate.log_similarity
@@ -150,7 +185,9 @@ def compare_log_similarity(
         ratio = np.where(both_neg_inf, 0.0, ratio)
         z = np.where(finite & (se > 0), diff / np.where(se > 0, se, 1.0), np.where(diff > 0, np.inf, 0.0))
         z = np.where(both_neg_inf, 0.0, z)
-    failed = ~(ratio <= 1.0)
+    ess = np.asarray(estimate.ess, np.float64)
+    low_ess = np.isfinite(est) & ~(ess >= min_ess)
+    failed = ~(ratio <= 1.0) | low_ess
     worst = int(np.argmax(np.where(np.isnan(ratio), np.inf, ratio)))
     finite_z = z[np.isfinite(z)]
     return KernelCheckReport(
@@ -170,6 +207,9 @@ def compare_log_similarity(
         min_ess=float(np.min(estimate.ess)),
         num_samples=int(estimate.num_samples),
         num_se=float(num_se),
+        min_ess_required=float(min_ess),
+        num_low_ess=int(low_ess.sum()),
+        low_ess_index=int(np.argmin(np.where(low_ess, ess, np.inf))) if low_ess.any() else -1,
         closed_form=closed,
         estimate=estimate,
     )
@@ -188,6 +228,7 @@ def assert_log_similarity_close(
     proposal: Optional[Proposal] = None,
     chunk_size: Optional[int] = None,
     estimate: Optional[LogSimilarityEstimate] = None,
+    min_ess: float = DEFAULT_MIN_ESS,
 ) -> KernelCheckReport:
     """Assert that a closed-form kernel matches the Monte Carlo estimate of paper Eq. 1 on every pair.
 
@@ -199,13 +240,16 @@ def assert_log_similarity_close(
       key: ``jax.random`` key of the estimate.
       num_samples, proposal, chunk_size: passed to :func:`~gensim_jax.testing.estimate_log_similarity`.
       num_se, atol, rtol: tolerance, see the module docstring.
+      min_ess: smallest effective sample size of a finite estimate (default 50); below it the pair
+        fails with a message that says so (``0`` switches the check off).
       estimate: a ready estimate on the same ``inputs`` (``model`` and ``key`` are then not used).
 
     Returns:
       The :class:`KernelCheckReport` (when it passed).
 
     Raises:
-      KernelMismatchError: some pair is out of tolerance; the message names the worst pair.
+      KernelMismatchError: some pair is out of tolerance or has too small an effective sample size;
+        the message names the worst pair (and the pair with the smallest ESS).
     """
     if not (isinstance(inputs, (tuple, list)) and len(inputs) == 2):
         raise ValueError("inputs must be a pair (x1, x2) of pytrees with a leading pair axis")
@@ -215,7 +259,7 @@ def assert_log_similarity_close(
         estimate = estimate_log_similarity(
             model, inputs[0], inputs[1], key, num_samples, proposal=proposal, chunk_size=chunk_size
         )
-    report = compare_log_similarity(kernel_fn, estimate, inputs, num_se=num_se, atol=atol, rtol=rtol)
+    report = compare_log_similarity(kernel_fn, estimate, inputs, num_se=num_se, atol=atol, rtol=rtol, min_ess=min_ess)
     if not report.passed:
         raise KernelMismatchError(report)
     return report

@@ -28,6 +28,14 @@ temporaries with the default chunk of ``2**18 // P`` samples, small enough to st
 ``bench/mc_estimator.py``).
 Sample ``i`` uses the key ``fold_in(key, i)``, so the estimate does not depend on the chunk size.
 
+Cost. With draws from the prior (no proposal) the weights are 1, so ``A = B C``: the first chunk
+fixes per-pair shifts (its maxima of ``l1``, ``l2`` and ``l1 + l2``) and every later chunk takes
+two exponentials per sample and pair and no column maxima (``_product_log_sums``), falling back to
+the general three-exponential form for a chunk whose sums overflow or, throughout, when the first
+chunk leaves some pair without a joint term or with ``max l1 + max l2 - max(l1 + l2) > 20``.
+The tables are mapped over pairs outside and draws inside. Together about 1.7x the throughput of
+the general form at 1,000 pairs on XLA:CPU (``bench/mc_estimator.py``, docs/PERFORMANCE.md).
+
 Example:
     >>> import jax, jax.numpy as jnp
     >>> from gensim_jax.testing import categorical_model, estimate_log_similarity
@@ -106,7 +114,10 @@ def _shifted(l):
 
 
 def _chunk_log_sums(log_w, l1, l2):
-    """Nine ``(P,)`` log-sums over a chunk of ``(c, P)`` log-likelihoods (``log_w``: ``(c, 1)`` or ``(c, P)``)."""
+    """Nine ``(P,)`` log-sums over a chunk of ``(c, P)`` log-likelihoods (``log_w``: ``(c, 1)`` or ``(c, P)``).
+
+    The general form: three exponentials per sample and pair, each shifted by its own column maximum.
+    """
     e_a, m_a = _shifted(l1 + l2 + log_w)
     e_b, m_b = _shifted(l1 + log_w)
     e_c, m_c = _shifted(l2 + log_w)
@@ -127,13 +138,81 @@ def _chunk_log_sums(log_w, l1, l2):
     return jnp.log(sums) + shifts
 
 
-def _pair_log_likelihoods(model, x1, x2, thetas):
-    """``(c, P)`` tables ``log p(x1[p] | theta_s)`` and ``log p(x2[p] | theta_s)``."""
-    per_theta = lambda th: (
-        jax.vmap(lambda x: model.log_likelihood(x, th))(x1),  # noqa: E731
-        jax.vmap(lambda x: model.log_likelihood(x, th))(x2),
+#: Largest ``max(l1) + max(l2) - max(l1 + l2)`` (per pair, over the first chunk) for which the
+#: joint term is formed as a product of the two marginal terms (see :func:`_prior_shifts`).
+PRODUCT_FORM_MAX_GAP = 20.0
+
+
+class _Shifts(NamedTuple):
+    """Per-pair log shifts of the prior-sampling fast path, fixed after the first chunk."""
+
+    m_a: jax.Array  # log of the largest joint term in the first chunk
+    m_b: jax.Array
+    m_c: jax.Array
+    scale: jax.Array  # exp(m_b + m_c - m_a)
+    ok: jax.Array  # scalar bool: the fast path may be used for the later chunks
+
+
+def _prior_shifts(l1, l2) -> _Shifts:
+    """Shifts from the first chunk's column maxima, and whether the product form is exact with them.
+
+    The fast path needs every pair to have a positive joint term in the first chunk (so the shifts
+    are attained values) and ``gap = m_b + m_c - m_a <= PRODUCT_FORM_MAX_GAP``.
+    """
+    raw_a = jnp.max(l1 + l2, axis=0)
+    m_b = jnp.max(l1, axis=0)
+    m_c = jnp.max(l2, axis=0)
+    finite = jnp.isfinite(raw_a)
+    m_a = jnp.where(finite, raw_a, 0.0)
+    m_b = jnp.where(finite, m_b, 0.0)
+    m_c = jnp.where(finite, m_c, 0.0)
+    gap = m_b + m_c - m_a
+    ok = jnp.all(finite & (gap <= PRODUCT_FORM_MAX_GAP))
+    scale = jnp.exp(jnp.clip(gap, 0.0, PRODUCT_FORM_MAX_GAP))
+    return _Shifts(m_a, m_b, m_c, scale, ok)
+
+
+def _product_log_sums(l1, l2, sh: _Shifts):
+    """The nine log-sums of a chunk drawn from the prior (weights 1) with two exponentials.
+
+    ``B = exp(l1 - m_b)`` and ``C = exp(l2 - m_c)``; the joint term is their product rescaled,
+    ``A = B C exp(m_b + m_c - m_a)`` (shift ``m_a``), and ``sum(B C) = sum(A)`` with shift ``m_a``
+    (the weights are 1, so ``B C`` is ``A``). The shifts are fixed per pair (the first chunk's
+    maxima, see :func:`_log_sums`), so no column maximum is taken here: a term far below its shift
+    underflows to 0 but is below ``e^-67`` of a term already counted (``gap <= 20``, float32
+    underflow at ``e^-87``), and one far above it overflows to ``inf`` in the squares, which the
+    caller detects (non-finite sums) and recomputes with the general form.
+    """
+    e_b = jnp.exp(l1 - sh.m_b)
+    e_c = jnp.exp(l2 - sh.m_c)
+    e_a = e_b * e_c * sh.scale
+    s_a = e_a.sum(0)
+    sums = jnp.stack(
+        [
+            s_a,
+            e_b.sum(0),
+            e_c.sum(0),
+            (e_a * e_a).sum(0),
+            (e_b * e_b).sum(0),
+            (e_c * e_c).sum(0),
+            (e_a * e_b).sum(0),
+            (e_a * e_c).sum(0),
+            s_a,
+        ]
     )
-    return jax.vmap(per_theta)(thetas)
+    m_a, m_b, m_c = sh.m_a, sh.m_b, sh.m_c
+    shifts = jnp.stack([m_a, m_b, m_c, 2 * m_a, 2 * m_b, 2 * m_c, m_a + m_b, m_a + m_c, m_a])
+    return sums, shifts
+
+
+def _pair_log_likelihoods(model, x1, x2, thetas):
+    """``(c, P)`` tables ``log p(x1[p] | theta_s)`` and ``log p(x2[p] | theta_s)``.
+
+    Mapped over pairs outside and draws inside (the layout XLA:CPU runs fastest here), written to
+    a ``(c, P)`` table.
+    """
+    per_x = lambda x: jax.vmap(lambda th: model.log_likelihood(x, th))(thetas)  # noqa: E731
+    return jax.vmap(per_x, out_axes=1)(x1), jax.vmap(per_x, out_axes=1)(x2)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 5, 6))
@@ -142,7 +221,8 @@ def _log_sums(model: GenerativeModel, x1, x2, key, num_samples, chunk: int, prop
     num_chunks = (num_samples + chunk - 1) // chunk
     num_pairs = jax.tree_util.tree_leaves(x1)[0].shape[0]
 
-    def body(c, acc):
+    def tables(c):
+        """``valid`` ``(chunk, 1)`` and the ``(chunk, P)`` tables ``log_w``, ``l1``, ``l2`` of chunk ``c``."""
         idx = c * chunk + jnp.arange(chunk)
         valid = (idx < num_samples)[:, None]
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(idx)
@@ -154,7 +234,7 @@ def _log_sums(model: GenerativeModel, x1, x2, key, num_samples, chunk: int, prop
             thetas = jax.vmap(proposal.sampler)(keys)
             l1, l2 = _pair_log_likelihoods(model, x1, x2, thetas)
             log_w = (jax.vmap(model.log_prior)(thetas) - jax.vmap(proposal.log_prob)(thetas))[:, None]
-        else:
+        else:  # a pair-conditional proposal: draws per pair
 
             def per_pair(a, b):
                 th = jax.vmap(lambda k: proposal.sampler(k, a, b))(keys)
@@ -166,12 +246,38 @@ def _log_sums(model: GenerativeModel, x1, x2, key, num_samples, chunk: int, prop
                 )
 
             log_w, l1, l2 = (v.T for v in jax.vmap(per_pair)(x1, x2))
-        log_w = jnp.where(valid, log_w.astype(l1.dtype), -jnp.inf)
-        return jnp.logaddexp(acc, _chunk_log_sums(log_w, l1, l2))
+        return valid, jnp.where(valid, log_w.astype(l1.dtype), -jnp.inf), l1, l2
 
     dtype = jnp.result_type(float)
     acc0 = jnp.full((9, num_pairs), -jnp.inf, dtype)
-    return jax.lax.fori_loop(0, num_chunks, body, acc0)
+    if proposal is not None:
+
+        def body(c, acc):
+            _, log_w, l1, l2 = tables(c)
+            return jnp.logaddexp(acc, _chunk_log_sums(log_w, l1, l2))
+
+        return jax.lax.fori_loop(0, num_chunks, body, acc0)
+
+    # Prior sampling (weights 1): the first chunk takes the general form and fixes per-pair shifts;
+    # the later chunks use them with two exponentials and no column maxima (_product_log_sums),
+    # falling back to the general form for a chunk whose sums overflow.
+    valid, log_w, l1, l2 = tables(0)
+    acc = jnp.logaddexp(acc0, _chunk_log_sums(log_w, l1, l2))
+    shifts = _prior_shifts(l1 + log_w, l2 + log_w)
+
+    def body_prior(c, acc):
+        valid, log_w, l1, l2 = tables(c)
+
+        def general(_):
+            return _chunk_log_sums(log_w, l1, l2)
+
+        def fast(_):
+            sums, sh = _product_log_sums(jnp.where(valid, l1, -jnp.inf), jnp.where(valid, l2, -jnp.inf), shifts)
+            return jax.lax.cond(jnp.all(jnp.isfinite(sums)), lambda _: jnp.log(sums) + sh, general, None)
+
+        return jnp.logaddexp(acc, jax.lax.cond(shifts.ok, fast, general, None))
+
+    return jax.lax.fori_loop(1, num_chunks, body_prior, acc)
 
 
 def _finish(log_sums: np.ndarray, n: int) -> LogSimilarityEstimate:

@@ -1,4 +1,4 @@
-"""models.layers.strided_conv: the stride-1-and-subsample form equals the strided convolution.
+"""models.layers.strided_conv: the im2col form of tiny outputs equals the direct convolution.
 
 Independent computation: ``jax.lax.conv_general_dilated`` with ``window_strides=(s, s)`` (the
 direct form), values and both gradients, on shapes on both sides of the output-size threshold.
@@ -17,7 +17,22 @@ def _direct(x, w, s, p):
 
 
 @pytest.mark.parametrize(
-    "h,k,s,p", [(4, 3, 2, 1), (5, 3, 2, 1), (3, 1, 2, 0), (2, 3, 2, 1), (3, 3, 3, 1), (8, 3, 2, 1), (7, 7, 2, 3)]
+    "h,k,s,p",
+    [
+        (4, 3, 2, 1),
+        (5, 3, 2, 1),
+        (3, 1, 2, 0),
+        (2, 3, 2, 1),
+        (3, 3, 3, 1),
+        (8, 3, 2, 1),
+        (7, 7, 2, 3),
+        # stride 1 onto a tiny output (ResNet-50 layer 4 and CORnet-S IT at 64 px: 3x3 on 2 x 2)
+        (2, 3, 1, 1),
+        (1, 3, 1, 1),
+        (4, 3, 1, 0),
+        (2, 1, 1, 0),
+        (4, 3, 1, 1),
+    ],
 )
 def test_matches_direct_strided_convolution(h, k, s, p):
     rng = np.random.default_rng(h * 100 + k * 10 + s)
@@ -31,6 +46,18 @@ def test_matches_direct_strided_convolution(h, k, s, p):
     g_ref = jax.grad(lambda a, b: jnp.sum(jnp.sin(_direct(a, b, s, p))), argnums=(0, 1))(x, w)
     for a, b in zip(g, g_ref):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-4)
+
+
+def test_tiny_outputs_take_the_im2col_form_on_the_cpu():
+    def compiled(h):
+        x, w = jnp.ones((1, h, h, 3)), jnp.ones((3, 3, 3, 4))
+        return jax.jit(lambda a, b: strided_conv(a, b, 1, 1)).lower(x, w).compile().as_text()
+
+    if jax.default_backend() == "cpu":
+        assert " convolution(" not in compiled(2)  # 2 x 2 output: im2col, a dot
+    else:
+        assert " convolution(" in compiled(2)
+    assert " convolution(" in compiled(8)
 
 
 def test_threshold_covers_the_cornet_s_it_case():

@@ -52,3 +52,22 @@ def test_bad_arguments():
         compare_log_similarity(lambda a, b: np.zeros(4), (1, 2), X)
     with pytest.raises(ValueError, match="model and key"):
         assert_log_similarity_close(lambda a, b: np.zeros(4), None, X)
+
+
+def test_a_tiny_effective_sample_size_fails_with_a_clear_message():
+    values, se = np.array([1.0, 2.0, -np.inf, 0.0]), np.array([0.1, 0.1, np.inf, 0.1])
+    ess = np.array([6.5, 500.0, 0.0, 49.0])  # issue #22: ESS 6.5 of 100,000 used to pass
+    est = LogSimilarityEstimate(values, se, values, np.zeros(4), np.zeros(4), ess, 100_000)
+    kernel = lambda a, b: np.array([1.0, 2.0, -np.inf, 0.0])  # noqa: E731  (agrees to the digit)
+    with pytest.raises(KernelMismatchError) as info:
+        assert_log_similarity_close(kernel, None, X, estimate=est)
+    report, text = info.value.report, str(info.value)
+    assert not report.passed and report.num_low_ess == 2 and report.low_ess_index == 0 and report.num_failed == 2
+    assert report.min_ess_required == 50.0
+    assert "effective sample size too small on 2 of 4 pairs" in text and "ESS 6.5 of 100000" in text
+    assert "Proposal" in text
+    # the -inf pair (ESS 0) is exempt; the threshold is adjustable and can be switched off
+    assert compare_log_similarity(kernel, est, X, min_ess=5).passed
+    assert assert_log_similarity_close(kernel, None, X, estimate=est, min_ess=0).passed
+    with pytest.raises(ValueError, match="min_ess"):
+        compare_log_similarity(kernel, est, X, min_ess=-1)

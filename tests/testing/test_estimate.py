@@ -71,6 +71,72 @@ def test_matches_float64_numpy_on_the_same_draws():
     np.testing.assert_allclose(est.log_marginal1, np.log(b.mean(0)), rtol=1e-4, atol=1e-4)
 
 
+def _float64_on_the_same_draws(model, x1, x2, key, n):
+    """log s, se and ESS from the estimator's own draws (sample i uses fold_in(key, i)), in float64 NumPy."""
+
+    @jax.jit
+    def draws():
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
+        thetas = jax.vmap(model.prior_sampler)(keys)
+        table = lambda xs: jax.vmap(lambda t: jax.vmap(lambda x: model.log_likelihood(x, t))(xs))(thetas)  # noqa: E731
+        return table(x1), table(x2)
+
+    l1, l2 = (np.asarray(t, np.float64) for t in draws())
+    shift = l1.max(0) + l2.max(0)  # float64 has the range for these
+    a, b, c = np.exp(l1 + l2 - shift), np.exp(l1 - l1.max(0)), np.exp(l2 - l2.max(0))
+    log_s = np.log(a.mean(0)) - np.log(b.mean(0)) - np.log(c.mean(0))
+    u = a / a.mean(0) - b / b.mean(0) - c / c.mean(0)
+    return log_s, u.std(0, ddof=1) / math.sqrt(n), a.sum(0) ** 2 / (a * a).sum(0)
+
+
+def _tilted_normal_model():
+    """theta ~ N(0, 1), log p(x | theta) = x theta (unnormalised, enough for the sums): a large |x| makes the
+    likelihood steep, and points of opposite signs prefer opposite draws (a large max l1 + max l2 - max(l1 + l2))."""
+    return GenerativeModel(
+        prior_sampler=lambda k: jax.random.normal(k),
+        likelihood_sampler=lambda k, t: t,
+        log_likelihood=lambda x, t: x * t,
+        name="tilted_normal",
+    )
+
+
+def _tables(model, x1, x2, key, n):
+    """The (n, P) tables l1, l2 of the first n draws."""
+    thetas = jax.vmap(model.prior_sampler)(jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n)))
+    return jnp.outer(thetas, x1), jnp.outer(thetas, x2)
+
+
+@pytest.mark.parametrize(
+    "case, x1, x2",
+    [
+        # later chunks' maxima far above the first chunk's (squares overflow): general form for them
+        ("overflow_fallback", [60.0, 45.0, 1.0], [60.0, 50.0, 1.0]),
+        # x1 and x2 prefer opposite draws by far more than e^20: general form throughout
+        ("gap_fallback", [30.0, 2.0], [-30.0, 1.0]),
+        # the product form throughout
+        ("product_form", [1.0, -0.5, 2.0], [0.5, -1.0, 1.5]),
+    ],
+)
+def test_two_exponential_form_and_its_fallbacks_match_float64(case, x1, x2):
+    model = _tilted_normal_model()
+    x1, x2, key, n = jnp.array(x1), jnp.array(x2), jax.random.key(5), 2000
+    chunk = 8  # a small first chunk: the later chunks hold draws far above its maximum
+    ok = bool(est_mod._prior_shifts(*_tables(model, x1, x2, key, chunk)).ok)
+    assert ok == (case != "gap_fallback")
+    est = estimate_log_similarity(model, x1, x2, key, n, chunk_size=chunk)
+    ref, ref_se, ref_ess = _float64_on_the_same_draws(model, x1, x2, key, n)
+    np.testing.assert_allclose(est.log_similarity, ref, rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(est.stderr, ref_se, rtol=1e-3)
+    np.testing.assert_allclose(est.ess, ref_ess, rtol=1e-3)
+    # the same sums as the general three-exponential form over all draws as one chunk (but the sum of
+    # B C, which that form loses to underflow when x1 and x2 prefer opposite draws: it is the sum of A)
+    general = np.asarray(est_mod._chunk_log_sums(jnp.zeros((n, 1)), *_tables(model, x1, x2, key, n)))
+    ours = np.asarray(est_mod._log_sums(model, x1, x2, key, jnp.asarray(n, jnp.int32), chunk, None))
+    np.testing.assert_allclose(ours[:8], general[:8], rtol=1e-4, atol=1e-4)
+    if case != "gap_fallback":  # the general form, chunk by chunk, loses part of it too
+        np.testing.assert_allclose(ours[8], ours[0], rtol=1e-4, atol=1e-4)
+
+
 def test_standard_error_predicts_the_spread_over_keys():
     exact = scipy_mixture_log_s(X1, X2)
     runs = [estimate_log_similarity(GM_MODEL, X1, X2, jax.random.key(100 + r), 400, chunk_size=256) for r in range(40)]
@@ -152,6 +218,8 @@ def test_importance_sampling_for_a_peaked_likelihood():
     n = 4000
     plain = estimate_log_similarity(model, x1, x2, jax.random.key(1), n)
     assert plain.ess.max() < 0.05 * n  # prior draws rarely land under the likelihood
+    with pytest.raises(AssertionError, match="effective sample size too small"):  # even for the exact kernel
+        assert_log_similarity_close(_normal_exact, None, (x1, x2), estimate=plain)
     report = assert_log_similarity_close(
         _normal_exact, model, (x1, x2), jax.random.key(2), num_samples=n, proposal=_mixture_proposal()
     )
