@@ -177,11 +177,20 @@ def bench_host(size: int) -> None:
     variables = model.init(jax.random.key(0), jnp.zeros((1, size, size, 3), jnp.float32))
     data = q.Data(source, trials)
     q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)  # compile
-    ts = []
+    ts, te, tr = [], [], []
+    embed = q._model_embed(model, variables, config.eval_batch_size)
     for _ in range(3):
         t0 = time.perf_counter()
         q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)
         ts.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        e = q.trial_embeddings(embed, trials)
+        te.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        q.readout(e, trials)
+        tr.append(time.perf_counter() - t0)
+    _emit("host", part="evaluation_embedding", size=size, min_s=min(te), median_s=statistics.median(te))
+    _emit("host", part="evaluation_readouts", size=size, min_s=min(tr), median_s=statistics.median(tr))
     _emit(
         "host",
         part="evaluation",
