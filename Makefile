@@ -62,8 +62,14 @@ test-min:
 clean:
 	rm -rf $(VENV) .venv-min .venv-lock .pytest_cache build *.egg-info
 
+# Fig. 2B/2C's double dissociation (docs/results/quadrilaterals.md, "make demo"): GenSim with a quarter
+# of the training images deviants, the supervised baseline on the 11 references, 3 runs each, then
+# both arms pooled into one table and figure (runs/demo/quadrilaterals_demo_final.png).
 demo: $(STAMP)
-	$(PY) -m train quadrilaterals --config demo --workdir runs/demo --resume
+	$(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
+	$(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
+	$(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
+	    --label demo --label demo --out runs/demo/quadrilaterals.png
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all

@@ -215,3 +215,22 @@ def test_bad_config(bad, match):
 def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
     workdir, results = run
     assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)
+
+
+def test_demo_configs_are_the_cheap_dissociation_protocol():
+    """``make demo``'s two configs (docs/results/quadrilaterals.md, "make demo"): GenSim with a quarter
+    of the training images deviants, the supervised baseline on the 11 references, otherwise the same
+    run (network, size, schedule, length, >= 3 runs for a t-test over runs, one evaluation at the end)."""
+    demo = exp.EXPERIMENT.get_config("demo")
+    sup = exp.EXPERIMENT.get_config("demo_supervised")
+    assert demo.objectives == ("gensim",) and sup.objectives == ("supervised",)
+    assert sup.train_variants == ("reference",)
+    variants = list(demo.train_variants)
+    assert variants.count("reference") == 3 * (len(variants) - variants.count("reference"))
+    assert {v for v in variants if v != "reference"} == {"deviant_1", "deviant_2", "deviant_3", "deviant_4"}
+    same = ("num_runs", "image_size", "num_steps", "schedule", "warmup_steps", "learning_rate", "batch_size", "model")
+    assert all(getattr(demo, k) == getattr(sup, k) for k in same) and demo.num_runs >= 3
+    assert demo.schedule == "warmup_cosine" and 0 < demo.warmup_steps < demo.num_steps
+    assert demo.eval_every == 0 and demo.model == "cornet_z" and demo.pretrained is None
+    stim = q.sample_training_stimuli(0, 4000, variants=demo.train_variants)
+    assert abs(np.mean(stim.variant > 0) - 0.25) < 0.03  # variant 0 is the reference
