@@ -15,36 +15,27 @@ import pytest
 
 from gensim_jax import experiments as registry
 from gensim_jax.training.experiment import HostShard, ImageExperiment
+from tests.experiments import test_geoclidean, test_imagenet_hierarchy, test_quadrilaterals
 
 pytestmark = pytest.mark.slow
 
+#: A small config of each experiment: the test modules' own ``tiny_config`` where they have one.
 SMALL = {
-    "quadrilaterals": (
+    "quadrilaterals": lambda: test_quadrilaterals.tiny_config(),
+    "geoclidean": lambda: test_geoclidean.tiny_config(),
+    "imagenet_hierarchy": lambda: test_imagenet_hierarchy.tiny_config(),
+    "spurious_digits": lambda: registry.load("spurious_digits").get_config(
         "cpu_small",
-        dict(image_size=32, num_train_images=64, batch_size=8, eval_trials_per_condition=1, projection_dims=(16, 8)),
+        lambdas=(0.0,),
+        num_train_images=40,
+        num_test_images=20,
+        num_backgrounds=30,
+        per_class=2,
+        batch_size=8,
     ),
-    "geoclidean": (
-        "cpu_small",
-        dict(model="lenet5", stage_sizes=None, image_size=32, num_train_images=64, batch_size=8),
+    "gaussian_mixture": lambda: registry.load("gaussian_mixture").get_config(
+        "paper", num_triplets=64, batch_size=8, num_steps=16
     ),
-    "imagenet_hierarchy": (
-        "cpu_small",
-        dict(
-            model="lenet5",
-            stage_sizes=None,
-            image_size=32,
-            branching=(2, 2),
-            train_per_leaf=4,
-            batch_size=8,
-            eval_per_leaf=3,
-            pixel_size=8,
-        ),
-    ),
-    "spurious_digits": (
-        "cpu_small",
-        dict(lambdas=(0.0,), num_train_images=40, num_test_images=20, num_backgrounds=30, per_class=2, batch_size=8),
-    ),
-    "gaussian_mixture": ("paper", dict(num_triplets=64, batch_size=8, num_steps=16)),
 }
 
 
@@ -55,8 +46,7 @@ def _take(experiment, arm, config, data, shard, position=3, steps=2):
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_rows_of_every_process_count_make_the_one_process_batch(name):
     experiment = registry.load(name)
-    config_name, overrides = SMALL[name]
-    config = experiment.get_config(config_name, **overrides)
+    config = SMALL[name]()
     data = experiment.prepare(config)
     b = config.batch_size
     for arm in experiment.arms(config):
