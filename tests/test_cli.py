@@ -40,6 +40,7 @@ def test_train_and_eval_run_the_package_commands(monkeypatch):
     ]
 
 
+@pytest.mark.slow
 def test_train_works_outside_the_repository(tmp_path):
     """The experiments ship in the package: no train/ folder in the working directory is needed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -96,6 +96,7 @@ def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):
     assert info["process_count"] == 1 and info["devices"] == jax.device_count()
 
 
+@pytest.mark.slow
 def test_cpu_only_without_accelerators_decides_from_the_machine(tmp_path):
     """A fresh process: no TPU node and no GPU plug-in -> CPU only (when libtpu is installed);
     an accelerator node, a GPU plug-in or JAX_PLATFORMS set -> JAX decides."""

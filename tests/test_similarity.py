@@ -51,6 +51,7 @@ def test_elementwise_and_pairwise_match_numpy_loops(name):
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
+@pytest.mark.slow
 def test_pairwise_self_has_exact_diagonal(name):
     x = np.random.default_rng(1).normal(size=(7, 3)).astype(np.float32) * 10
     m = np.asarray(ALL[name][1](x))
@@ -161,6 +162,7 @@ def test_pairwise_matrix_form_does_not_depend_on_batch_split():
 
 
 @pytest.mark.parametrize("symmetric_rule", [True, False])
+@pytest.mark.slow
 def test_self_gram_derivatives_match_closed_form(symmetric_rule, monkeypatch):
     """d/dx sum(W * (x @ x.T)) = (W + W.T) @ x by reverse and forward mode, and the Hessian-vector
     product (W + W.T) @ v, with and without the symmetric derivative rule of small N."""

@@ -4,11 +4,13 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from bench import mc_estimator
 from gensim_jax.kernels import gaussian_mixture as gm
 
 
+@pytest.mark.slow
 def test_quick_run_prints_a_valid_line():
     (line,) = mc_estimator.run(quick=True)
     json.dumps(line)

@@ -23,6 +23,7 @@ def _conv_grad(x, w):
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU options")
+@pytest.mark.slow
 def test_options_move_convolutions_to_eigen_with_the_same_gradients():
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((4, 8, 8, 64)).astype(np.float32))

@@ -3,13 +3,18 @@ stream example by example, and an interrupted write resumes."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
-pytest.importorskip("tensorflow", reason="TensorFlow is the optional TFRecord backend")
+from gensim_jax.data.geoclidean_records import read_tfrecords, write_tfrecords
+from gensim_jax.stimuli.geoclidean.dataset import generate
 
-from gensim_jax.data.geoclidean_records import read_tfrecords, write_tfrecords  # noqa: E402
-from gensim_jax.stimuli.geoclidean.dataset import generate  # noqa: E402
+# find_spec, not importorskip: importing TensorFlow while collecting costs every worker about 5 s
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None, reason="TensorFlow is the optional TFRecord backend"
+)
 
 
 def test_tfrecords_round_trip_and_resume(tmp_path):

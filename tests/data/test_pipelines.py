@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 
 from gensim_jax.data import pipelines
-from gensim_jax.data.augment import simclr_augment
 from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
 from gensim_jax.data.sources import ArraySource, FunctionSource, SyntheticImageSource
+from tests._lazy import LazyModule
+
+A = LazyModule("gensim_jax.data.augment")  # TensorFlow, imported by the first test that needs it
 
 
 def collect(ds):
@@ -52,7 +54,7 @@ def test_labelled_batches_shapes_and_content():
 @pytest.mark.slow
 def test_same_seed_same_stream_other_seed_other_stream():
     src = SyntheticImageSource(20, (8, 8, 3), seed=3)
-    aug = simclr_augment((6, 6), grayscale_p=0.2)
+    aug = A.simclr_augment((6, 6), grayscale_p=0.2)
     a = collect(labelled_batches(src, 4, seed=7, augment=aug, num_steps=4))
     b = collect(labelled_batches(src, 4, seed=7, augment=aug, num_steps=4))
     c = collect(labelled_batches(src, 4, seed=8, augment=aug, num_steps=4))
@@ -65,7 +67,7 @@ def test_same_seed_same_stream_other_seed_other_stream():
 @pytest.mark.parametrize("builder", ["labelled", "pairs", "triplets", "views"])
 def test_resume_at_step_reproduces_the_tail(builder):
     src = SyntheticImageSource(11, (8, 8, 3), num_classes=3, seed=0)
-    aug = simclr_augment((5, 5))
+    aug = A.simclr_augment((5, 5))
 
     def make(start, steps):
         kw = dict(seed=5, start_step=start, num_steps=steps)
@@ -163,7 +165,7 @@ def test_pairs_same_fraction():
 
 def test_views_are_independent_augmentations_of_one_example():
     src = SyntheticImageSource(9, (16, 16, 3), seed=4)
-    batches = collect(view_batches(src, 3, simclr_augment((8, 8)), seed=0, num_views=2, num_steps=2))
+    batches = collect(view_batches(src, 3, A.simclr_augment((8, 8)), seed=0, num_views=2, num_steps=2))
     for b in batches:
         assert b["image"].shape == (3, 2, 8, 8, 3) and b["label"].shape == (3,)
         for i in range(3):

@@ -132,6 +132,7 @@ def test_bad_inputs():
         fs.load_geoclidean("/nonexistent-dir")
 
 
+@pytest.mark.slow
 def test_official_benchmark_end_to_end(shared_dir):
     root = shared_dir / "reference" / "geoclidean"
     concepts = fs.load_geoclidean(root, image_size=64)

@@ -112,6 +112,7 @@ def test_predictor_equals_direct_argmax():
         sd.make_predictor(m, 0)
 
 
+@pytest.mark.slow
 def test_docstring_examples():
     import doctest
 

@@ -62,6 +62,7 @@ def test_an_experiment_file_outside_the_package_runs_by_path(tmp_path, capsys):
         registry.load(str(tmp_path / "empty.py"))
 
 
+@pytest.mark.slow
 def test_help_lists_the_experiments_and_the_fields(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--help"])
@@ -78,6 +79,7 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
     assert "num_steps" in out and "Optional[int]" in out and "cpu_small" in out
 
 
+@pytest.mark.slow
 def test_gensim_jax_train_help_lists_the_experiments():
     out = subprocess.run(
         [sys.executable, "-m", "gensim_jax.cli", "train", "--help"],

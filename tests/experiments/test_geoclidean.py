@@ -65,6 +65,7 @@ def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     assert row["acc_close"] >= 0.5 and row["acc_far"] >= 0.5
 
 
+@pytest.mark.slow
 def test_results_table_plot_and_top_level_config(run):
     workdir, results = run
     saved = json.loads((workdir / "results.json").read_text())
@@ -130,6 +131,7 @@ def test_config_validation_and_cli_registration(capsys):
     assert "does not apply" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
     config = tiny_config(benchmark_dir=str(shared_dir / "reference" / "geoclidean"))
     episodes = exp.official_concepts(config)

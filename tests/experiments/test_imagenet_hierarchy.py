@@ -7,7 +7,6 @@ import jax
 import numpy as np
 import pytest
 
-from gensim_jax.data.imagenet import next_other_class
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
@@ -16,7 +15,10 @@ from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 from gensim_jax.training import load_exported
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.runner import run_experiment
+from tests._lazy import LazyModule
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
+
+imagenet = LazyModule("gensim_jax.data.imagenet")  # TensorFlow, imported by the first test that needs it
 
 
 def tiny_config(**kw):
@@ -88,6 +90,7 @@ def test_gensim_target_on_the_synthetic_tree_is_eq4_unit_transformed():
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
     config = exp.EXPERIMENT.get_config("paper")
     h = imagenet1k_hierarchy()
@@ -123,7 +126,7 @@ def test_next_other_class_against_a_scan():
     rng = np.random.default_rng(0)
     for _ in range(20):
         y = rng.integers(0, 3, rng.integers(1, 9))
-        got = next_other_class(y)
+        got = imagenet.next_other_class(y)
         for i in range(len(y)):
             later = [j % len(y) for j in range(i + 1, i + len(y)) if y[j % len(y)] != y[i]]
             assert got[i] == (later[0] if later else -1)
@@ -192,6 +195,7 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_imagenet_batches_on_tfds_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
     config = exp.EXPERIMENT.get_config(
@@ -249,6 +253,7 @@ def test_each_objective_trains_exports_and_records_its_seed(run, objective):
     assert again == results["per_run"][objective][0]
 
 
+@pytest.mark.slow
 def test_results_levels_chance_and_scores_are_consistent(run):
     workdir, results = run
     saved = json.loads((workdir / "results.json").read_text())
@@ -305,6 +310,7 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
     np.testing.assert_allclose(exp.pixel_embedding(images, 6), x.reshape(3, -1), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_imagenet_batches_read_this_process_rows_as_uint8():
     # process 1 of 2 decodes only its own rows (1 of the global 2) of its shard of the records, as uint8
     tfds = pytest.importorskip("tensorflow_datasets")

@@ -56,6 +56,7 @@ def test_training_source_metadata_matches_the_rendered_shapes():
     assert not np.any(q.is_held_out(stim.rotation_deg, stim.scale))
 
 
+@pytest.mark.slow
 def test_gensim_loss_is_the_authors_cdist_mse():
     config = tiny_config()
     batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, 0, HostShard(global_batch=8))(0))
@@ -165,6 +166,7 @@ def test_features_as_embedding_have_zero_regression_error_and_a_human_like_grade
     assert stats.pearsonr(graded, human["baboons"]["error_rate"]).statistic == pytest.approx(0.24, abs=0.01)
 
 
+@pytest.mark.slow
 def test_pretrained_supervised_head_is_extended(tmp_path):
     import torch
 

@@ -32,6 +32,7 @@ def _enumerated_log_s(pi, rng):
     return owner, out
 
 
+@pytest.mark.slow
 def test_matches_enumeration_of_generative_process():
     pi = np.array([0.1, 0.2, 0.3, 0.4])
     owner, ref = _enumerated_log_s(pi, np.random.default_rng(0))
@@ -45,6 +46,7 @@ def test_matches_enumeration_of_generative_process():
     np.testing.assert_allclose(np.diag(table), -np.log(pi), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_log_floor_and_uniform_prior():
     pi = cat.uniform_class_probs(5)
     table = np.asarray(cat.log_similarity_table(pi, log_floor=-np.log(5.0)))

@@ -200,6 +200,7 @@ def test_invalid_inputs_raise():
         gm.pairwise_log_similarity(np.zeros(2), np.zeros((3, 2)), mix)
 
 
+@pytest.mark.slow
 def test_make_mixture_is_differentiable_under_jit():
     """Learning mixture parameters: gradient w.r.t. a covariance matches a central difference."""
     x = jnp.array([[0.3, -0.2], [1.5, 0.7], [-1.0, 2.0]])

@@ -161,6 +161,7 @@ def test_table_equals_enumerated_sampling_process(seed, n, sub):
         assert table[a, b] == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_table_equals_monte_carlo_simulation():
     """Simulate both processes (leaf level) on a fixed tree and compare the ratio."""
     parents = [-1, 0, 0, 1, 1, 3, 3, 2, 2]  # leaves 4, 5, 6, 7, 8
@@ -312,6 +313,7 @@ def test_deep_tree_table_is_finite():
 
 class TestJax(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_log_similarity_from_path_matches_loop(self):
         rng = np.random.default_rng(1)
         p = rng.uniform(0.05, 1.0, size=(6, 7))
@@ -321,6 +323,7 @@ class TestJax(chex.TestCase):
         want = [eq4_loop(list(p[i, : ks[i]])) for i in range(6)]
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
 
+    @pytest.mark.slow
     def test_vmap_and_broadcast(self):
         x = jnp.log(jnp.array([[2.0, 3.0, 5.0]] * 4))
         ks = jnp.array([0, 1, 2, 3])
@@ -343,6 +346,7 @@ class TestJax(chex.TestCase):
                 assert float(g[j]) == pytest.approx(fd, abs=1e-3)
 
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_gather_equals_pairwise_loop(self):
         rng = np.random.default_rng(2)
         parents, probs = random_tree(rng, 30)

@@ -39,6 +39,7 @@ def regenerated(tmp_path_factory):
     return script, script.build_hierarchy(wordnet, wnids), wordnet
 
 
+@pytest.mark.slow
 def test_committed_json_equals_regenerated(regenerated):
     script, hierarchy, _ = regenerated
     committed = (REPO / "gensim_jax" / "assets" / "imagenet1k_hierarchy.json").read_text()
@@ -46,6 +47,7 @@ def test_committed_json_equals_regenerated(regenerated):
     assert committed == script.dumps(hierarchy)
 
 
+@pytest.mark.slow
 def test_regenerated_paths_are_longest_hypernym_paths(regenerated):
     """Independent check of the path rule with NLTK's own ``hypernym_paths``."""
     _, hierarchy, wn = regenerated

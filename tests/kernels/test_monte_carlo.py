@@ -40,6 +40,7 @@ def test_shapes_pytrees_determinism_jit_and_vmap():
     assert not np.allclose(np.asarray(per_device.anchor[0]), np.asarray(per_device.anchor[1]))
 
 
+@pytest.mark.slow
 def test_beta_bernoulli_triplet_frequencies_match_kernel():
     """log [freq(x, x+) / freq(x, x-)] over the 4 binary cells equals the Beta-Bernoulli kernel."""
     # Beta(1, 1) = Uniform(0, 1): jax.random.uniform compiles much faster than jax.random.beta.
@@ -96,6 +97,7 @@ def test_class_triplets_coincidence_rate_and_distinct_option():
         np.testing.assert_allclose(cond, expected, atol=0.015)
 
 
+@pytest.mark.slow
 def test_gaussian_mixture_triplets_moments():
     n = 40_000
     t = mc.sample_gaussian_mixture_triplets(jax.random.key(5), n)

@@ -26,6 +26,7 @@ def test_raw_is_identity():
 
 
 @pytest.mark.parametrize("transform", [lambda fn: fn, jax.jit], ids=["eager", "jit"])
+@pytest.mark.slow
 def test_affine_maps_table_onto_unit_interval(transform):
     t = _table()
     lo, hi = targets.table_range(t)
@@ -54,6 +55,7 @@ def test_standardized_has_zero_mean_unit_std_over_table(transform):
     np.testing.assert_allclose(np.asarray(targets.regression_target(t, "standardized")), got, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_class_table_with_floor():
     table = cat.log_similarity_table(cat.uniform_class_probs(4), log_floor=-np.log(4.0))
     np.testing.assert_allclose(

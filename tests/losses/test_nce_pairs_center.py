@@ -20,6 +20,7 @@ class TestNCE(chex.TestCase):
         np.testing.assert_allclose(got, 0.5 * pos + 0.5 * neg, rtol=1e-5)
 
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_infonce_cross_entropy_and_local_nce(self):
         rng = np.random.default_rng(1)
         h = rng.normal(size=(4, 6)).astype(np.float32) * 2
@@ -35,6 +36,7 @@ class TestNCE(chex.TestCase):
             np.testing.assert_allclose(local[b], exp_local, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_nce_extreme_logits_are_finite():
     h = jnp.array([1e4, -1e4, 80.0, -80.0])
     d = jnp.array([True, False, False, True])
@@ -84,6 +86,7 @@ def test_thesis_identity_eq_10_pair_loss_is_2_T_times_center_loss():
         np.testing.assert_allclose(l_pair, ref.pair_center(z, y, np.ones(12, bool), q), rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_singleton_class_contributes_zero_with_zero_gradient():
     z = jnp.asarray(np.random.default_rng(3).normal(size=(4, 3)), jnp.float32)
     y = jnp.array([0, 1, 2, 3])
@@ -91,6 +94,7 @@ def test_singleton_class_contributes_zero_with_zero_gradient():
     assert v == 0.0 and np.all(g == 0.0)
 
 
+@pytest.mark.slow
 def test_center_objective_is_ce_plus_lambda_lsim():
     rng = np.random.default_rng(4)
     logits = rng.normal(size=(6, 4)).astype(np.float32)
@@ -117,6 +121,7 @@ def _numpy_center_mse(z, y, valid):
 
 class TestCenterSimilarityForms(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_mean_form_is_elementwise_mse_and_sum_form_is_eq_11(self):
         rng = np.random.default_rng(5)
         z = rng.normal(size=(10, 7)).astype(np.float32)
@@ -134,6 +139,7 @@ class TestCenterSimilarityForms(chex.TestCase):
             np.testing.assert_allclose(total / (valid.sum() * 7), mean, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_mean_form_equals_torch_mse_loss_with_batch_centres():
     """PyTorch's nn.MSELoss() (reduction="mean") between z and its class centres, gradients included."""
     import torch
@@ -153,6 +159,7 @@ def test_mean_form_equals_torch_mse_loss_with_batch_centres():
     np.testing.assert_allclose(grad, zt.grad.numpy(), rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_center_objective_weights_and_forms():
     rng = np.random.default_rng(7)
     logits = rng.normal(size=(6, 4)).astype(np.float32)
@@ -179,6 +186,7 @@ def test_center_objective_weights_and_forms():
         losses.center_similarity_loss(z, y, form="MSE")
 
 
+@pytest.mark.slow
 def test_mean_form_of_a_batch_without_valid_examples_is_zero_with_zero_gradient():
     z = jnp.ones((3, 2))
     v, g = jax.value_and_grad(

@@ -27,6 +27,7 @@ class TestGensimRegression(chex.TestCase):
         np.testing.assert_allclose(per_pair[0, 1], (S[0, 1] - T[0, 1]) ** 2, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_gensim_loss_from_embeddings_uses_the_cosine_matrix(layout):
     _, z, _, valid = layout
     T = np.random.default_rng(1).normal(size=(len(z), len(z))).astype(np.float32)

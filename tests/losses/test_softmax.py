@@ -11,6 +11,7 @@ from tests.losses import reference as ref
 
 class TestInfoNCE(chex.TestCase):
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_infonce_equals_loop(self):
         rng = np.random.default_rng(0)
         a, p = rng.normal(size=(2, 5, 4)).astype(np.float32)
@@ -19,6 +20,7 @@ class TestInfoNCE(chex.TestCase):
         np.testing.assert_allclose(f(a, p, negs), ref.infonce(a, p, negs, 0.2), rtol=1e-5)
 
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_ntxent_equals_loop_and_optax(self):
         rng = np.random.default_rng(1)
         v1, v2 = rng.normal(size=(2, 6, 8)).astype(np.float32)
@@ -29,6 +31,7 @@ class TestInfoNCE(chex.TestCase):
         np.testing.assert_allclose(got, optax.losses.ntxent(jnp.concatenate([v1, v2]), labels, 0.3), rtol=1e-5)
 
     @chex.variants(with_jit=True, without_jit=True)
+    @pytest.mark.slow
     def test_cross_view_form_of_appendix_l(self):
         rng = np.random.default_rng(2)
         v1, v2 = rng.normal(size=(2, 7, 3)).astype(np.float32)
@@ -44,6 +47,7 @@ def test_ntxent_padding_drops_both_views():
     np.testing.assert_allclose(losses.ntxent_loss(v1, v2, mask=mask), losses.ntxent_loss(v1[:4], v2[:4]), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_supcon_equals_loop(layout):
     _, z, y, valid = layout
     got = losses.supcon_loss(z, y, temperature=0.2, mask=valid)
@@ -113,6 +117,7 @@ def test_degenerate_batches_are_finite_and_skip_anchors_without_positives():
 
 
 @pytest.mark.parametrize("scale", [0.01, 3.0, 1000.0])
+@pytest.mark.slow
 def test_cosine_losses_invariant_to_positive_rescaling(scale):
     rng = np.random.default_rng(7)
     z = rng.normal(size=(8, 4)).astype(np.float32)

@@ -58,6 +58,7 @@ def test_batch_hard_equals_loop(layout, soft):
 
 
 @pytest.mark.parametrize("smooth", [False, True])
+@pytest.mark.slow
 def test_lifted_structured_equals_loop(layout, smooth):
     _, z, y, valid = layout
     got = losses.lifted_structured_loss(z, y, margin=1.0, smooth=smooth, mask=valid)
@@ -66,6 +67,7 @@ def test_lifted_structured_equals_loop(layout, smooth):
     assert np.all(np.isfinite(g))
 
 
+@pytest.mark.slow
 def test_batches_without_positives_or_negatives_give_zero_and_zero_gradient():
     z = jnp.asarray(np.random.default_rng(3).normal(size=(4, 3)), jnp.float32)
     for y in (jnp.arange(4), jnp.zeros(4, int)):

@@ -16,6 +16,7 @@ def lenet_vars():
     return model, random_variables(model, seed=0)
 
 
+@pytest.mark.slow
 def test_extend_classifier_keeps_old_classes(lenet_vars):
     model, v = lenet_vars
     x = jax.random.uniform(jax.random.key(3), (4, 32, 32, 3))

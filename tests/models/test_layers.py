@@ -34,6 +34,7 @@ def _direct(x, w, s, p):
         (4, 3, 1, 1),
     ],
 )
+@pytest.mark.slow
 def test_matches_direct_strided_convolution(h, k, s, p):
     rng = np.random.default_rng(h * 100 + k * 10 + s)
     x = jnp.asarray(rng.standard_normal((2, h, h, 5)), jnp.float32)

@@ -38,6 +38,7 @@ def test_lenet_matches_torch():
 
 
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+@pytest.mark.slow
 def test_lenet_jit_train_and_eval(dtype):
     model = lenet5(dtype=dtype, projection_dims=(32, 8))
     x = jax.random.uniform(jax.random.key(1), (3, 32, 32, 3))
@@ -73,6 +74,7 @@ def _torch_init_params(seed: int = 0) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_lenet_torch_init_is_uniform_on_inverse_sqrt_fan_in():
     """PyTorch's default init: weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), variance 1/(3 fan_in)."""
     got = _torch_init_params()
@@ -99,6 +101,7 @@ def test_lenet_torch_init_is_uniform_on_inverse_sqrt_fan_in():
         torch_default_bias_init(0)
 
 
+@pytest.mark.slow
 def test_lenet_torch_init_matches_a_fresh_torch_lenet():
     """Same support and distribution as the parameters of a freshly built ``RefLeNet5`` (nn.Conv2d / nn.Linear)."""
     torch.manual_seed(0)

@@ -13,6 +13,7 @@ from tests.reference.torch_models import n_params, ref_mlp
 from ._compare import random_variables
 
 
+@pytest.mark.slow
 def test_mlp_parameter_count():
     model = two_layer_perceptron()
     v = model.init(jax.random.key(0), model.example_input())
@@ -34,6 +35,7 @@ def test_mlp_matches_numpy_and_torch():
     chex.assert_shape(phi, (64, 1))
 
 
+@pytest.mark.slow
 def test_mlp_grad_and_vmap():
     model = two_layer_perceptron()
     v = random_variables(model, seed=0)

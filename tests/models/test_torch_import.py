@@ -37,6 +37,7 @@ def _leaves_equal(a, b):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=str(p))
 
 
+@pytest.mark.slow
 def test_reference_cornet_checkpoint_file_one_call(tmp_path, cornet_z_ref):
     """A file in the reference format ({'state_dict': {'module.' + key: ...}, 'epoch', 'optimizer'})
     loads with torch.load(weights_only=True) in one call and reproduces the reference outputs."""
@@ -99,6 +100,7 @@ def test_strict_lists_missing_and_unexpected_keys(cornet_z_ref):
         torch_to_flax(model, {**cornet_z_ref.state_dict(), "V5.conv.weight": torch.zeros(1)})
 
 
+@pytest.mark.slow
 def test_non_strict_initialises_missing_weights():
     from tests.reference.torch_models import ref_mlp
 
@@ -115,6 +117,7 @@ def test_non_strict_initialises_missing_weights():
     np.testing.assert_array_equal(v["params"]["hidden"]["kernel"], sd["0.weight"].numpy().T)
 
 
+@pytest.mark.slow
 def test_shape_mismatch_and_heads(cornet_z_ref):
     sd = cornet_z_ref.state_dict()
     with pytest.raises(CheckpointMismatchError, match="extend_classifier"):

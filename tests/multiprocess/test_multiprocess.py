@@ -224,7 +224,7 @@ DIE_AT = 12  # the killed process dies when it asks for the batch of step 13 (ch
     "victim",
     [
         pytest.param(1, id="kill-process-1", marks=pytest.mark.slow),  # waits a heartbeat
-        pytest.param(0, id="kill-coordinator"),
+        pytest.param(0, id="kill-coordinator", marks=pytest.mark.slow),
     ],
 )
 def test_sigkill_of_one_process_fails_the_other_and_resumes(tmp_path, reference, jax_env, victim):

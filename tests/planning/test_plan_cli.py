@@ -3,12 +3,14 @@
 import json
 
 import jax
+import pytest
 
 from gensim_jax import experiments as registry
 from gensim_jax.cli import main
 from gensim_jax.training import runner
 
 
+@pytest.mark.slow
 def test_plan_compiles_the_runners_step_of_an_experiment(capsys):
     assert main(["plan", "gaussian_mixture", "--topology", "v5e:2x2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -23,6 +25,7 @@ def test_plan_compiles_the_runners_step_of_an_experiment(capsys):
     assert set(batch) >= {"anchor", "positive", "negative"} and batch["anchor"].shape == (256, 2)
 
 
+@pytest.mark.slow
 def test_plan_errors_are_one_line(capsys):
     assert main(["plan", "gaussian_mixture", "--topology", "v5e:2x2", "--batch-size", "255"]) == 2
     err = capsys.readouterr().err.strip()

@@ -46,6 +46,7 @@ def _closest_count(got, b, n):
     return min((analytic_flops_per_device(b, n, k) for k in (3, 2)), key=lambda e: abs(got - e))
 
 
+@pytest.mark.slow
 def test_plan_on_four_chips(plan_4):
     """FLOPs against the analytic count; memory parts, collectives and roofline of the report (one compile)."""
     got = plan_4["flops_per_device"]
@@ -80,6 +81,7 @@ def _has_block(rep, rows, cols):
     return re.search(rf"f32\[{rows},{cols}\]", rep.hlo_text) is not None
 
 
+@pytest.mark.slow
 def test_all_pairs_block_per_device_scales_as_b2_over_n():
     """Each device forms its (B/n) x B block of the B x B similarity: (B/4) x B on 4 chips, (B/8) x B on 8.
 
@@ -99,6 +101,7 @@ def test_all_pairs_block_per_device_scales_as_b2_over_n():
         assert round(products) in (2, 3) and products == pytest.approx(round(products), rel=0.02), (n, products)
 
 
+@pytest.mark.slow
 def test_does_not_fit_names_the_buffer(build):
     sb = build(131072)
     rep = planning.plan_step(sb.fn, sb.args, topology="v5e:2x2")
@@ -143,6 +146,7 @@ def cornet_z_training_flops_per_example(size, classes, padded=False):
     return total + 3 * 2 * CORNET_Z[-1][3] * classes
 
 
+@pytest.mark.slow
 def test_cornet_z_config_flops_match_the_analytic_count():
     """quadrilaterals' CORnet-Z at 32 x 32 px (supervised arm, SGD), global batch 64 on a 4-chip v5e slice.
 

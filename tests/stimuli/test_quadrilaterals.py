@@ -307,6 +307,7 @@ def test_rendered_area_equals_shoelace_area():
 
 
 @needs_reference
+@pytest.mark.slow
 def test_renders_match_the_reference_pngs():
     """All 11 shapes x 6 scalings x 6 rotations against the authors' 224 x 224 PNGs."""
     verts, rots, scales, refs = [], [], [], []

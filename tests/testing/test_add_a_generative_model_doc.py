@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "ADD_A_GENERATIVE_MODEL.md"
@@ -18,6 +19,7 @@ def code_blocks(text):
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
 
+@pytest.mark.slow
 def test_doc_code_runs_and_does_what_it_says():
     blocks = code_blocks(DOC.read_text())
     assert len(blocks) == 5

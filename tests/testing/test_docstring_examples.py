@@ -7,6 +7,7 @@ import pytest
 
 
 @pytest.mark.parametrize("name", ["models", "estimate", "asserts", "strategies"])
+@pytest.mark.slow
 def test_docstring_examples(name):
     module = importlib.import_module(f"gensim_jax.testing.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)

@@ -49,6 +49,7 @@ def scipy_mixture_log_s(x1, x2):
     return np.array(out)
 
 
+@pytest.mark.slow
 def test_matches_float64_numpy_on_the_same_draws():
     key, n = jax.random.key(11), 3000
     est = estimate_log_similarity(GM_MODEL, X1, X2, key, n, chunk_size=256)  # 12 chunks, the last one partial
@@ -117,6 +118,7 @@ def _tables(model, x1, x2, key, n):
         ("product_form", [1.0, -0.5, 2.0], [0.5, -1.0, 1.5]),
     ],
 )
+@pytest.mark.slow
 def test_two_exponential_form_and_its_fallbacks_match_float64(case, x1, x2):
     model = _tilted_normal_model()
     x1, x2, key, n = jnp.array(x1), jnp.array(x2), jax.random.key(5), 2000
@@ -137,6 +139,7 @@ def test_two_exponential_form_and_its_fallbacks_match_float64(case, x1, x2):
         np.testing.assert_allclose(ours[8], ours[0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_standard_error_predicts_the_spread_over_keys():
     exact = scipy_mixture_log_s(X1, X2)
     runs = [estimate_log_similarity(GM_MODEL, X1, X2, jax.random.key(100 + r), 400, chunk_size=256) for r in range(40)]
@@ -148,6 +151,7 @@ def test_standard_error_predicts_the_spread_over_keys():
     assert np.all(np.abs(z_of_mean) < 4.0), z_of_mean
 
 
+@pytest.mark.slow
 def test_minus_infinity_pairs_and_exact_categorical():
     pi = jnp.array([0.1, 0.2, 0.3, 0.4])
     y1, y2 = jnp.array([0, 1, 3, 2]), jnp.array([0, 2, 3, 1])
@@ -211,6 +215,7 @@ def _normal_exact(x1, x2):
     )
 
 
+@pytest.mark.slow
 def test_importance_sampling_for_a_peaked_likelihood():
     model = _normal_model()
     x1 = jnp.array([0.3, -1.2, 0.3, 2.0, 0.0])
@@ -244,6 +249,7 @@ def test_path_prior_walks_level_by_level():
         path_prior(lambda k: 0, lambda k, s, level: s, -1)
 
 
+@pytest.mark.slow
 def test_memory_is_bounded_by_the_chunk_not_the_sample_count():
     # 10**6 samples x 1,000 pairs: the compiled program's temporaries stay O(chunk x pairs)
     model = categorical_model(jnp.full(10, 0.1))

@@ -11,6 +11,7 @@ from gensim_jax.testing import models as M
 
 
 @pytest.mark.parametrize("a", [0.01, 0.5, 1.0, 3.7])
+@pytest.mark.slow
 def test_log_gamma_sampler_matches_gamma_distribution(a):
     g = np.asarray(M._log_gamma_sample(jax.random.key(0), a, (40_000,)), np.float64)
     assert np.all(np.isfinite(g))
@@ -27,6 +28,7 @@ def test_log_gamma_sampler_matches_gamma_distribution(a):
     )
 
 
+@pytest.mark.slow
 def test_beta_prior_draws_and_feature_frequencies():
     model = beta_bernoulli_model(3, [0.5, 2.0, 5.0], [1.5, 2.0, 1.0])
 
@@ -43,6 +45,7 @@ def test_beta_prior_draws_and_feature_frequencies():
     np.testing.assert_allclose(np.asarray(x).mean(0), [0.25, 0.5, 5 / 6], atol=0.015)
 
 
+@pytest.mark.slow
 def test_categorical_model_label_noise():
     model = categorical_model(jnp.array([0.5, 0.5]), label_noise=0.4)
     t = model.sample_triplets(jax.random.key(3), 20_000)

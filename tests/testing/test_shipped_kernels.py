@@ -60,6 +60,7 @@ def exact_bb(a, b):
     return bb.log_similarity(a, b, ALPHA, BETA)
 
 
+@pytest.mark.slow
 def test_beta_bernoulli_exact_kernel():
     x1, x2 = sample_pairs(BB_MODEL, jax.random.key(0), 32)
     est = estimate_log_similarity(BB_MODEL, x1, x2, jax.random.key(1), BB_SAMPLES)
@@ -73,11 +74,13 @@ def test_beta_bernoulli_exact_kernel():
 
 @settings(max_examples=4, deadline=None, derandomize=True)
 @given(pairs=gst.feature_pairs(num_features=5, num_pairs=32))
+@pytest.mark.slow
 def test_beta_bernoulli_exact_kernel_on_hypothesis_inputs(pairs):
     est = estimate_log_similarity(BB_MODEL, pairs[0], pairs[1], jax.random.key(2), BB_SAMPLES)
     check(exact_bb, pairs, est)
 
 
+@pytest.mark.slow
 def test_beta_bernoulli_limit_with_scale_and_offset():
     """alpha = beta = b -> 0 (Eqs. I8-I10): exact kernel = F log(2(b+1)/(2b+1)) + scale * limit kernel."""
     b, f = 0.01, 6
@@ -136,6 +139,7 @@ def test_random_tree_is_deep_enough():
     assert TREE.max_depth >= 4 and len(LEAVES) >= 5 and len(set(K_PAIRS.tolist())) >= 3
 
 
+@pytest.mark.slow
 def test_hierarchy_eq4_as_one_sampled_process_over_all_pairs():
     """Stop depth uniform on 1..D, one model for all pairs.
 
@@ -165,6 +169,7 @@ def test_hierarchy_eq4_as_one_sampled_process_over_all_pairs():
     assert_caught(lambda a, b: as_process(eq4(a, b) + np.log(np.maximum(K_PAIRS, 1))), (A, B), est)
 
 
+@pytest.mark.slow
 def test_hierarchy_eq4_literal_process_for_one_separation_depth():
     """Appendix K verbatim: stop depth uniform on 1..K for the pairs that part at depth K."""
     k = 2
@@ -176,6 +181,7 @@ def test_hierarchy_eq4_literal_process_for_one_separation_depth():
     assert_caught(lambda x, y: -H.log_similarity_pairs(TREE, x, y), (a, b), est)
 
 
+@pytest.mark.slow
 def test_hierarchy_model_samples_leaves_with_the_walk_probabilities():
     model = hierarchy_eq4_model(TREE, 0)
     t = model.sample_triplets(jax.random.key(8), 4000)
@@ -187,6 +193,7 @@ def test_hierarchy_model_samples_leaves_with_the_walk_probabilities():
 # ------------------------------------------------------------------------------ Gaussian mixture (Eq. H2)
 
 
+@pytest.mark.slow
 def test_gaussian_mixture_full_covariances():
     mix = gm.make_mixture(
         [0.5, 0.3, 0.2],
@@ -223,6 +230,7 @@ PI = jnp.array([0.1, 0.2, 0.3, 0.4])
 Y1, Y2 = (jnp.asarray(m.ravel(), jnp.int32) for m in np.meshgrid(np.arange(4), np.arange(4), indexing="ij"))
 
 
+@pytest.mark.slow
 def test_categorical_exact_kernel_with_minus_infinity():
     est = estimate_log_similarity(categorical_model(PI), Y1, Y2, jax.random.key(11), 20_000)
     check(lambda a, b: categorical.log_similarity(a, b, PI), (Y1, Y2), est)
@@ -233,6 +241,7 @@ def test_categorical_exact_kernel_with_minus_infinity():
     assert_caught(lambda a, b: 2 * categorical.log_similarity(a, b, PI), (Y1, Y2), est)
 
 
+@pytest.mark.slow
 def test_categorical_noisy_label_kernel():
     eps = 0.2
     table = categorical.noisy_label_log_similarity_table(PI, eps)

@@ -1,6 +1,7 @@
 """The hypothesis strategies draw inputs the shipped kernels accept (gensim_jax.testing.strategies)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 from gensim_jax.kernels import beta_bernoulli as bb
@@ -10,6 +11,7 @@ from gensim_jax.testing import strategies as gst
 
 @settings(max_examples=25, deadline=None)
 @given(pair=gst.feature_pairs(max_features=7, max_pairs=5))
+@pytest.mark.slow
 def test_feature_pairs_are_binary_and_aligned(pair):
     a, b = pair
     assert a.shape == b.shape and a.ndim == 2 and set(np.unique(np.r_[a.ravel(), b.ravel()])) <= {0.0, 1.0}
@@ -56,6 +58,7 @@ def test_clear_import_error_without_hypothesis(monkeypatch):
         importlib.import_module("gensim_jax.testing.strategies")
 
 
+@pytest.mark.slow
 def test_toolkit_is_lean():
     """gensim_jax.testing needs neither hypothesis nor flax, TensorFlow, torch or the training package."""
     import subprocess

@@ -339,6 +339,7 @@ def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(
     assert_trees_equal(four.params, replay.params)
 
 
+@pytest.mark.slow
 def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
     state = tiny_state()
     with Checkpointer(tmp_path, save_every=1) as ck:
@@ -358,6 +359,7 @@ def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
     assert_trees_equal(restored.params, jax.tree.map(lambda x: x + 1, state.params))
 
 
+@pytest.mark.slow
 def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
     obj, step = gensim_step
     train(
@@ -392,6 +394,7 @@ def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
         assert ck.all_steps() == [2, 4]
 
 
+@pytest.mark.slow
 def test_logged_metrics_are_window_means_fetched_every_log_every_steps(tmp_path):
     """log_every=3: one line at steps 3, 6 and the last step 7, each the mean of its window's per-step losses."""
     obj = CrossEntropy(input_key="x")

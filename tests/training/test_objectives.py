@@ -103,6 +103,7 @@ def test_loss_matches_library_loss_on_independent_outputs(setup, obj):
     )
 
 
+@pytest.mark.slow
 def test_train_mode_uses_one_forward_over_all_views(setup):
     """Two views go through the model as one batch: BatchNorm statistics over 2B examples."""
     state, batch = setup
@@ -126,6 +127,7 @@ def test_table_target_gathers_pairs():
 
 
 @pytest.mark.parametrize("method", ["affine", "standardized"])
+@pytest.mark.slow
 def test_table_target_transform_uses_table_statistics(method):
     y = np.array([0, 1, 2, 2])
     got = np.asarray(TableTarget.create(TABLE, method=method)({"label": y}))
@@ -135,6 +137,7 @@ def test_table_target_transform_uses_table_statistics(method):
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_gensim_regression_with_table_and_mixture_targets(setup):
     state, batch = setup
     mix = gaussian_mixture.make_mixture([0.3, 0.7], np.array([[0.0] * 6, [1.0] * 6]), 1.5)
@@ -160,6 +163,7 @@ def test_limit_target_is_negative_squared_distance():
     np.testing.assert_allclose(got, pair_loop(lambda i, j: -np.sum((f[i] - f[j]) ** 2), 5))
 
 
+@pytest.mark.slow
 def test_forward_splits_outputs_in_input_order(setup):
     state, batch = setup
     outs, _ = forward(

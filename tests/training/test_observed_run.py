@@ -27,6 +27,7 @@ def _images(factory):
     return batches
 
 
+@pytest.mark.slow
 def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_trace(tmp_path):
     tx = make_optimizer(TrainConfig(learning_rate=0.05, schedule="warmup_cosine", warmup_steps=4), 12)
     state = create_train_state(tiny_model(), tx, 0)
@@ -76,6 +77,7 @@ def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_tr
     assert len(event_files(tmp_path)) == 1
 
 
+@pytest.mark.slow
 def test_slow_data_triggers_the_input_bound_line_and_fast_data_does_not(tmp_path, capsys):
     def slow(position):
         for b in stream(0)(position):
@@ -109,6 +111,7 @@ def test_slow_data_triggers_the_input_bound_line_and_fast_data_does_not(tmp_path
     assert "input-bound" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_flops_of_the_train_step_come_from_its_compiled_program():
     state, objective = tiny_state(), CrossEntropy()
     step_fn = make_train_step(objective)

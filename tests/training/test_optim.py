@@ -53,6 +53,7 @@ def test_adamw_matches_the_written_out_update():
         np.testing.assert_allclose(want, p, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_adam_and_lars_are_the_named_optax_transformations():
     for name, ref in (("adam", optax.adam(0.01)), ("lars", optax.lars(0.01, weight_decay=0.0, momentum=0.9))):
         got, _ = _run(TrainConfig(optimizer=name, learning_rate=0.01), GRADS)

@@ -36,6 +36,7 @@ def _loop(prof, steps=6):
     return started, stopped
 
 
+@pytest.mark.slow
 def test_a_short_loop_leaves_a_trace_file(tmp_path, capsys):
     prof = ProfileWindow.parse("2:4", tmp_path, enabled=True)
     started, stopped = _loop(prof)

@@ -186,6 +186,7 @@ def test_closed_recorder_refuses_to_write(tmp_path):
         RunRecorder(tmp_path / "b", tensorboard=False).write(1, {"step": 2})
 
 
+@pytest.mark.slow
 def test_the_writer_does_not_import_torch(tmp_path):
     code = (
         "import sys; from gensim_jax.training.records import RunRecorder\n"

@@ -91,6 +91,7 @@ def test_rerun_resumes_the_finished_runs_without_training(ran, tiny):
     assert again["training"]["gensim"][0]["losses"] == results["training"]["gensim"][0]["losses"]
 
 
+@pytest.mark.slow
 def test_one_compile_serves_every_seed_and_every_traced_temperature():
     mesh = runner.make_run_mesh(registry.load(TINY).get_config("tiny"))
     cache = runner.StepCache(mesh)

@@ -140,6 +140,7 @@ def test_split_microbatches_strides_and_validates():
         split_microbatches({"a": np.zeros(4), "b": np.zeros(6)}, 2)
 
 
+@pytest.mark.slow
 def test_step_key_depends_on_step_only():
     s = tiny_state(seed=3)
     k1 = jax.random.key_data(step_key(s))

@@ -99,6 +99,7 @@ def _run(batches, steps=24, log_every=6, detector=None):
     return windows
 
 
+@pytest.mark.slow
 def test_a_slow_data_source_triggers_one_input_bound_line(capsys):
     def slow():
         x = np.ones((256, 256), np.float32)

@@ -63,6 +63,7 @@ def test_geoclidean_pixels_workdir(shared_dir, tmp_path):
     _png_ok(wd / "geoclidean.png")
 
 
+@pytest.mark.slow
 def test_geoclidean_exports(shared_dir, exports, tmp_path):
     root = shared_dir / "reference" / "geoclidean"
     wd = tmp_path / "wd"

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gensim_jax import cli
 from gensim_jax.evaluation.cli import PROTOCOLS, main
 
@@ -21,6 +23,7 @@ def test_help_lists_protocols(capsys):
     assert main(["no_such_protocol"]) == 2
 
 
+@pytest.mark.slow
 def test_python_m_eval_help_runs_from_the_repository_root():
     out = subprocess.run(
         [sys.executable, "-m", "eval", "--help"], cwd=REPO, capture_output=True, text=True, check=True

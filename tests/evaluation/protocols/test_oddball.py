@@ -93,6 +93,7 @@ def test_oddball_trials_graded_readout(tmp_path):
     assert np.mean(out["error_rate"]) == pytest.approx(0.4, abs=1e-8)
 
 
+@pytest.mark.slow
 def test_oddball_exports_per_run_and_across_runs(exports, tmp_path):
     wd = tmp_path / "wd"
     assert (

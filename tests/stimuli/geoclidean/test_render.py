@@ -116,6 +116,7 @@ def load_official(path):
 
 
 @needs_ref
+@pytest.mark.slow
 def test_pixel_statistics_match_official_images():
     ours, theirs = [], []
     for cid, name in enumerate(CONCEPT_NAMES):

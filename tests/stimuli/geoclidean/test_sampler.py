@@ -292,6 +292,7 @@ def test_bad_arguments():
         sample_scene("l1 = line(p1(), )", np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_new_point_name_prefers_an_unnamed_intersection():
     # l1 starts at p2, which lies on c1; when l1 meets c1 a second time, p4 must be that point
     prog = parse_program("c1 = circle(p1(), p2())\nl1 = line(p2(), p3())\nl2 = line(p4(l1, c1), p5())")
