@@ -15,6 +15,7 @@ and returns a :class:`CompiledStep` holding:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import time
@@ -99,6 +100,22 @@ def per_device_bytes(tree, shardings) -> float:
     return total
 
 
+@contextlib.contextmanager
+def _without_persistent_cache():
+    """No entry of JAX's persistent compilation cache written in the block (``JAX_COMPILATION_CACHE_DIR``
+    set by the user or the test session): a program compiled for abstract devices (a topology, no
+    client) can be written but not read back, so the next plan of the same step would warn for every
+    entry it found. JAX decides once per process whether the cache is used, so the block raises the
+    minimum compile time an entry needs instead of turning the cache off."""
+    key = "jax_persistent_cache_min_compile_time_secs"
+    before = getattr(jax.config, key)
+    jax.config.update(key, float("inf"))
+    try:
+        yield
+    finally:
+        jax.config.update(key, before)
+
+
 def compile_step(
     fn: Callable,
     args: Sequence[Any],
@@ -120,7 +137,8 @@ def compile_step(
     lowered = jitted.lower(*args)
     platform = ""
     try:
-        compiled = lowered.compile()
+        with _without_persistent_cache():
+            compiled = lowered.compile()
     except Exception as e:  # noqa: BLE001 - XLA raises JaxRuntimeError / XlaRuntimeError
         if not _is_oom(e):
             raise

@@ -180,3 +180,25 @@ def test_cornet_z_config_flops_match_the_analytic_count():
     assert padded > 1.4 * expected
     per_example_hlo = rep["matmul_flops_per_device_hlo"] * 4 / 64
     assert expected * 0.99 <= per_example_hlo <= padded * 1.01
+
+
+def test_planning_with_a_persistent_compilation_cache_warns_nothing(build, tmp_path):
+    # a user's JAX_COMPILATION_CACHE_DIR: the second plan of the same step would find the first one's
+    # entry, which a compile for abstract devices cannot load (JAX warned once per entry)
+    import warnings
+
+    import jax
+
+    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+    before = {k: getattr(jax.config, k) for k in keys}
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        sb = build(64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            reports = [planning.plan_step(sb.fn, sb.args, topology="v5e:2x2") for _ in range(2)]
+    finally:
+        for k, v in before.items():
+            jax.config.update(k, v)
+    assert reports[0]["flops_per_device"] == reports[1]["flops_per_device"] > 0
