@@ -1,4 +1,12 @@
-"""Shared test set-up: hypothesis's CI profile and the path of ../shared.
+"""Shared test set-up: hypothesis's CI profile, the path of ../shared, and one XLA compilation cache per
+test session.
+
+Many tests compile the same programs: the tiny experiments' train steps in the CLI, checkpoint and
+multi-process tests (each in fresh interpreters), the same models in several test files and in both
+pytest workers. JAX's persistent compilation cache, in a directory made for this session and removed at
+its end, compiles each of them once per session (a compiled program loaded from the cache is the same
+executable, so no result changes). It is set through the environment, so the workers and every
+subprocess a test starts inherit it; a test that sets ``JAX_COMPILATION_CACHE_DIR`` itself keeps its own.
 
 Tests run at JAX's default matmul precision, as users' code does on GPU/TPU (where float32 matmuls
 may use TF32/bfloat16 passes); a test that compares against a float64 or PyTorch reference to a
@@ -6,6 +14,9 @@ tight tolerance sets ``with jax.default_matmul_precision("highest"):`` itself.
 """
 
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +27,30 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+#: Compiles shorter than this are not written to the cache (reading an entry costs about 10 ms).
+CACHE_MIN_COMPILE_S = "0.3"
+_SESSION_CACHE = None
+
+
+def pytest_configure(config):
+    global _SESSION_CACHE
+    if os.environ.get("PYTEST_XDIST_WORKER") or "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return  # a worker inherits the controller's cache; a cache chosen by the caller is kept
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="gensim_jax_tests_xla_cache_")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _SESSION_CACHE
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = CACHE_MIN_COMPILE_S
+    if "jax" in sys.modules:  # imported before this hook (by a plugin or conftest): set it directly too
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", _SESSION_CACHE)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", float(CACHE_MIN_COMPILE_S))
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

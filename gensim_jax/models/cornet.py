@@ -98,8 +98,8 @@ class CORnetZ(Encoder):
     Example:
       >>> import jax, jax.numpy as jnp
       >>> m = CORnetZ(num_classes=5)
-      >>> v = m.init(jax.random.key(0), jnp.zeros((1, 64, 64, 3)))
-      >>> m.apply(v, jnp.zeros((2, 64, 64, 3)))["embedding"].shape
+      >>> v = jax.jit(m.init)(jax.random.key(0), jnp.zeros((1, 64, 64, 3)))
+      >>> jax.jit(m.apply)(v, jnp.zeros((2, 64, 64, 3)))["embedding"].shape
       (2, 512)
     """
 

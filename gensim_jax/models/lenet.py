@@ -59,8 +59,8 @@ class LeNet5(Encoder):
     Example:
       >>> import jax, jax.numpy as jnp
       >>> m = LeNet5()
-      >>> v = m.init(jax.random.key(0), m.example_input())
-      >>> m.apply(v, jnp.zeros((4, 32, 32, 3)))["logits"].shape
+      >>> v = jax.jit(m.init)(jax.random.key(0), m.example_input())
+      >>> jax.jit(m.apply)(v, jnp.zeros((4, 32, 32, 3)))["logits"].shape
       (4, 10)
     """
 

@@ -105,8 +105,8 @@ class ResNet(Encoder):
     Example:
       >>> import jax, jax.numpy as jnp
       >>> model = ResNet(stage_sizes=(1, 1, 1, 1), block="basic", num_classes=10)
-      >>> v = model.init(jax.random.key(0), jnp.zeros((1, 32, 32, 3)))
-      >>> model.apply(v, jnp.zeros((2, 32, 32, 3)))["logits"].shape
+      >>> v = jax.jit(model.init)(jax.random.key(0), jnp.zeros((1, 32, 32, 3)))  # one compile, not one per op
+      >>> jax.jit(model.apply)(v, jnp.zeros((2, 32, 32, 3)))["logits"].shape
       (2, 10)
     """
 
