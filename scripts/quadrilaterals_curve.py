@@ -191,6 +191,8 @@ def plot(curves, path: Path) -> None:
         ("r_baboon", "graded r, baboons"),
         ("reg", "GenSim regression error (o reference, x deviant pairs)"),
     ]
+    if not any("gensim" in arms for arms in curves.values()):
+        panels = panels[:-1]  # the regression error is GenSim's alone
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6))
     styles = ["-", "--", ":", "-."]
 
