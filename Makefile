@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LOCK   := requirements.lock
-PYTEST := $(PY) -m pytest -q -n 2 --durations=20
+PYTEST := $(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 # The one torch the machines here carry as a CPU build (pip's find-links); from PyPI a plain `torch`
 # would be the CUDA build with ~3 GB of nvidia-* wheels.
 TORCH  := torch==2.13.0
