@@ -1,6 +1,6 @@
 """Learning curves of the quadrilateral experiment from its runs' evaluations during training.
 
-``python -m train quadrilaterals --config curve`` evaluates both read-outs every ``eval_every``
+``python -m train quadrilaterals --config curve`` evaluates both read-outs every ``eval.every``
 steps and logs them per shape in every run's ``metrics.jsonl`` (``eval/argmax/<shape>``,
 ``eval/graded/<shape>``, ``eval/regression_error/...``). This script reads those lines for one or
 more work directories (e.g. the paper's protocol and a variant), computes per step and objective
@@ -102,16 +102,11 @@ def export_curve(run_dir: Path) -> tuple[int, dict] | None:
     if not (run_dir / "export").is_dir():
         return None
     saved = json.loads((run_dir / "config.json").read_text())["config"]
-    config = quad.EXPERIMENT.get_config(
-        "curve",
-        image_size=saved["image_size"],
-        eval_seed=saved["eval_seed"],
-        eval_trials_per_condition=saved["eval_trials_per_condition"],
-    )
+    config = quad.EXPERIMENT.config_from_dict({k: v for k, v in saved.items() if k not in ("arm", "experiment")})
     model, variables, _ = load_exported(run_dir / "export")
     trials = quad.test_trials(config)
-    e = quad.trial_embeddings(quad._model_embed(model, variables, config.eval_batch_size), trials)
-    out = quad.readout(e, trials, saved.get("readout_target_error"))
+    e = quad.trial_embeddings(quad.EXPERIMENT._embed(None, config, model, variables), trials)
+    out = quad.readout(e, trials, config.eval.readout_target_error)
     return int(saved["num_steps"]), point(out["graded"], out["argmax"], out["temperature"], out["regression_error"])
 
 

@@ -57,7 +57,7 @@ def format_table(results: dict) -> str:
     lines = []
     for suite, rows in results["summary"].items():
         images, _, rule = suite.partition("/")
-        rule = rule or results["config"]["eval_threshold"]
+        rule = rule or results["config"]["eval"]["threshold"]
         lines.append(f"Held-out concepts ({images} images), {rule} threshold:")
         lines.append("| objective | runs | acc close | acc far | AUC close | AUC far |")
         lines.append("|---|---|---|---|---|---|")

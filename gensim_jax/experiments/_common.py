@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 import numpy as np
 
 from gensim_jax.models import torch_import
 from gensim_jax.preprocessing import normalize_uint8
+from gensim_jax.training.config import ArmConfig
 
 #: ImageNet channel statistics (the library's, :mod:`gensim_jax.models.torch_import`): the encoders
 #: are ImageNet architectures (and may be fine-tuned from ImageNet checkpoints), so every image
@@ -27,11 +29,13 @@ def preprocess(images: np.ndarray) -> np.ndarray:
 
 def check_image_config(config, num_train_images: int) -> None:
     """The checks the image experiments share: ``2 <= batch_size <= num_train_images`` and
-    ``image_size >= 32`` (the encoders' input); ``ValueError`` naming the field."""
+    ``data.image_size >= 32`` (the encoders' input); ``ValueError`` naming the field."""
     if config.batch_size < 2 or config.batch_size > num_train_images:
-        raise ValueError(f"batch_size must lie in [2, num_train_images={num_train_images}], got {config.batch_size}")
-    if config.image_size < 32:
-        raise ValueError(f"image_size must be >= 32 (the encoders' input), got {config.image_size}")
+        raise ValueError(
+            f"batch_size must lie in [2, the {num_train_images} training images (data)], got {config.batch_size}"
+        )
+    if config.data.image_size < 32:
+        raise ValueError(f"data.image_size must be >= 32 (the encoders' input), got {config.data.image_size}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -43,17 +47,37 @@ def check_image_config(config, num_train_images: int) -> None:
 TABLE_OBJECTIVES = ("gensim", "class_triplet", "simclr")
 
 
+@dataclasses.dataclass(frozen=True)
+class TripletArm(ArmConfig):
+    """``objectives.class_triplet``: the triplet loss on class triplets (:data:`~gensim_jax.losses.triplet.TRIPLET_FORMS`)."""
+
+    form: str = "linear"
+    distance: str = "euclidean"
+
+
+@dataclasses.dataclass(frozen=True)
+class SimCLRArm(ArmConfig):
+    """``objectives.simclr``: NT-Xent on a projection head of ``projection_dims``, views by random resized crop
+    (``crop_scale``), flip and blur (``blur_p``)."""
+
+    temperature: float = 0.5
+    variant: str = "cross_view"
+    projection_dims: tuple = (2048, 128)
+    crop_scale: tuple = (0.08, 1.0)
+    blur_p: float = 0.5
+
+
 def encoder_kwargs(objective: Optional[str], config) -> dict:
     """Registry keyword arguments of the encoder for ``objective`` (None: the bare encoder).
 
-    No classifier; a projection head ``config.projection_dims`` for ``simclr``; ``stage_sizes``
-    (blocks per ResNet stage) when the config sets it.
+    No classifier; a projection head ``objectives.simclr.projection_dims`` for ``simclr``;
+    ``model.stage_sizes`` (blocks per ResNet stage) when the config sets it.
     """
     kw: dict = {"num_classes": None}
     if objective == "simclr":
-        kw["projection_dims"] = tuple(config.projection_dims)
-    if config.stage_sizes is not None:
-        kw["stage_sizes"] = tuple(config.stage_sizes)
+        kw["projection_dims"] = tuple(config.objectives.simclr.projection_dims)
+    if config.model.stage_sizes is not None:
+        kw["stage_sizes"] = tuple(config.model.stage_sizes)
     return kw
 
 
@@ -63,16 +87,17 @@ def table_objective(objective: str, config, gensim_target: Callable[[], object])
     ``gensim``: :class:`~gensim_jax.training.GenSimRegression` of the cosine of the pooled
     embeddings onto ``gensim_target()`` (a :class:`~gensim_jax.training.TableTarget`; paper Eq. 2)
     over all ``B (B - 1)`` pairs; ``class_triplet``: :class:`~gensim_jax.training.TripletObjective`
-    (``config.triplet_form``, ``config.triplet_distance``) on the embeddings; ``simclr``:
-    :class:`~gensim_jax.training.NTXent` (``config.simclr_temperature``, ``config.simclr_variant``)
-    on the projection head.
+    (``objectives.class_triplet.form`` / ``.distance``) on the embeddings; ``simclr``:
+    :class:`~gensim_jax.training.NTXent` (``objectives.simclr.temperature`` / ``.variant``) on the
+    projection head.
     """
     from gensim_jax.training import GenSimRegression, NTXent, TripletObjective
 
+    arms = config.objectives
     if objective == "gensim":
         return GenSimRegression(target=gensim_target(), input_key="image", output="embedding", similarity="cosine")
     if objective == "class_triplet":
-        return TripletObjective(form=config.triplet_form, distance=config.triplet_distance, output="embedding")
+        return TripletObjective(form=arms.class_triplet.form, distance=arms.class_triplet.distance, output="embedding")
     if objective == "simclr":
-        return NTXent(temperature=config.simclr_temperature, variant=config.simclr_variant, output="projection")
+        return NTXent(temperature=arms.simclr.temperature, variant=arms.simclr.variant, output="projection")
     raise ValueError(f"objective must be one of {TABLE_OBJECTIVES}, got {objective!r}")

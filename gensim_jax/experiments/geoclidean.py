@@ -23,33 +23,37 @@ Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-o
     The class-based baseline (Appendix M): anchor and positive from one training program,
     negative from another, linear loss ``d(a, p) - d(a, n)`` with Euclidean ``d`` (Eq. A2 with
     ``l(x) = x``). Note it is unbounded below (the embedding scale can grow); ``--set
-    triplet_form='"softplus"'`` gives a bounded variant.
+    objectives.class_triplet.form=softplus`` gives a bounded variant.
 ``simclr``
     SimCLR (Appendix M): two views by random resized crop, horizontal flip and Gaussian blur (no
-    colour distortion: the images are grey), InfoNCE on a projection head; ``simclr_variant``
+    colour distortion: the images are grey), InfoNCE on a projection head; ``objectives.simclr.variant``
     ``"cross_view"`` is the one-directional form printed in Appendix M, ``"ntxent"`` SimCLR's.
 
 Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
-fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
+fine-tuned from ImageNet weights when ``model.pretrained`` names a torchvision checkpoint) and
 ``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
 minutes on 2 CPU cores) and ``cpu_long`` (the same model, 960 images, 60 steps of 16, 3 runs,
-every threshold rule). Every config field can be overridden with ``--set``; the fields common to
-every experiment (optimizer, schedule, dtype, mesh, ...) are those of
-:class:`~gensim_jax.training.experiment.TrainConfig`.
+every threshold rule). Every config field can be overridden with ``--set`` by its dotted name; the
+sections are ``model`` (``name``, ``stage_sizes``, ``pretrained``), ``data`` (``image_size``,
+``num_train_images``, ``benchmark_dir``), ``objectives.gensim`` (tree kernel, ``target_transform``),
+``objectives.class_triplet`` (``form``, ``distance``), ``objectives.simclr`` (``temperature``,
+``variant``, ``projection_dims``, ``crop_scale``, ``blur_p``), ``eval`` (``seed``, ``threshold``,
+``batch_size``) and ``optim``; the run-level fields (seeds, steps, batch, dtype, mesh) are those
+of :class:`~gensim_jax.training.experiment.TrainConfig`.
 
 Evaluation (``fewshot_evaluate``, per-concept threshold as in the paper, plus the threshold-free
 AUC): for each held-out concept 5 support images and 5 in-concept test images of the concept
 program, 5 of its close and 5 of its far negative program (``benchmark_images``), all rendered by
-our sampler; with ``benchmark_dir`` the official benchmark images are evaluated as well. Rows
+our sampler; with ``data.benchmark_dir`` the official benchmark images are evaluated as well. Rows
 ``pixels`` (model-free baseline) and ``initial`` (the encoder before training, run 0) are
-reported next to the objectives. ``eval_threshold="all"`` evaluates every threshold rule of
+reported next to the objectives. ``eval.threshold="all"`` evaluates every threshold rule of
 :data:`~gensim_jax.evaluation.fewshot.THRESHOLD_RULES` (the result keys are then
 ``"<suite>/<rule>"``, e.g. ``"official/benchmark"``; with one rule just ``"<suite>"``).
 
 ``cpu_long`` is the config of docs/results/geoclidean.md:
-``gensim-jax train geoclidean --config cpu_long --benchmark-dir ../shared/reference/geoclidean``.
-The target ablation there sets ``tree_kernel_normalize`` (cosine-normalised kernel or raw count)
-and ``target_transform``.
+``gensim-jax train geoclidean --config cpu_long --set data.benchmark_dir=../shared/reference/geoclidean``.
+The target ablation there sets ``objectives.gensim.tree_kernel_normalize`` (cosine-normalised kernel
+or raw count) and ``objectives.gensim.target_transform``.
 
 Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config cpu_small``
 (``python -m train`` in a checkout).
@@ -81,10 +85,57 @@ from gensim_jax.stimuli.geoclidean.concepts import (
     concept_parse_trees,
 )
 from gensim_jax.training import TableTarget
-from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
+from gensim_jax.training.config import with_overrides
+from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _common.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """``model``: the ResNet and the torchvision checkpoint it fine-tunes."""
+
+    name: str = "resnet50"
+    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
+    pretrained: Optional[str] = None  # torchvision checkpoint (.pth / .safetensors) to fine-tune
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """``data``: the rendered training images and the official benchmark folder (also evaluated when given)."""
+
+    image_size: int = 224
+    num_train_images: int = 100_000
+    benchmark_dir: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GenSimArm(ArmConfig):
+    """``objectives.gensim``: the tree kernel of the concept programs and its target transform."""
+
+    tree_kernel: str = "st"
+    tree_lambda: float = 1.0
+    tree_kernel_normalize: bool = True  # K / sqrt(K_aa K_bb) (ours; the paper does not say)
+    target_transform: str = "unit"
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """``objectives``: one section per arm (an arm's ``learning_rate`` None: ``optim.learning_rate``)."""
+
+    gensim: GenSimArm = GenSimArm()
+    class_triplet: _common.TripletArm = _common.TripletArm()
+    simclr: _common.SimCLRArm = _common.SimCLRArm(projection_dims=(2048, 128))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval``: the few-shot episodes' seed, the threshold rule (or ``"all"``) and the embedding batch."""
+
+    seed: int = 10_000
+    threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
+    batch_size: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,78 +144,47 @@ class Config(TrainConfig):
 
     seed: int = 0
     num_runs: int = 4
-    objectives: tuple = OBJECTIVES
-    model: str = "resnet50"
-    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
-    pretrained: Optional[str] = None  # torchvision checkpoint (.pth / .safetensors) to fine-tune
-    image_size: int = 224
-    num_train_images: int = 100_000
+    arms: tuple = OBJECTIVES
     epochs: float = 35.0
     num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 128
-    learning_rate: float = 1e-4  # Adam; the paper does not give the rate
-    # gensim
-    tree_kernel: str = "st"
-    tree_lambda: float = 1.0
-    tree_kernel_normalize: bool = True  # K / sqrt(K_aa K_bb) (ours; the paper does not say)
-    target_transform: str = "unit"
-    # class_triplet
-    triplet_form: str = "linear"
-    triplet_distance: str = "euclidean"
-    # simclr
-    simclr_temperature: float = 0.5
-    simclr_variant: str = "cross_view"
-    projection_dims: tuple = (2048, 128)
-    crop_scale: tuple = (0.08, 1.0)
-    blur_p: float = 0.5
-    # evaluation
-    eval_seed: int = 10_000
-    eval_threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
-    eval_batch_size: int = 64
-    benchmark_dir: Optional[str] = None
+    optim: OptimConfig = OptimConfig(learning_rate=1e-4)  # Adam; the paper does not give the rate
     checkpoint_every: int = 1000
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    objectives: Objectives = Objectives()
+    eval: EvalConfig = EvalConfig()
 
 
+_SMALL = {
+    "model.name": "resnet18",
+    "model.stage_sizes": (1, 1, 1, 1),
+    "data.image_size": 64,
+    "batch_size": 16,
+    "optim.learning_rate": 3e-4,
+    "objectives.simclr.projection_dims": (128, 64),
+    "eval.batch_size": 35,
+    "checkpoint_every": 10_000,
+}
 CONFIGS = {
     "paper": Config(),
     # Runs on a 2-core CPU in a few minutes: tiny ResNet, 64 x 64, 384 images, 30 steps of 16, 1 run.
-    "cpu_small": Config(
-        num_runs=1,
-        model="resnet18",
-        stage_sizes=(1, 1, 1, 1),
-        image_size=64,
-        num_train_images=384,
-        num_steps=30,
-        batch_size=16,
-        learning_rate=3e-4,
-        projection_dims=(128, 64),
-        eval_batch_size=35,
-        checkpoint_every=10_000,
-    ),
+    "cpu_small": with_overrides(Config(), {**_SMALL, "num_runs": 1, "data.num_train_images": 384, "num_steps": 30}),
     # What 2 shared, loaded CPU cores train in about an hour (niced) for the three objectives x 3
     # runs: cpu_small's model and sizes, 2x the steps, one pass over 960 images (32 per concept),
-    # every threshold rule, official images when benchmark_dir is given (docs/results/geoclidean.md).
-    "cpu_long": Config(
-        num_runs=3,
-        model="resnet18",
-        stage_sizes=(1, 1, 1, 1),
-        image_size=64,
-        num_train_images=960,
-        num_steps=60,
-        batch_size=16,
-        learning_rate=3e-4,
-        projection_dims=(128, 64),
-        eval_batch_size=35,
-        eval_threshold="all",
-        log_every=10,
-        checkpoint_every=10_000,
+    # every threshold rule, official images when data.benchmark_dir is given (docs/results/geoclidean.md).
+    "cpu_long": with_overrides(
+        Config(),
+        {
+            **_SMALL,
+            "num_runs": 3,
+            "data.num_train_images": 960,
+            "num_steps": 60,
+            "eval.threshold": "all",
+            "log_every": 10,
+        },
     ),
 }
-
-
-# --------------------------------------------------------------------------------------------
-# GenSim target
-# --------------------------------------------------------------------------------------------
 
 
 def tree_kernel_log_table(config: Config) -> np.ndarray:
@@ -177,22 +197,24 @@ def tree_kernel_log_table(config: Config) -> np.ndarray:
     """
     return gram_log_table(
         concept_parse_trees(),
-        kind=config.tree_kernel,
-        lam=config.tree_lambda,
-        normalize=config.tree_kernel_normalize,
+        kind=config.objectives.gensim.tree_kernel,
+        lam=config.objectives.gensim.tree_lambda,
+        normalize=config.objectives.gensim.tree_kernel_normalize,
     )
 
 
 def gensim_target(config: Config) -> TableTarget:
     """The ``TableTarget`` of the gensim objective: the transformed log kernel, gathered by ``program_id``.
 
-    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.target_transform`` and its
+    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.objectives.gensim.target_transform`` and its
     constants from the training-concept block (``"unit"``: ``(L - min) / (max - min)``, the
     training targets span ``[0, 1]``; see the module docstring).
     """
     log_k = tree_kernel_log_table(config)
     train_block = log_k[np.ix_(TRAIN_IDS, TRAIN_IDS)]
-    return TableTarget.create(transform_table(log_k, config.target_transform, train_block), key="program_id")
+    return TableTarget.create(
+        transform_table(log_k, config.objectives.gensim.target_transform, train_block), key="program_id"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,8 +254,10 @@ def make_batches(objective: str, source: GeoclideanSource, config: Config, seed:
         return stream("triplets", source, seed=seed, shard=shard, group_key="program_id")
     from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
 
-    s = config.image_size
-    aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
+    s = config.data.image_size
+    aug = simclr_augment(
+        (s, s), crop_scale=tuple(config.objectives.simclr.crop_scale), blur_p=config.objectives.simclr.blur_p
+    )
     return stream("views", source, seed=seed, shard=shard, augment=aug)
 
 
@@ -260,7 +284,7 @@ def heldout_concepts(config: Config) -> dict:
     5 far images (``benchmark_images`` streams, seed ``eval_seed``).
     """
     out = {}
-    s, seed = config.image_size, config.eval_seed
+    s, seed = config.data.image_size, config.eval.seed
     for name in TEST_CONCEPTS:
         pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=s)
         close = geo.benchmark_images(name, "close", n=5, seed=seed, size=s)
@@ -273,13 +297,15 @@ def heldout_concepts(config: Config) -> dict:
 
 def official_concepts(config: Config) -> dict:
     """The official benchmark images of the held-out concepts (``benchmark_dir``), same format as above."""
-    loaded = fewshot.load_geoclidean(config.benchmark_dir, concepts=list(TEST_CONCEPTS), image_size=config.image_size)
+    loaded = fewshot.load_geoclidean(
+        config.data.benchmark_dir, concepts=list(TEST_CONCEPTS), image_size=config.data.image_size
+    )
     return {n: (c.train, c.test, np.asarray(c.test_kind)) for n, c in loaded.items()}
 
 
 def eval_rules(config: Config) -> tuple:
-    """The threshold rules evaluated: ``config.eval_threshold``, or every rule for ``"all"``."""
-    return fewshot.THRESHOLD_RULES if config.eval_threshold == "all" else (config.eval_threshold,)
+    """The threshold rules evaluated: ``config.eval.threshold``, or every rule for ``"all"``."""
+    return fewshot.THRESHOLD_RULES if config.eval.threshold == "all" else (config.eval.threshold,)
 
 
 def _key(suite: str, rule: str, rules: tuple) -> str:
@@ -319,45 +345,49 @@ class Geoclidean(ImageExperiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        _common.check_image_config(config, config.num_train_images)
-        if config.eval_threshold not in (*fewshot.THRESHOLD_RULES, "all"):
+        _common.check_image_config(config, config.data.num_train_images)
+        if config.eval.threshold not in (*fewshot.THRESHOLD_RULES, "all"):
             raise ValueError(
-                f"eval_threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval_threshold!r}"
+                f"eval.threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval.threshold!r}"
             )
-        if config.target_transform not in TARGET_TRANSFORMS:
-            raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-        if config.benchmark_dir and not Path(config.benchmark_dir).is_dir():  # before any stimulus is rendered
+        transform = config.objectives.gensim.target_transform
+        if transform not in TARGET_TRANSFORMS:
             raise ValueError(
-                f"benchmark_dir {config.benchmark_dir!r} is not a directory: give the official Geoclidean benchmark "
+                f"objectives.gensim.target_transform must be one of {TARGET_TRANSFORMS}, got {transform!r}"
+            )
+        bench = config.data.benchmark_dir
+        if bench and not Path(bench).is_dir():  # before any stimulus is rendered
+            raise ValueError(
+                f"data.benchmark_dir {bench!r} is not a directory: give the official Geoclidean benchmark "
                 "folder (its concept folders hold concept.txt and train/test images), or leave it out"
             )
         return config
 
     def prepare(self, config: Config) -> Data:
         source = GeoclideanSource(
-            config.num_train_images, config.seed, config.image_size, progress=jax.process_index() == 0
+            config.data.num_train_images, config.seed, config.data.image_size, progress=jax.process_index() == 0
         )
         return Data(source, self.prepare_evaluation(config).suites)
 
     def prepare_evaluation(self, config: Config) -> Data:  # the few-shot episodes only: no training renders
         suites = {"sampler": heldout_concepts(config)}
-        if config.benchmark_dir:
+        if config.data.benchmark_dir:
             suites["official"] = official_concepts(config)
         return Data(None, suites)
 
     def num_train_examples(self, config: Config, data) -> int:
-        return config.num_train_images
+        return config.data.num_train_images
 
     def model(self, arm: Optional[str], config: Config):
         kw = model_kwargs(arm, config)
-        return get_model(config.model, **kw), config.model, kw
+        return get_model(config.model.name, **kw), config.model.name, kw
 
     def init_variables(self, arm: Optional[str], config: Config, model, seed: int) -> dict:
         """``pretrained`` (torchvision weights, :func:`~gensim_jax.models.torch_import.load_pretrained`) or fresh."""
-        if config.pretrained:
+        if config.model.pretrained:
             from gensim_jax.models.torch_import import load_pretrained
 
-            return load_pretrained(model, config.pretrained, rng=jax.random.key(seed))[1]
+            return load_pretrained(model, config.model.pretrained, rng=jax.random.key(seed))[1]
         return super().init_variables(arm, config, model, seed)
 
     def objective(self, arm: str, config: Config):
@@ -378,16 +408,16 @@ class Geoclidean(ImageExperiment):
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
-        arm = config.objectives[0]
+        arm = config.arms[0]
         model = self.model(arm, config)[0]
         variables = self.init_variables(arm, config, model, config.seed)
         return {
             "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
-            "initial": [self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)],
+            "initial": [self._evaluate(_model_embed(model, variables, config.eval.batch_size), config, data)],
         }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        return self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)
+        return self._evaluate(_model_embed(model, variables, config.eval.batch_size), config, data)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""

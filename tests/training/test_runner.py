@@ -68,7 +68,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     model, _, _ = tiny.model("gensim", config)
     state = create_train_state(
         model,
-        optax.sgd(config.learning_rate, momentum=config.momentum),
+        optax.sgd(config.optim.learning_rate, momentum=config.optim.momentum),
         jax.random.key(0),
         variables=tiny.init_variables("gensim", config, model, 0),
     )
