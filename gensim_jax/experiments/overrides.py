@@ -14,7 +14,6 @@ before any XLA compile:
 
 from __future__ import annotations
 
-import difflib
 import json
 import types
 import typing
@@ -208,6 +207,8 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
       ConfigError: an item without ``=``, a key that is not a field (with close matches), a key
         given twice, or a value of the wrong type.
     """
+    from gensim_jax.training.config import close_keys
+
     types_ = field_types(config_cls)
     out: dict = {}
     for item in items:
@@ -216,7 +217,7 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
         if not sep or not key:
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
         if key not in types_:
-            close = difflib.get_close_matches(key, list(types_), n=3)
+            close = close_keys(key, types_)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ConfigError(
                 f"--set expects KEY=VALUE with KEY a (dotted) field of {experiment}'s Config: unknown key "

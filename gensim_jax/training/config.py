@@ -33,7 +33,16 @@ import difflib
 import typing
 from typing import Any, Mapping, Optional
 
-__all__ = ["ArmConfig", "field_paths", "flatten", "from_dict", "is_section", "section_of", "with_overrides"]
+__all__ = [
+    "ArmConfig",
+    "close_keys",
+    "field_paths",
+    "flatten",
+    "from_dict",
+    "is_section",
+    "section_of",
+    "with_overrides",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,12 +145,38 @@ def _sections(config, prefix: str = "") -> list:
     return out
 
 
+def _initials(name: str) -> str:
+    return "".join(w[:1] for w in name.split("_") if w)
+
+
+def close_keys(key: str, known, n: int = 3) -> list:
+    """Up to ``n`` dotted names of ``known`` close to ``key``: the same last name in another section
+    (``image_size`` -> ``data.image_size``), in the same section a close last name, one it begins or
+    whose initials it is (``optim.lr`` -> ``optim.learning_rate``), or close as a whole.
+
+    Example:
+      >>> close_keys("optim.lr", ["seed", "optim.learning_rate", "optim.momentum", "data.image_size"])
+      ['optim.learning_rate']
+      >>> close_keys("image_size", ["seed", "batch_size", "data.image_size"])
+      ['data.image_size', 'batch_size']
+    """
+    known = list(known)
+    section, _, leaf = key.rpartition(".")
+    same = [k for k in known if k.rpartition(".")[0] == section]
+    by_leaf = {k.rpartition(".")[2]: k for k in same}
+    out = [k for k in known if k.rpartition(".")[2] == leaf]  # the name in another section
+    out += [by_leaf[m] for m in difflib.get_close_matches(leaf, list(by_leaf), n=n)]
+    out += [k for name, k in by_leaf.items() if leaf and (name.startswith(leaf) or _initials(name) == leaf)]
+    out += difflib.get_close_matches(key, known, n=n)
+    return list(dict.fromkeys(out))[:n]
+
+
 def _check_keys(config, keys) -> None:
     leaves = list(flatten(config))
     known = set(leaves) | set(_sections(config))
     for key in keys:
         if key not in known:
-            close = difflib.get_close_matches(key, leaves, n=3)
+            close = close_keys(key, leaves)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ValueError(f"unknown config field {key!r}{hint}; fields: {', '.join(leaves)}")
 

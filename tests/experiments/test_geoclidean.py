@@ -53,7 +53,7 @@ def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     assert results["training"][objective][0]["losses"] == losses
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["seed"] == 0 and saved["config"]["arm"] == objective
-    assert saved["config"]["image_size"] == 32
+    assert saved["config"]["data"]["image_size"] == 32
     from gensim_jax.training.export import load_exported
 
     model, variables, meta = load_exported(run_dir / "export")  # checks shapes against the rebuilt model

@@ -112,7 +112,10 @@ def main(argv=None) -> int:
 
     def plot(path: str) -> None:
         protocol.plot_accuracy_vs_lambda(
-            summary, path, confidence=confidence, title=f"Spurious digits ({config.source}), re-evaluated: {workdir.name}"
+            summary,
+            path,
+            confidence=confidence,
+            title=f"Spurious digits ({config.source}), re-evaluated: {workdir.name}",
         )
 
     rc = finish(result, a, "spurious_digits", plot)
