@@ -37,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gensim_jax.data.quadrilaterals import training_source
+from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.experiments import quadrilaterals as q
 from gensim_jax.losses import distance_regression_loss
 from gensim_jax.models import get_model
@@ -147,7 +149,7 @@ def bench_layers(size: int, repeats: int) -> None:
 def bench_host(size: int) -> None:
     config = with_overrides(q.CONFIGS["deviants"], {"data.image_size": size, "num_runs": 1})
     t0 = time.perf_counter()
-    source = q.training_source(config, 0)
+    source = training_source(config.data, 0)
     render_s = time.perf_counter() - t0
     _emit(
         "host",
@@ -167,7 +169,7 @@ def bench_host(size: int) -> None:
         seconds=time.perf_counter() - t0,
     )
     for arm in ("gensim", "supervised"):
-        it = q.make_batches(arm, source, config, 0, HostShard(global_batch=config.batch_size))(0)
+        it = q.EXPERIMENT.batches(arm, config, q.Data(source, ()), 0, HostShard(global_batch=config.batch_size))(0)
         next(it)  # pipeline start-up
         n = 50
         t0 = time.perf_counter()
@@ -185,10 +187,10 @@ def bench_host(size: int) -> None:
         q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)
         ts.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        e = q.trial_embeddings(embed, trials)
+        e = oe.trial_embeddings(embed, trials)
         te.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        q.readout(e, trials)
+        oe.readout(e, trials)
         tr.append(time.perf_counter() - t0)
     _emit("host", part="evaluation_embedding", size=size, min_s=min(te), median_s=statistics.median(te))
     _emit("host", part="evaluation_readouts", size=size, min_s=min(tr), median_s=statistics.median(tr))

@@ -73,11 +73,11 @@ from gensim_jax.evaluation import fewshot, figures
 from gensim_jax.evaluation import geoclidean_evaluator as ge
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.geoclidean_evaluator import embed_episodes, evaluate_embedding, format_table
-from gensim_jax.experiments import _common
-from gensim_jax.experiments._common import preprocess
+from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.models import get_model
+from gensim_jax.preprocessing import normalize_images
 from gensim_jax.stimuli.geoclidean import dataset as geo
 from gensim_jax.stimuli.geoclidean.concepts import (
     TEST_CONCEPTS,
@@ -88,7 +88,7 @@ from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
 
-OBJECTIVES = _common.TABLE_OBJECTIVES
+OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
 
 
@@ -125,8 +125,8 @@ class Objectives:
     """``objectives``: one section per arm (an arm's ``learning_rate`` None: ``optim.learning_rate``)."""
 
     gensim: GenSimArm = GenSimArm()
-    class_triplet: _common.TripletArm = _common.TripletArm()
-    simclr: _common.SimCLRArm = _common.SimCLRArm(projection_dims=(2048, 128))
+    class_triplet: _table_arms.TripletArm = _table_arms.TripletArm()
+    simclr: _table_arms.SimCLRArm = _table_arms.SimCLRArm(projection_dims=(2048, 128))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,13 +262,13 @@ def make_batches(objective: str, source: GeoclideanSource, config: Config, seed:
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
-    return _common.table_objective(objective, config, lambda: gensim_target(config))
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_table_arms.table_objective`)."""
+    return _table_arms.table_objective(objective, config, lambda: gensim_target(config))
 
 
 def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Registry keyword arguments of the encoder (classifier dropped; a projection head for simclr)."""
-    return _common.encoder_kwargs(objective, config)
+    return _table_arms.encoder_kwargs(objective, config)
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def result_keys(config: Config, suites) -> list:
 
 
 def _model_embed(model, variables, batch_size):
-    return lambda images: embed_images(model, variables, preprocess(images), batch_size=batch_size)
+    return lambda images: embed_images(model, variables, normalize_images(images), batch_size=batch_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ class Geoclidean(ImageExperiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        _common.check_image_config(config, config.data.num_train_images)
+        self.check_batch_size(config, config.data.num_train_images)
         if config.eval.threshold not in (*fewshot.THRESHOLD_RULES, "all"):
             raise ValueError(
                 f"eval.threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval.threshold!r}"
@@ -456,7 +456,6 @@ __all__ = [
     "make_objective",
     "model_kwargs",
     "official_concepts",
-    "preprocess",
     "result_keys",
     "tree_kernel_log_table",
 ]

@@ -85,7 +85,7 @@ from gensim_jax.data.sources import ArraySource
 from gensim_jax.evaluation import figures, hierarchy_evaluator
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
-from gensim_jax.experiments import _common
+from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
@@ -94,7 +94,7 @@ from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
 
-OBJECTIVES = _common.TABLE_OBJECTIVES
+OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
 DATASETS = ("imagenet2012", "synthetic")
 IMAGENET_TRAIN_IMAGES = 1_281_167
@@ -135,7 +135,7 @@ class GenSimArm(ArmConfig):
 
 
 @dataclasses.dataclass(frozen=True)
-class SimCLRArm(_common.SimCLRArm):
+class SimCLRArm(_table_arms.SimCLRArm):
     """``objectives.simclr``: the Geoclidean SimCLR plus random grayscale (Appendix N)."""
 
     projection_dims: tuple = (2048, 128)
@@ -147,7 +147,7 @@ class Objectives:
     """``objectives``: one section per arm (an arm's ``learning_rate`` None: ``optim.learning_rate``)."""
 
     gensim: GenSimArm = GenSimArm()
-    class_triplet: _common.TripletArm = _common.TripletArm()
+    class_triplet: _table_arms.TripletArm = _table_arms.TripletArm()
     simclr: SimCLRArm = SimCLRArm()
 
 
@@ -362,12 +362,12 @@ def check_imagenet(config: Config) -> None:
 
 def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Keyword overrides of ``get_model(config.model.name, ...)``: no classifier; a projection head for simclr."""
-    return _common.encoder_kwargs(objective, config)
+    return _table_arms.encoder_kwargs(objective, config)
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
-    return _common.table_objective(objective, config, lambda: gensim_target(config))
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_table_arms.table_objective`)."""
+    return _table_arms.table_objective(objective, config, lambda: gensim_target(config))
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,8 +457,6 @@ class ImagenetHierarchy(ImageExperiment):
             )
         if data.dataset not in DATASETS:
             raise ValueError(f"data.dataset must be one of {DATASETS}, got {data.dataset!r}")
-        if data.image_size < 32:
-            raise ValueError(f"data.image_size must be >= 32 (ResNet input), got {data.image_size}")
         if not data.branching or any(int(b) < 1 for b in data.branching):
             raise ValueError(f"data.branching must be a non-empty tuple of positive ints, got {data.branching}")
         if data.dataset == "synthetic" and math.prod(data.branching) < 2:

@@ -1,58 +1,24 @@
 """Experiment: quadrilateral shape regularity (paper Sec. 3.1, Fig. 2, Appendix L).
 
-A CORnet is trained on quadrilaterals of the 11 reference shapes of Sable-Meyer et al. (2021)
-(continuous rotations and scalings; the test-trial combinations are held out, see
-:func:`gensim_jax.stimuli.quadrilaterals.sample_training_stimuli`) with one of three objectives,
-then tested on the seeded oddball trials (:func:`~gensim_jax.stimuli.quadrilaterals.oddball_test_set`)
-with the protocol of :mod:`gensim_jax.evaluation.oddball`:
+A CORnet is trained on the 11 reference quadrilaterals of Sable-Meyer et al. (2021) (continuous
+rotations and scalings, the test grid held out: :mod:`gensim_jax.data.quadrilaterals`) with one
+of three arms, then tested on the seeded oddball trials with
+:mod:`gensim_jax.evaluation.oddball_evaluator` (the pooled IT output, 512-d, as the embedding):
+``gensim`` regresses ``||z_i - z_j||`` onto the distance of the 22 geometric features (the limit of
+the Beta-Bernoulli generative similarity, paper Eq. I10); ``supervised`` is cross entropy on the
+11 shapes (appended to the 1000-way read-out of a pretrained CORnet-S); ``simclr`` is InfoNCE on
+two augmented views. Reported per model: error per shape (Fig. 2B), Spearman rho(9) with the
+irregularity rank, correlations with human and baboon error rates and the t-test across runs
+(Fig. 2C), by the paper's argmax read-out and a graded one (``summary``, the headline); ``pixels``,
+``initial`` (and ``pretrained``) rows are baselines.
 
-``gensim``
-    GenSim by distance regression (Appendix L): over the pairs of a batch,
-    ``(||z_i - z_j||_2 - ||f_i - f_j||_2)^2`` where ``f`` is the 22-dim binary geometric feature
-    vector of the shape (4 right angles, 6 parallel pairs, 6 equal sides, 6 equal angles; paper
-    Table 1). The Euclidean feature distance is the limit of the Beta-Bernoulli generative
-    similarity (paper Eq. I10: ``log s -> -||f_i - f_j||^2``). Mean over all ``B^2`` entries
-    including the zero diagonal (``objectives.gensim.exclude_diagonal=False``), as the authors' ``cdist`` +
-    MSE; ``True`` gives the ``B (B - 1)`` pair mean of Eq. 2.
-``supervised``
-    Cross entropy on the 11 shape classes (Appendix L, after Sable-Meyer et al. 2021): with a
-    pretrained CORnet-S the 11 classes are *added* to its 1000-way ImageNet read-out
-    (:func:`gensim_jax.models.extend_classifier`, labels 1000..1010); from scratch the read-out
-    is 11-way.
-``simclr``
-    SimCLR (Appendix L): two views by rotation, random resized crop, horizontal flip and Gaussian
-    blur (no colour distortion: the images are grey), the InfoNCE of Appendix L
-    (``objectives.simclr.variant="cross_view"``) on a projection head.
-
-The oddball embedding of every model is the pooled IT output (``"embedding"``, 512-d): the
-penultimate layer, the one Sable-Meyer et al. read out. Reported per model (10 runs in the paper):
-error rate per shape (Fig. 2B), Spearman rho(9) with the irregularity rank (paper: GenSim 0.88,
-supervised 0.472), correlation with human and baboon error rates and the t-test across runs
-(Fig. 2C, t(18) for 10 runs). ``pixels`` (raw pixels as the embedding), ``initial`` (the network
-before training) and, with ``pretrained``, ``pretrained`` rows are baselines.
-
-Configs: ``paper`` (CORnet-S at 224 x 224, Adam, learning rate 5e-4 for GenSim and SimCLR and
-5e-6 for supervised, 13 epochs, 10 runs; the paper fine-tunes the ImageNet-pretrained CORnet-S,
-so pass ``--set model.pretrained=/path/cornet_s-1d3f7974.pth``: no weights can be downloaded here) and
-``cpu_small`` (CORnet-Z, the smallest CORnet, from scratch at 64 x 64, the three objectives, a few
-minutes on 2 CPU cores), ``curve`` (its learning curves, 5 runs), ``deviants`` (half of the training
-images deviants: training on more of the generative model), ``demo`` and ``demo_supervised``
-(``make demo``: 3 runs of GenSim with a quarter of the training images deviants, and 3 of the
-supervised baseline on the 11 references, at 48 px, 800 steps). Values the paper does not give are ours and marked so in
-``Config``.
-
-Config sections: ``model`` (``name``, ``cornet_times``, ``pretrained``), ``data`` (``image_size``,
-``num_train_images``, ``train_variants``, pose ranges), ``objectives.gensim`` / ``.supervised`` /
-``.simclr`` (each arm's settings and its own ``learning_rate``, None: ``optim.learning_rate``),
-``eval`` (``seed``, ``trials_per_condition``, ``batch_size``, ``every``, ``readout_target_error``),
-``optim``; ``arms`` selects the objectives a run trains.
-
-Read-outs: the paper's argmax rule and a graded one (:func:`readout`): a softmax observer whose one
-temperature sets its mean error to the humans' 0.249, so the curve across shapes, not the level, is
-compared with humans and baboons; ``summary`` (the headline) is the graded one.
-
-Declaration :data:`EXPERIMENT`; run with ``gensim-jax train quadrilaterals --config cpu_small``
-(``python -m train`` in a checkout).
+Configs: ``paper`` (CORnet-S at 224 px, Adam 5e-4, supervised 5e-6, 13 epochs, 10 runs; fine-tune
+with ``--set model.pretrained=cornet_s-1d3f7974.pth``), ``cpu_small`` (CORnet-Z from scratch at
+64 px, minutes on 2 CPU cores), ``curve``, ``deviants``, ``demo`` and ``demo_supervised`` (``make
+demo``). Sections: ``model``, ``data``, ``objectives.{gensim,supervised,simclr}`` (each with its own
+``learning_rate``, None: ``optim.learning_rate``), ``eval``, ``optim``; ``arms`` selects the arms.
+docs/api/experiment_quadrilaterals.md has the details; run with ``gensim-jax train quadrilaterals
+--config cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -63,18 +29,11 @@ from typing import Optional
 import jax
 import numpy as np
 
+from gensim_jax.data.quadrilaterals import arm_batches, training_source
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import figures
 from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation.embed import encoder
-from gensim_jax.evaluation.oddball_evaluator import (
-    human_mean_error,
-    readout,
-    regression_error,
-    trial_embeddings,
-    trial_error_rates,
-)
-from gensim_jax.experiments import _common
 from gensim_jax.models import extend_classifier, get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
@@ -259,60 +218,6 @@ CONFIGS["demo_supervised"] = with_overrides(
 )
 
 
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-def training_source(config: Config, seed: int) -> GreyImageSource:
-    """``num_train_images`` rendered training quadrilaterals (reference shapes, test grid held out).
-
-    Metadata: ``label`` (shape index 0..10, :data:`~gensim_jax.stimuli.quadrilaterals.SHAPE_NAMES`
-    order) and ``features`` (22 binary geometric features, float32).
-    """
-    stim = quads.sample_training_stimuli(
-        np.random.default_rng(seed),
-        config.data.num_train_images,
-        variants=tuple(config.data.train_variants),
-        rotation_range_deg=tuple(config.data.rotation_range_deg),
-        scale_range=tuple(config.data.scale_range),
-    )
-    images = np.empty((config.data.num_train_images, config.data.image_size, config.data.image_size), np.uint8)
-    vertices = stim.vertices()
-    chunk = 512  # bounds the float32 render buffer (512 x 224 x 224 x 4 B = 100 MB)
-    for start in range(0, config.data.num_train_images, chunk):
-        stop = min(start + chunk, config.data.num_train_images)
-        grey = quads.render_quadrilaterals(
-            vertices[start:stop], stim.rotation_deg[start:stop], stim.scale[start:stop], config.data.image_size
-        )
-        images[start:stop] = np.round(grey * 255.0).astype(np.uint8)
-    return GreyImageSource(images, label=stim.shape.astype(np.int32), features=stim.features.astype(np.float32))
-
-
-def make_batches(objective: str, source: GreyImageSource, config: Config, seed: int, shard: HostShard):
-    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
-    (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
-    from gensim_jax.data.streams import stream
-
-    if objective == "gensim":
-        return stream("labelled", source, seed=seed, shard=shard, keys=("features",))
-    if objective == "supervised":
-        labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
-        offset = IMAGENET_CLASSES if config.model.pretrained else 0  # the 11 classes follow ImageNet's 1,000
-        return lambda position: ({**b, "label": b["label"] + offset} for b in labelled(position))
-    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
-
-    s = config.data.image_size
-    aug = simclr_augment(
-        (s, s),
-        crop_scale=tuple(config.objectives.simclr.crop_scale),
-        blur_p=config.objectives.simclr.blur_p,
-        rotation_deg=config.objectives.simclr.rotation_deg,
-        fill_value=0.0,  # black canvas
-    )
-    return stream("views", source, seed=seed, shard=shard, augment=aug)
-
-
 def make_objective(objective: str, config: Config):
     """The :mod:`gensim_jax.training` objective for ``objective``."""
     if objective == "gensim":
@@ -373,19 +278,9 @@ def pretrained_variables(objective: Optional[str], config: Config, seed: int) ->
     return variables
 
 
-# --------------------------------------------------------------------------------------------
-# Evaluation (the oddball evaluator of gensim_jax.evaluation.oddball_evaluator)
-# --------------------------------------------------------------------------------------------
-
-
 def test_trials(config: Config) -> oe.OddballTrials:
     """The seeded oddball test set of ``config`` (``eval.seed``, ``eval.trials_per_condition``, ``data.image_size``)."""
     return oe.test_trials(config.eval.seed, config.eval.trials_per_condition, config.data.image_size)
-
-
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -406,7 +301,7 @@ class Quadrilaterals(ImageExperiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        _common.check_image_config(config, config.data.num_train_images)
+        self.check_batch_size(config, config.data.num_train_images)
         model, variants, ev = config.model, config.data.train_variants, config.eval
         if not model.name.startswith("cornet_"):
             raise ValueError(f"model.name must be a CORnet (cornet_z, cornet_rt, cornet_s), got {model.name!r}")
@@ -427,7 +322,7 @@ class Quadrilaterals(ImageExperiment):
         return None if config.model.pretrained else PRETRAINED_NOTE
 
     def prepare(self, config: Config) -> Data:
-        return Data(training_source(config, config.seed), test_trials(config))
+        return Data(training_source(config.data, config.seed), test_trials(config))
 
     def prepare_evaluation(self, config: Config) -> Data:  # the test trials only: no training renders
         return Data(None, test_trials(config))
@@ -451,7 +346,9 @@ class Quadrilaterals(ImageExperiment):
         return {"features": ((len(quads.FEATURE_NAMES),), np.float32)} if arm == "gensim" else {}
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        return make_batches(arm, data.source, config, seed, shard)
+        offset = IMAGENET_CLASSES if config.model.pretrained else 0  # the 11 classes follow ImageNet's 1,000
+        kw = {"image_size": config.data.image_size, "label_offset": offset, "simclr": config.objectives.simclr}
+        return arm_batches(arm, data.source, seed, shard, **kw)
 
     def baselines(self, config: Config, data: Data) -> dict:
         kw = model_kwargs(None, config)
@@ -514,22 +411,4 @@ def format_table(results: dict) -> str:
 
 EXPERIMENT = Quadrilaterals()
 
-__all__ = [
-    "CONFIGS",
-    "Config",
-    "EXPERIMENT",
-    "OBJECTIVES",
-    "Quadrilaterals",
-    "format_table",
-    "human_mean_error",
-    "make_batches",
-    "make_objective",
-    "model_kwargs",
-    "pretrained_variables",
-    "readout",
-    "regression_error",
-    "test_trials",
-    "trial_embeddings",
-    "trial_error_rates",
-    "training_source",
-]
+__all__ = ["CONFIGS", "Config", "EXPERIMENT", "OBJECTIVES", "Quadrilaterals", "format_table", "test_trials"]

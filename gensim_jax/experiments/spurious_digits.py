@@ -393,8 +393,8 @@ class SpuriousDigits(ImageExperiment):
     def model(self, arm: str, config: Config):
         return make_model(config), config.model.name, model_kwargs(config)
 
-    def example_input(self, arm: str, config: Config) -> np.ndarray:
-        return np.zeros((1, 32, 32, 3), np.float32)
+    def image_size(self, config: Config) -> int:
+        return 32  # the digits' canvas (seed 003 Sec. 3.1)
 
     def objective(self, arm: str, config: Config):
         # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step

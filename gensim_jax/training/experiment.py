@@ -382,15 +382,38 @@ class ImageExperiment(Experiment):
     :meth:`export_info` for another normalisation); ``model.init`` sees one float32 image.
     """
 
+    #: the smallest image size the encoders take
+    MIN_IMAGE_SIZE = 32
+
+    def image_size(self, config) -> int:
+        """The side of the square input images (default ``config.data.image_size``)."""
+        return int(config.data.image_size)
+
+    def validate(self, config) -> Any:
+        """The :class:`Experiment` checks and ``image_size(config) >= MIN_IMAGE_SIZE``."""
+        super().validate(config)
+        if self.image_size(config) < self.MIN_IMAGE_SIZE:
+            raise ValueError(
+                f"data.image_size must be >= {self.MIN_IMAGE_SIZE} (the encoders' input), got {self.image_size(config)}"
+            )
+        return config
+
+    def check_batch_size(self, config, num_train_images: int) -> None:
+        """``ValueError`` unless ``2 <= batch_size <= num_train_images`` (the training images of ``data``)."""
+        if config.batch_size < 2 or config.batch_size > num_train_images:
+            raise ValueError(
+                f"batch_size must lie in [2, the {num_train_images} training images (data)], got {config.batch_size}"
+            )
+
     def example_input(self, arm: str, config) -> np.ndarray:
-        s = int(config.data.image_size)
+        s = self.image_size(config)
         return np.zeros((1, s, s, 3), np.float32)
 
     def input_dtype(self, arm: str, config):
         return np.uint8
 
     def export_info(self, arm: str, config) -> dict:
-        return {"image_size": int(config.data.image_size), "preprocess": "imagenet"}
+        return {"image_size": self.image_size(config), "preprocess": "imagenet"}
 
 
 _INIT_CACHE: dict = {}

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from gensim_jax.data.quadrilaterals import training_source
+from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.experiments import quadrilaterals as exp
@@ -42,7 +44,7 @@ def run(tmp_path_factory):
 
 def test_training_source_metadata_matches_the_rendered_shapes():
     config = tiny_config()
-    src = exp.training_source(config, seed=3)
+    src = training_source(config.data, seed=3)
     stim = q.sample_training_stimuli(
         np.random.default_rng(3), 64, rotation_range_deg=(-30.0, 30.0), scale_range=(0.85, 1.15)
     )
@@ -60,7 +62,9 @@ def test_training_source_metadata_matches_the_rendered_shapes():
 
 def test_gensim_loss_is_the_authors_cdist_mse():
     config = tiny_config()
-    batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, 0, HostShard(global_batch=8))(0))
+    batch = next(
+        exp.EXPERIMENT.batches("gensim", config, exp.EXPERIMENT.prepare(config), 0, HostShard(global_batch=8))(0)
+    )
     z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
     loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
     f = batch["features"].astype(np.float64)
@@ -141,7 +145,7 @@ def test_features_as_embedding_have_zero_regression_error_and_a_human_like_grade
     """The GenSim target itself (the 22 features as the embedding) is the objective's ceiling."""
     trials = exp.test_trials(tiny_config(**{"eval.trials_per_condition": 10}))
     f = trials[3].astype(np.float64)
-    assert exp.regression_error(f, trials) == {"reference_pairs": 0.0, "deviant_pairs": 0.0}
+    assert oe.regression_error(f, trials) == {"reference_pairs": 0.0, "deviant_pairs": 0.0}
     # twice the features: every pair's error is its own feature distance, squared
     df = np.linalg.norm(f[:, :, None] - f[:, None, :], axis=-1)
     dev = trials[1]
@@ -149,13 +153,13 @@ def test_features_as_embedding_have_zero_regression_error_and_a_human_like_grade
         df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] not in (i, j)
     ]
     dev_pairs = [df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] in (i, j)]
-    got = exp.regression_error(2 * f, trials)
+    got = oe.regression_error(2 * f, trials)
     assert got["reference_pairs"] == pytest.approx(np.mean(ref_pairs)) and got["deviant_pairs"] == pytest.approx(
         np.mean(dev_pairs)
     )
-    out = exp.readout(f, trials)
+    out = oe.readout(f, trials)
     graded = out["graded"]
-    assert np.mean(graded) == pytest.approx(exp.human_mean_error(), abs=1e-6)
+    assert np.mean(graded) == pytest.approx(oe.human_mean_error(), abs=1e-6)
     # measured in issue 13 with an independent script: rho(9) 0.96, r humans 0.86, r baboons 0.24
     human = packaged_error_rates()
     from gensim_jax.evaluation.sable_meyer import HUMAN_POPULATIONS, pooled_error_rates, regularity_rank
@@ -185,8 +189,12 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     out = model.apply(variables, np.zeros((2, 32, 32, 3), np.float32))
     assert out["logits"].shape == (2, 1011)
     batch = next(
-        exp.make_batches(
-            "supervised", exp.training_source(config, 0), config, 0, HostShard(global_batch=config.batch_size)
+        exp.EXPERIMENT.batches(
+            "supervised",
+            config,
+            exp.Data(training_source(config.data, 0), ()),
+            0,
+            HostShard(global_batch=config.batch_size),
         )(0)
     )
     assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010

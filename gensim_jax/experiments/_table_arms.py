@@ -1,47 +1,13 @@
-"""Pieces the experiment declarations share: input normalisation, SimCLR views, config checks, table encoders."""
+"""The arms of the two experiments whose GenSim target is a table gathered by an integer id (geoclidean,
+imagenet_hierarchy): a ResNet-style encoder trained with that target, class triplets or SimCLR --
+their ``objectives.<arm>`` sections, encoder keyword arguments and objectives."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable, Optional
 
-import numpy as np
-
-from gensim_jax.models import torch_import
-from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.training.config import ArmConfig
-
-#: ImageNet channel statistics (the library's, :mod:`gensim_jax.models.torch_import`): the encoders
-#: are ImageNet architectures (and may be fine-tuned from ImageNet checkpoints), so every image
-#: experiment normalises its inputs with them.
-IMAGENET_MEAN = np.asarray(torch_import.IMAGENET_MEAN, np.float32)
-IMAGENET_STD = np.asarray(torch_import.IMAGENET_STD, np.float32)
-
-
-def preprocess(images: np.ndarray) -> np.ndarray:
-    """``uint8`` in ``[0, 255]`` or float in ``[0, 1]``, ``(..., H, W, 3)`` -> ImageNet-normalised float32
-    (``uint8``: :func:`~gensim_jax.preprocessing.normalize_uint8`, the training step's numbers)."""
-    x = np.asarray(images)
-    if x.dtype == np.uint8:
-        return normalize_uint8(x, "imagenet")
-    return (x.astype(np.float32) - IMAGENET_MEAN) / IMAGENET_STD
-
-
-def check_image_config(config, num_train_images: int) -> None:
-    """The checks the image experiments share: ``2 <= batch_size <= num_train_images`` and
-    ``data.image_size >= 32`` (the encoders' input); ``ValueError`` naming the field."""
-    if config.batch_size < 2 or config.batch_size > num_train_images:
-        raise ValueError(
-            f"batch_size must lie in [2, the {num_train_images} training images (data)], got {config.batch_size}"
-        )
-    if config.data.image_size < 32:
-        raise ValueError(f"data.image_size must be >= 32 (the encoders' input), got {config.data.image_size}")
-
-
-# --------------------------------------------------------------------------------------------
-# Shared by geoclidean and imagenet_hierarchy (added with their conversion to the runner):
-# a ResNet-style encoder trained with a table-gathered GenSim target, class triplets or SimCLR.
-# --------------------------------------------------------------------------------------------
 
 #: The objectives of the two experiments whose GenSim target is a table gathered by an integer id.
 TABLE_OBJECTIVES = ("gensim", "class_triplet", "simclr")
