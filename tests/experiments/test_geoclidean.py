@@ -7,6 +7,8 @@ import numpy as np
 import optax
 import pytest
 
+from gensim_jax.data.geoclidean import GeoclideanSource
+from gensim_jax.evaluation import geoclidean_evaluator as ge
 from gensim_jax.experiments import geoclidean as exp
 from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table
@@ -80,8 +82,9 @@ def test_results_table_plot_and_top_level_config(run):
 @pytest.mark.slow
 def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     config = tiny_config()
-    source = exp.GeoclideanSource(64, seed=0, size=32)
-    batch = next(exp.make_batches("gensim", source, config, 0, HostShard(global_batch=config.batch_size))(0))
+    source = GeoclideanSource(64, seed=0, size=32)
+    data = exp.Data(source=source, suites={})
+    batch = next(exp.EXPERIMENT.batches("gensim", config, data, 0, HostShard(global_batch=config.batch_size))(0))
     pid = np.asarray(batch["program_id"])
 
     # each image of the batch is a training image whose stream index fixes its concept (i mod 30)
@@ -135,12 +138,12 @@ def test_config_validation_and_cli_registration(capsys):
 
 def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
     config = tiny_config(**{"data.benchmark_dir": str(shared_dir / "reference" / "geoclidean")})
-    episodes = exp.official_concepts(config)
+    episodes = ge.official_episodes(config.data.benchmark_dir, config.data.image_size)
     assert sorted(episodes) == sorted(TEST_CONCEPTS)
     for support, test, kind in episodes.values():
         assert support.shape == (5, 32, 32, 3) and test.shape == (15, 32, 32, 3)
         assert sorted(set(kind.tolist())) == ["close", "far", "in"]
-    row = exp.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
+    row = ge.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
     # independent: the per-concept best-threshold accuracy of raw pixels, by brute force over cuts
     accs = []
     for support, test, kind in episodes.values():
@@ -154,7 +157,7 @@ def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
 def test_source_serves_the_training_stream_as_rgb():
     from gensim_jax.stimuli.geoclidean.dataset import example
 
-    source = exp.GeoclideanSource(12, seed=3, size=32)
+    source = GeoclideanSource(12, seed=3, size=32)
     got = source.examples(np.arange(12))
     for i in range(12):
         ref = example(i, 3, concepts="train", size=32)
@@ -228,7 +231,7 @@ def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
     got = exp.EXPERIMENT._evaluate(flat, config, data)
     assert sorted(got) == ["sampler/benchmark", "sampler/global", "sampler/per_concept"]
     for rule in exp.eval_rules(config):
-        assert got[f"sampler/{rule}"] == exp.evaluate_embedding(flat, episodes, rule)
+        assert got[f"sampler/{rule}"] == ge.evaluate_embedding(flat, episodes, rule)
 
 
 @pytest.mark.slow
