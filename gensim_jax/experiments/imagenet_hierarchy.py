@@ -1,76 +1,23 @@
 """Experiment: natural-image hierarchy (paper Sec. 3.3, Fig. 4B, Supplementary Fig. S3, Appendix N).
 
-A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``; ``paper``) or on a synthetic image set
-generated from a small balanced class tree (``cpu_small``) with one of three objectives, then the
-embeddings of held-out images are decoded at every level of the class tree
-(``gensim_jax.evaluation.hierarchy_decoding``):
+A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``, ``paper``) or on synthetic images of a
+small balanced class tree (``cpu_small``; :mod:`gensim_jax.data.hierarchy`) with one of three arms,
+then the embeddings of held-out images are decoded at every level of the class tree by linear SVMs
+(:mod:`gensim_jax.evaluation.hierarchy_evaluator`). ``gensim`` regresses the cosine of the
+embeddings onto the ``log s`` table of Eq. 4 on the class tree (the WordNet tree of ImageNet-1k,
+or the synthetic one), mapped onto ``[0, 1]`` by ``objectives.gensim.target_transform="unit"`` (our
+choice; the paper's literal targets ``raw`` (``log s``) and ``exp`` (``s``) are offered, and are out
+of a cosine's reach: docs/results/imagenet_hierarchy.md); ``class_triplet`` is the linear triplet
+loss on classes; ``simclr`` is InfoNCE on two augmented views (with random grayscale). ``pixels``
+and ``initial`` rows are baselines.
 
-``gensim``
-    GenSim regression (paper Eq. 2 with the hierarchy kernel, Eq. 4; Appendix N: "the mean-squared
-    error between the cosine similarities between two image embeddings and their generative
-    similarity measure as defined in Equation 4"), over all ``B (B - 1)`` pairs of a batch:
-    ``(cos(z_i, z_j) - T[y_i, y_j])^2`` with ``y`` the class label and ``T`` the transformed
-    ``log s`` table of Eq. 4 on the class tree (``kernels.hierarchy.log_similarity_table``; edge
-    probabilities uniform per node, as in the paper). ``log s`` is 0 for classes that part at the
-    root and grows with the depth of the lowest common ancestor: on the WordNet tree of ImageNet-1k
-    up to 19.58 (two images of the deepest classes; same-class values range from 1.70 to 19.58),
-    on the 2-3-3 synthetic tree ``0, log 2, log 4, log(26/3) = 2.16``. **Target transform**
-    (``objectives.gensim.target_transform="unit"``, our choice, as in the Geoclidean experiment):
-    ``T = (log s - min) / (max - min)`` over the class table, an affine map onto ``[0, 1]``: the
-    most similar pair (two images of the deepest class) -> cosine 1, classes parting at the root
-    -> cosine 0. The paper's literal targets are offered: ``"raw"``, ``log s`` itself (Sec. 3.3:
-    "the mean squared error between the cosine similarity and log[s(x_i, x_j)]"), which lies in
-    ``[0, 19.58]`` on ImageNet, above 1 for every same-class pair, and on the synthetic tree above 1
-    for K >= 2; and ``"exp"``, ``s`` itself (Appendix N: "their generative similarity measure as
-    defined in Equation 4"), ``>= 1`` for every pair. Both are out of a cosine's reach.
-    ``"affine"`` (onto ``[-1, 1]``) and ``"standardized"`` (z-score over the class table) too.
-    The maps are compared in ``docs/results/imagenet_hierarchy.md``
-    (``scripts/hierarchy_target_maps.py``).
-``class_triplet``
-    The class-based baseline (Appendix N, "similar ... as in the Geoclidean experiment"): anchor
-    and positive of one class, negative of another, linear loss ``d(a, p) - d(a, n)`` with
-    Euclidean ``d`` (Eq. A2 with ``l(x) = x``; unbounded below, ``objectives.class_triplet.form="softplus"`` is a
-    bounded variant).
-``simclr``
-    SimCLR (Appendix N: the Geoclidean objective and augmentations -- random resized crop,
-    horizontal flip, Gaussian blur -- plus random grayscale, ``objectives.simclr.grayscale_p = 0.2``), InfoNCE on a
-    projection head; ``objectives.simclr.variant="cross_view"`` is the one-directional form printed in
-    Appendix M, ``"ntxent"`` SimCLR's.
-
-Data. ``data.dataset="imagenet2012"`` reads a prepared tfds directory (``data.data_dir``; ImageNet cannot be
-downloaded automatically: see :mod:`gensim_jax.data.imagenet` and ``docs/api/experiment_imagenet_hierarchy.md``
-for the one-off preparation); training images get the Inception crop and flip
-(``imagenet_dataset(train=True)``), evaluation images the central crop. tfds label ``y`` is class
-``y`` of :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy` (WordNet 3.0, 19 levels).
-Class triplets are formed on the record stream by pairing each image with the next image of the
-same class (``tf.data`` ``group_by_window``) and taking as negative the positive of the next pair
-of another class in the batch (:func:`imagenet_triplet_batches`). ``data.dataset="synthetic"`` renders
-the images of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images`: one coloured grating disc per image whose colour,
-orientation and spatial frequency are sums of per-node offsets along the root-to-leaf path of
-``balanced_tree(branching)``, at a random position, size and phase, with pixel noise; that tree is
-the one the GenSim table and the decoding levels come from.
-
-Evaluation (Appendix N): embeddings (penultimate layer, before any projection head) of held-out
-images -- the first ``eval.num_images`` of the ImageNet validation split, or ``eval.per_leaf``
-fresh images per synthetic class -- are decoded with one linear SVM per tree level in 3-fold
-cross-validation (:func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels`); reported per
-level: accuracy, uniform chance ``1 / n_l`` and majority chance; aggregate
-``sum_l log(a_l / c_l)`` with either chance (levels with one label are skipped). Rows ``pixels``
-(images area-downsampled to ``eval.pixel_size``, flattened) and ``initial`` (the encoder before
-training, at each run's seed) are baselines.
-
-Configs: ``paper`` (ResNet-50 at 224 x 224, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs)
-and ``cpu_small`` (a 1-1-1-1 basic ResNet at 32 x 32, 2-3-3 synthetic tree, 432 training images,
-40 steps of 32, 1 run; 3 min of CPU time on 2 cores, more wall time on a loaded machine).
-Sections: ``model`` (``name``, ``stage_sizes``), ``data`` (``dataset``, ``data_dir``, splits,
-``image_size``, the synthetic tree), ``objectives.gensim`` (``target_transform``),
-``objectives.class_triplet``, ``objectives.simclr`` (augmentations, projection head), ``eval``
-(``seed``, ``num_images``, ``per_leaf``, ``folds``, ``batch_size``, ``pixel_size``), ``optim``.
-
-Declaration :data:`EXPERIMENT`; run with ``gensim-jax train imagenet_hierarchy --config cpu_small``
-(``python -m train`` in a checkout). The synthetic images are those of
-:func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; the target maps are
-:func:`gensim_jax.kernels.targets.transform_table`'s.
+Configs: ``paper`` (ResNet-50 at 224 px, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs;
+``--set data.data_dir=DIR`` names the prepared tfds directory) and ``cpu_small`` (a 1-1-1-1 ResNet
+at 32 px, the 2-3-3 synthetic tree, 40 steps of 32). Sections: ``model``, ``data`` (dataset, its
+directory and splits, the synthetic tree), ``objectives.{gensim,class_triplet,simclr}`` (each with
+its own ``learning_rate``), ``eval``, ``optim``. docs/api/experiment_imagenet_hierarchy.md has the
+details and the ImageNet preparation; run with ``gensim-jax train imagenet_hierarchy --config
+cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -81,7 +28,8 @@ from typing import Optional
 
 import numpy as np
 
-from gensim_jax.data.sources import ArraySource
+from gensim_jax.data import hierarchy as hierarchy_data
+from gensim_jax.data.hierarchy import ImageNetNotPrepared
 from gensim_jax.evaluation import figures, hierarchy_evaluator
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
@@ -89,7 +37,7 @@ from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
-from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+from gensim_jax.stimuli.hierarchy import balanced_tree
 from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
@@ -98,10 +46,6 @@ OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
 DATASETS = ("imagenet2012", "synthetic")
 IMAGENET_TRAIN_IMAGES = 1_281_167
-
-
-class ImageNetNotPrepared(FileNotFoundError, ValueError):
-    """tfds ``imagenet2012`` is not prepared in ``data_dir`` (a ``ValueError`` too: the CLI prints one line)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,11 +159,6 @@ def num_train_images(config: Config) -> int:
     return math.prod(int(b) for b in config.data.branching) * int(config.data.train_per_leaf)
 
 
-# --------------------------------------------------------------------------------------------
-# Class tree and GenSim target
-# --------------------------------------------------------------------------------------------
-
-
 def class_tree(config: Config) -> tuple[Tree, np.ndarray]:
     """``(tree, class_nodes)``: the class tree and the node of each class label.
 
@@ -251,115 +190,6 @@ def gensim_target(config: Config) -> TableTarget:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Synthetic hierarchical images (cpu_small): gensim_jax.stimuli.hierarchy
-# --------------------------------------------------------------------------------------------
-
-
-class HierarchySource(ArraySource):
-    """In-memory source of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images` of ``class_tree(config)``.
-
-    Example ``i``: ``image`` uint8 ``(S, S, 3)`` and ``label``.
-
-    The class attributes come from ``config.seed`` (shared by the training and held-out sets), the
-    images from ``image_seed``.
-    """
-
-    def __init__(self, config: Config, per_class: int, image_seed: int):
-        tree, nodes = class_tree(config)
-        images, labels = hierarchy_images(
-            tree,
-            nodes,
-            per_class,
-            config.data.image_size,
-            attribute_seed=config.seed,
-            image_seed=image_seed,
-            noise=config.data.synthetic_noise,
-        )
-        super().__init__({"image": images, "label": labels})
-
-    @property
-    def images(self) -> np.ndarray:
-        return self.arrays["image"]
-
-    @property
-    def label(self) -> np.ndarray:
-        return self.arrays["label"]
-
-    def metadata(self, key: str) -> np.ndarray:
-        if key != "label":
-            raise ValueError(f"HierarchySource has metadata 'label' only, got {key!r}")
-        return self.label
-
-
-# --------------------------------------------------------------------------------------------
-# Batches
-# --------------------------------------------------------------------------------------------
-
-
-#: The stream of each objective (:data:`gensim_jax.data.streams.STREAM_KINDS`).
-STREAMS = {"gensim": "labelled", "class_triplet": "triplets", "simclr": "views"}
-
-
-def make_batches(objective: str, config: Config, seed: int, shard: HostShard, source: Optional[HierarchySource] = None):
-    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``: the synthetic
-    source through :func:`gensim_jax.data.streams.stream`, ImageNet through
-    :func:`gensim_jax.data.imagenet.imagenet_stream` (each process reads and decodes its own shard).
-    Images are ``uint8``, normalised in the step."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if config.data.dataset == "imagenet2012":
-        from gensim_jax.data.imagenet import imagenet_stream
-
-        return imagenet_stream(
-            STREAMS[objective],
-            config.data.train_split,
-            seed=seed,
-            shard=shard,
-            data_dir=config.data.data_dir,
-            image_size=config.data.image_size,
-            shuffle_buffer=config.data.shuffle_buffer,
-            grayscale_p=config.objectives.simclr.grayscale_p,
-            blur_p=config.objectives.simclr.blur_p,
-        )
-    if source is None:
-        raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
-    from gensim_jax.data.streams import stream
-
-    aug = None
-    if objective == "simclr":  # TensorFlow: imported by the SimCLR arm only
-        from gensim_jax.data.augment import simclr_augment
-
-        s = config.data.image_size
-        aug = simclr_augment(
-            (s, s),
-            crop_scale=tuple(config.objectives.simclr.crop_scale),
-            blur_p=config.objectives.simclr.blur_p,
-            grayscale_p=config.objectives.simclr.grayscale_p,
-        )
-    return stream(STREAMS[objective], source, seed=seed, shard=shard, keys=("label",), group_key="label", augment=aug)
-
-
-def check_imagenet(config: Config) -> None:
-    """Raise :class:`ImageNetNotPrepared` (a ``FileNotFoundError``) with the preparation steps unless
-    ``data_dir`` holds a prepared imagenet2012."""
-    import tensorflow_datasets as tfds
-
-    builder = tfds.builder("imagenet2012", data_dir=config.data.data_dir)
-    if not builder.is_prepared():
-        raise ImageNetNotPrepared(
-            f"tfds imagenet2012 is not prepared in data.data_dir={config.data.data_dir!r} (looked in {builder.data_dir}). "
-            "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
-            "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
-            "--set data.data_dir=DATA_DIR (see docs/api/experiment_imagenet_hierarchy.md), or use --config cpu_small."
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Model and objective
-# --------------------------------------------------------------------------------------------
-
-
 def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Keyword overrides of ``get_model(config.model.name, ...)``: no classifier; a projection head for simclr."""
     return _table_arms.encoder_kwargs(objective, config)
@@ -370,43 +200,10 @@ def make_objective(objective: str, config: Config):
     return _table_arms.table_objective(objective, config, lambda: gensim_target(config))
 
 
-# --------------------------------------------------------------------------------------------
-# Evaluation
-# --------------------------------------------------------------------------------------------
-
-
 def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
-    """``(images, labels)`` of the held-out evaluation set.
-
-    Synthetic: ``eval.per_leaf`` fresh images per class (``image_seed = eval.seed``), uint8.
-    ImageNet: the first ``eval.num_images`` of ``data.eval_split`` with the central crop, normalised
-    float16 (to halve host memory; 10,000 images at 224 take 3 GB).
-    """
-    if config.data.dataset == "synthetic":
-        src = HierarchySource(config, config.eval.per_leaf, image_seed=config.eval.seed)
-        return src.images, src.label
-    from gensim_jax.data.imagenet import imagenet_dataset
-    from gensim_jax.data.pipelines import as_numpy
-
-    b = min(config.eval.batch_size, config.eval.num_images)
-    steps = -(-config.eval.num_images // b)
-    images, labels = [], []
-    for batch in as_numpy(
-        imagenet_dataset(
-            config.data.eval_split,
-            b,
-            seed=config.eval.seed,
-            train=False,
-            data_dir=config.data.data_dir,
-            image_size=config.data.image_size,
-            num_steps=steps,
-        )
-    ):
-        keep = batch["mask"]
-        images.append(batch["image"][keep].astype(np.float16))
-        labels.append(batch["label"][keep])
-    images, labels = np.concatenate(images)[: config.eval.num_images], np.concatenate(labels)[: config.eval.num_images]
-    return images, labels.astype(np.int32)
+    """``(images, labels)`` of the held-out evaluation set (:func:`gensim_jax.data.hierarchy.heldout_images`)."""
+    tree, nodes = class_tree(config) if config.data.dataset == "synthetic" else (None, None)
+    return hierarchy_data.heldout_images(config.data, config.eval, tree, nodes, attribute_seed=config.seed)
 
 
 def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
@@ -425,16 +222,11 @@ def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Confi
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
-
-
 @dataclasses.dataclass
 class Data:
     """What every run shares: the synthetic training source (None for ImageNet) and the held-out set."""
 
-    source: Optional[HierarchySource]
+    source: Optional[hierarchy_data.HierarchySource]
     images: np.ndarray
     labels: np.ndarray
 
@@ -486,14 +278,16 @@ class ImagenetHierarchy(ImageExperiment):
         return config
 
     def prepare(self, config: Config) -> Data:
-        """ImageNet: :func:`check_imagenet` first (:class:`ImageNetNotPrepared`); then the held-out images."""
+        """ImageNet: prepared in ``data.data_dir`` (else :class:`ImageNetNotPrepared`); then the held-out images."""
+        source = None
         if config.data.dataset == "imagenet2012":
-            check_imagenet(config)
-        source = (
-            HierarchySource(config, config.data.train_per_leaf, image_seed=config.seed)
-            if config.data.dataset == "synthetic"
-            else None
-        )
+            hierarchy_data.check_imagenet_prepared(config.data.data_dir)
+        else:
+            tree, nodes = class_tree(config)
+            kw = {"attribute_seed": config.seed, "image_seed": config.seed, "noise": config.data.synthetic_noise}
+            source = hierarchy_data.HierarchySource(
+                tree, nodes, config.data.train_per_leaf, config.data.image_size, **kw
+            )
         images, labels = heldout_images(config)
         return Data(source, images, labels)
 
@@ -511,7 +305,8 @@ class ImagenetHierarchy(ImageExperiment):
         return make_objective(arm, config)
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        return make_batches(arm, config, seed, shard, data.source)
+        kw = {"data": config.data, "simclr": config.objectives.simclr, "source": data.source}
+        return hierarchy_data.arm_batches(arm, seed, shard, **kw)
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` (deterministic: one entry) and ``initial``: the encoder of the first objective before
@@ -558,23 +353,18 @@ __all__ = [
     "DATASETS",
     "Data",
     "EXPERIMENT",
-    "HierarchySource",
     "ImageNetNotPrepared",
     "ImagenetHierarchy",
     "OBJECTIVES",
-    "STREAMS",
     "TARGET_TRANSFORMS",
-    "check_imagenet",
     "class_tree",
     "evaluate_embedding",
     "format_table",
     "gensim_target",
     "heldout_images",
     "hierarchy_log_table",
-    "make_batches",
     "make_objective",
     "model_embedding",
     "model_kwargs",
     "num_train_images",
-    "pixel_embedding",
 ]

@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+from gensim_jax.data.hierarchy import HierarchySource
 from gensim_jax.data.imagenet import next_other_class
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
@@ -112,7 +113,9 @@ def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
     tree, nodes = exp.class_tree(config)
     np.testing.assert_array_equal(tree.parents, balanced_tree((2, 3, 3)).parents)
     np.testing.assert_array_equal(nodes, tree.leaves)
-    src = exp.HierarchySource(config, 2, image_seed=1)
+    src = HierarchySource(
+        tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.data.synthetic_noise
+    )
     images, labels = hierarchy_images(
         tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.data.synthetic_noise
     )
@@ -206,9 +209,10 @@ def test_imagenet_batches_on_tfds_mock_data():
     )
     with tfds.testing.mock_data(num_examples=4):
         shard = HostShard(global_batch=2)
-        g = next(exp.make_batches("gensim", config, 0, shard)(0))
-        s = next(exp.make_batches("simclr", config, 0, shard)(0))
-        t = next(exp.make_batches("class_triplet", config, 0, shard)(0))
+        none = exp.Data(None, None, None)  # ImageNet batches read the records, not a prepared source
+        g, s, t = (
+            next(exp.EXPERIMENT.batches(a, config, none, 0, shard)(0)) for a in ("gensim", "simclr", "class_triplet")
+        )
         images, labels = exp.heldout_images(config)
     assert g["image"].shape == (2, 32, 32, 3) and g["label"].shape == (2,) and g["mask"].all()
     target = np.asarray(exp.make_objective("gensim", config).target(g))
@@ -319,7 +323,7 @@ def test_imagenet_batches_read_this_process_rows_as_uint8():
     tfds = pytest.importorskip("tensorflow_datasets")
     config = exp.EXPERIMENT.get_config("paper", batch_size=2, **{"data.image_size": 32, "data.shuffle_buffer": 4})
     with tfds.testing.mock_data(num_examples=4):
-        g = next(exp.make_batches("gensim", config, 0, HostShard(1, 2, 2))(0))
+        g = next(exp.EXPERIMENT.batches("gensim", config, exp.Data(None, None, None), 0, HostShard(1, 2, 2))(0))
     assert g["image"].shape == (1, 32, 32, 3) and g["image"].dtype == np.uint8 and g["label"].shape == (1,)
 
 
