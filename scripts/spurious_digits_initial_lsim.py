@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     report = {"config": args.config, "batch_size": base.batch_size, "batches": args.batches, "init": {}}
     for torch_init in (False, True):
         config = sd.EXPERIMENT.get_config(args.config, **{"model.torch_init": torch_init})
-        rows = sd.initial_losses(config, data, num_batches=args.batches)
+        rows = protocol.initial_losses(sd.EXPERIMENT, config, data, num_batches=args.batches)
         model = sd.make_model(config)
         predict, embed = protocol.make_predictor(model, config.eval.batch_size), protocol.make_embedder(model)
         for row in rows:

@@ -1,69 +1,23 @@
 """Experiment: spurious digits -- does a class-centre loss make LeNet ignore the background? (seed 003).
 
-The thesis of seed 003 (Sec. 3, 4) builds a data set in which the background is a spurious cue
-for the label: every MNIST digit class has its own pool of CIFAR-10 backgrounds, and each digit is
-multiplied onto a background of its class's pool (Sec. 3.1; :mod:`gensim_jax.data.spurious_digits`).
-A LeNet-5 (Sec. 3.2; ``get_model("lenet5")``, 62,006 parameters, 84-d penultimate embedding) is
-trained with Adam on
+Every MNIST digit class has its own pool of CIFAR-10 backgrounds, and each digit is multiplied onto
+a background of its class's pool (seed 003 Sec. 3.1; :mod:`gensim_jax.data.spurious_digits`), so
+the background is a spurious cue. LeNet-5 is trained with ``L = ce_weight * CE + lambda * L_sim``
+(Eq. 12; ``L_sim`` pulls a batch's embeddings of one digit to their class centre, Eqs. 1-3, 11:
+:class:`gensim_jax.training.CenterLoss`), one arm per lambda (``lambda_0``, ``lambda_0.25``, ...;
+lambda is a traced leaf, so one compiled step serves the grid and every seed), and evaluated on
+MNIST test digits over backgrounds of their own pool (ID) and of the other digits' pools (OOD)
+with :mod:`gensim_jax.evaluation.spurious_digits` (shared with ``python -m eval spurious_digits``).
 
-    L_total = L_crossentropy + lambda * L_sim                                    (seed 003 Eq. 12)
-
-where ``L_sim = sum_q sum_{i in T_q} ||z_i - mu_q||^2`` pulls the batch's embeddings of one digit
-to their class centre (Eqs. 1-3, 11; :class:`gensim_jax.training.CenterLoss`), for
-``lambda in {0, 0.25, 0.5, 0.75, 10, 100}`` (Figs. 2 and 4), 5 seeds each, 10 epochs (Fig. 3
-also tries 100). Evaluation (:mod:`gensim_jax.evaluation.spurious_digits`): accuracy on MNIST test
-digits over backgrounds of their own pool (ID) and over backgrounds of the other digits' pools
-(OOD, the spurious cue now points to a wrong class), mean over seeds with a 95% Student-t
-interval, plotted against lambda. The thesis finds no significant change of OOD accuracy for
-moderate lambda and a drop at extreme values.
-
-Not given by the thesis, our choices (overridable): batch size 64, Adam learning rate 1e-3
-(PyTorch's default), 10 backgrounds per digit pool, disjoint pools, OOD by swapped pools, inputs
-scaled to ``[0, 1]``, one data set (``data.seed``) shared by all runs while the seed of run ``r``
-(``seed + r``) sets initialisation and batch order.
-
-Configs:
-
-``paper``
-    tfds ``mnist`` (60,000 / 10,000) on ``cifar10`` train images, read from ``data.data_dir`` (tfds's
-    default directory when None) without downloading: prepare the data first (see
-    :func:`tfds_missing_message`), or set ``data.download=true`` on a machine with network access.
-``cpu_small``
-    Offline, no tfds: procedural stand-ins for both data sets
-    (:mod:`gensim_jax.data.synthetic_digits`: stroke glyphs with random affine jitter instead of
-    MNIST, smooth two-colour fields instead of CIFAR-10) put through the same pool and composition
-    code; 1,000 training and 500 + 500 test images, 2 backgrounds per pool, glyph jitter 1.3,
-    3 seeds, 4 epochs of batch 32. It checks the pipeline and shows the shortcut (ID >> OOD); it is
-    not a reproduction of the thesis's numbers.
-``thesis_mean``
-    ``cpu_small``'s data with the thesis's "MSE" reading of L_sim (``objectives.center.sim_reduction="mean"``: the
-    element mean over batch and embedding width, PyTorch's ``MSELoss`` default), PyTorch's default
-    LeNet-5 initialisation (``model.torch_init=True``), 5 seeds, 8 epochs (250 steps of 32), and the
-    nearest-class-centre accuracy of the embedding (``eval.centre_eval=True``). The thesis's Fig. 5 run
-    (cross entropy off, lambda = 1) is ``--config thesis_mean --set objectives.center.ce_weight=0 lambdas=[1]``.
-
-Objective fields (``objectives.center``): ``sim_reduction`` ("sum": Eqs. 2-3, 11 as written, the default; "mean": the
-thesis's text calls ``S_i`` a mean squared error and reports L_sim "starting from 1e-5", which the
-sum does not give -- :func:`gensim_jax.losses.center_similarity_loss`), ``ce_weight`` (1 in Eq. 12;
-0 for Fig. 5); ``model.torch_init`` (:class:`gensim_jax.models.LeNet5`). The runs log the unweighted
-terms ``ce`` and ``l_sim`` next to ``loss``.
-
-The arms of a run are the lambdas (``lambda_0``, ``lambda_0.25``, ...: :func:`lambda_dir`); the
-objective of an arm is :class:`~gensim_jax.training.CenterLoss` with that lambda, a traced leaf of
-the objective, so one compiled step serves the whole grid and every seed (the runner's step cache). The data
-(:mod:`gensim_jax.data.spurious_digits`: :func:`~gensim_jax.data.spurious_digits.load_arrays`,
-:func:`~gensim_jax.data.spurious_digits.make_splits`) and the evaluation
-(:func:`gensim_jax.evaluation.spurious_digits.evaluate`) are library functions shared with
-``python -m eval spurious_digits``.
-
-Outputs: ``workdir/lambda_<lam>/run<r>/`` holds ``config.json``, ``metrics.jsonl`` (loss and train
-accuracy as means over ``log_every`` steps, and ``eval.evals_per_run`` times ``eval/id_accuracy``,
-``eval/ood_accuracy``), ``checkpoints/`` (an interrupted call resumes with ``--resume``) and
-``export/`` (re-evaluate with ``python -m eval spurious_digits --workdir WORKDIR``);
-``workdir/config.json``, ``results.json`` and ``spurious_digits.png``.
-
-Declaration :data:`EXPERIMENT`, run by :func:`gensim_jax.training.runner.run_experiment`:
-``gensim-jax train spurious_digits --config cpu_small`` (``python -m train`` in a checkout).
+Configs: ``paper`` (tfds MNIST on CIFAR-10 from ``data.data_dir``, lambda in {0, .25, .5, .75, 10,
+100}, 5 seeds, 10 epochs of 64; prepare the data first: :func:`gensim_jax.data.spurious_digits.tfds_missing_message`),
+``cpu_small`` (offline procedural stand-ins, 1,000 training images, 3 seeds, 125 steps) and
+``thesis_mean`` (the thesis's "MSE" reading of L_sim, PyTorch's initialisation, the nearest-centre
+read-out; Fig. 5 is ``--set objectives.center.ce_weight=0 lambdas=[1]``). Sections: ``lambdas`` (the
+arms), ``model``, ``data`` (:class:`gensim_jax.data.spurious_digits.DataConfig`),
+``objectives.center`` (``sim_reduction``, ``ce_weight``), ``eval``, ``optim``.
+docs/api/experiment_spurious_digits.md has the details; run with ``gensim-jax train spurious_digits
+--config cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -92,7 +46,6 @@ from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import HostShard, ImageExperiment, OptimConfig, TrainConfig
-from gensim_jax.training.step import normalize_inputs
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
 
@@ -235,62 +188,6 @@ def lambda_dir(lam: float) -> str:
 def arm_lambdas(config: Config) -> dict:
     """``{arm name: lambda}`` in the order of ``config.lambdas``."""
     return {lambda_dir(lam): float(lam) for lam in config.lambdas}
-
-
-def initial_losses(config: Config, data=None, *, num_batches: int = 10) -> list[dict]:
-    """Both unweighted terms of Eq. 12 at initialisation, per run: the thesis's "L_sim starts from 1e-5".
-
-    For each run ``r`` (seed ``config.seed + r``): the runner's initial variables of that seed
-    (``init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
-    (the runner's batch order), L_sim in both forms (:func:`gensim_jax.losses.center_similarity_loss`)
-    and the cross entropy, each the mean over those batches.
-
-    Args:
-      config: a validated :class:`Config`.  data: the experiment's prepared data (built when None).
-      num_batches: batches per run (>= 1).
-
-    Returns:
-      ``[{"seed", "l_sim_sum", "l_sim_mean", "ce"}, ...]``, one dict per run.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    from gensim_jax import losses
-
-    if num_batches < 1:
-        raise ValueError(f"num_batches must be >= 1, got {num_batches}")
-    data = EXPERIMENT.prepare(config) if data is None else data
-    arm = EXPERIMENT.arms(config)[0]
-    model = make_model(config)
-
-    @jax.jit
-    def terms(variables, x, y, m):
-        out = model.apply(variables, x)
-        z = out["embedding"]
-        ce, l_sum = losses.center_objective_terms(out["logits"], y, z, num_classes=10, mask=m)
-        l_mean = losses.center_similarity_loss(z, y, num_classes=10, mask=m, form="mean")
-        return {"l_sim_sum": l_sum, "l_sim_mean": l_mean, "ce": ce}
-
-    rows = []
-    for r in range(config.num_runs):
-        seed = config.seed + r
-        variables = EXPERIMENT.init_variables(arm, config, model, seed)
-        values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
-        shard = HostShard(global_batch=config.batch_size)
-        for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed, shard)(0)):
-            if k == num_batches:
-                break
-            x = normalize_inputs({"image": batch["image"]}, "unit")["image"]
-            t = terms(variables, x, jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
-            for key, v in t.items():
-                values[key].append(float(v))
-        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -509,7 +406,6 @@ __all__ = [
     "TFDS_DATASETS",
     "arm_lambdas",
     "format_table",
-    "initial_losses",
     "lambda_dir",
     "make_batches",
     "make_model",

@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from gensim_jax.data import spurious_digits as data
+from gensim_jax.evaluation.spurious_digits import initial_losses
 from gensim_jax.experiments import spurious_digits as sd
 from gensim_jax.training import CenterLoss, create_train_state, load_exported
 from gensim_jax.training.runner import run_experiment
@@ -226,14 +227,14 @@ TINY = {
 def test_initial_losses_both_forms():
     config = EXP.get_config("thesis_mean", **TINY)
     data_ = EXP.prepare(config)
-    rows = sd.initial_losses(config, data_, num_batches=2)
+    rows = initial_losses(sd.EXPERIMENT, config, data_, num_batches=2)
     assert [r["seed"] for r in rows] == [0, 1]
     for r in rows:
         # full batches of 8, 84-d embedding: the mean form is the sum over batch x width
         assert r["l_sim_mean"] == pytest.approx(r["l_sim_sum"] / (8 * 84), rel=1e-5)
         assert 0 < r["l_sim_mean"] < 1e-3 and r["ce"] == pytest.approx(np.log(10), abs=0.1)
     with pytest.raises(ValueError, match="num_batches"):
-        sd.initial_losses(config, data_, num_batches=0)
+        initial_losses(sd.EXPERIMENT, config, data_, num_batches=0)
 
 
 def test_cross_entropy_off_run_never_trains_the_classifier(tmp_path):
