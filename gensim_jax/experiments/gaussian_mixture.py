@@ -1,30 +1,19 @@
 """Experiment: GenSim by Monte Carlo triplets on a Gaussian mixture (paper Appendices F-H).
 
-A two-layer perceptron (2 -> 32 -> 1, registry name ``mlp``) is trained on a fixed set of
-``data.num_triplets`` triplets sampled from the generative process of Eq. A3 (anchor and positive from
-one component, negative from a component drawn independently) with the quadratic triplet loss of
-Eq. H1, then evaluated as in Fig. S1 (:mod:`gensim_jax.evaluation.gaussian_mixture`): accuracy of
-the 1-D embedding as a component classifier, Spearman's rho between embedding distance and the
-closed-form similarity of Eq. H2 over 500 quantile bins, and 95% confidence intervals of the mean
-distance of same and different pairs.  A "different" pair is the paper's (Appendix A: two
-independently drawn parameters, so the same component half the time) in the headline, and a pair
-from different components on a second line.
+A perceptron (2 -> 32 -> 1, registry name ``mlp``) is trained on ``data.num_triplets`` triplets of
+the generative process of Eq. A3 with the quadratic triplet loss of Eq. H1, then evaluated as in
+Fig. S1 (:mod:`gensim_jax.evaluation.gaussian_mixture`: accuracy of the 1-D embedding as a component
+classifier, Spearman's rho between embedding distance and the closed-form similarity of Eq. H2 over
+quantile bins, 95% intervals of the mean distance of same and different pairs). Each epoch visits
+the triplets in the order ``jax.random.permutation(k_epoch, num_triplets)`` in full batches, so
+``num_steps = epochs * (num_triplets // batch_size)``; run ``r`` draws its triplets, initial
+parameters, batch order and test points from ``split(key(seed + r), 4) = (k_data, k_init,
+k_shuffle, k_test)``.
 
-Training is the runner's (:func:`gensim_jax.training.runner.run_experiment`): one jitted Adam step
-per batch, checkpoints and ``--resume``, ``workdir/gensim/run<r>/`` with ``metrics.jsonl`` (the loss
-averaged over ``log_every`` = one epoch of steps) and ``export/``.  Each epoch visits the triplets
-in the order ``jax.random.permutation(k_epoch, num_triplets)``, ``k_epoch`` the epoch's key of
-``jax.random.split(k_shuffle, epochs)``, in ``num_triplets // batch_size`` full batches (the
-remainder of the permutation is dropped), so ``num_steps = epochs * (num_triplets // batch_size)``.
-Run ``r`` (seed ``seed + r``) draws everything from ``jax.random.split(jax.random.key(seed + r), 4)
-= (k_data, k_init, k_shuffle, k_test)``: its triplets, initial parameters, batch order and test points.
-
-Config ``paper`` (the only one: the paper's run is already CPU-sized, 11,700 steps of a
-129-parameter model): 10,000 triplets, hidden 32, batch 256, Adam (the paper names no optimiser)
-with learning rate 1e-5, 300 epochs.  Sections: ``data.num_triplets``, ``model.hidden``,
-``objectives.gensim.loss_form``, ``eval.num_test_points`` / ``num_pairs`` / ``num_bins``, ``optim``.
-
-Declaration :data:`EXPERIMENT`; ``gensim-jax train gaussian_mixture`` (``python -m train`` in a checkout).
+Config ``paper`` (the only one: 11,700 steps of a 129-parameter model are CPU-sized): 10,000
+triplets, hidden 32, batch 256, Adam (the paper names no optimiser) at 1e-5, 300 epochs. Sections:
+``data.num_triplets``, ``model.hidden``, ``objectives.gensim.loss_form``, ``eval.num_test_points`` /
+``num_pairs`` / ``num_bins``, ``optim``. Run with ``gensim-jax train gaussian_mixture``.
 """
 
 from __future__ import annotations
@@ -162,43 +151,18 @@ def make_batches(triplets: dict, config: Config, seed: int, num_steps: int, shar
     return batches
 
 
-def test_points(config: Config, seed: int):
-    """``(fit, test)`` :class:`~gensim_jax.kernels.monte_carlo.Triplets` of the run's evaluation (their anchors are used)."""
-    mixture = gm.appendix_h_mixture()
-    k_fit, k_eval = jax.random.split(run_keys(seed)[3])
-    return (
-        monte_carlo.sample_gaussian_mixture_triplets(k_fit, config.eval.num_test_points, mixture),
-        monte_carlo.sample_gaussian_mixture_triplets(k_eval, config.eval.num_test_points, mixture),
-    )
-
-
 def evaluate(model, variables, config: Config, seed: int):
-    """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``.
-
-    ``arrays``: test points ``x``, components ``component``, embeddings ``embedding`` and the pairs'
-    ``distance`` and ``s_gen`` (for the figure).  The pairs are drawn with numpy seed ``seed + 1``.
-    """
-    mixture = gm.appendix_h_mixture()
-    fit, test = test_points(config, seed)
-    fit_x, fit_c = np.asarray(fit.anchor), np.asarray(fit.theta_positive)
-    test_x, test_c = np.asarray(test.anchor), np.asarray(test.theta_positive)
-
-    def embed(x):
-        return np.asarray(model.apply(variables, x)["embedding"])
-
-    test_e = embed(test_x)
-    report, pairs = protocol.fig_s1_report(
-        embed(fit_x),
-        fit_c,
-        test_x,
-        test_e,
-        test_c,
-        lambda a, b: gm.log_similarity(a, b, mixture),
-        num_pairs=config.eval.num_pairs,
-        num_bins=config.eval.num_bins,
-        seed=seed + 1,
+    """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``
+    (:func:`~gensim_jax.evaluation.gaussian_mixture.appendix_h_evaluation` with ``k_test`` of :func:`run_keys`)."""
+    ev = config.eval
+    return protocol.appendix_h_evaluation(
+        lambda x: np.asarray(model.apply(variables, x)["embedding"]),
+        run_keys(seed)[3],
+        num_test_points=ev.num_test_points,
+        num_pairs=ev.num_pairs,
+        num_bins=ev.num_bins,
+        pair_seed=seed + 1,
     )
-    return report, {"x": test_x, "component": test_c, "embedding": test_e, **pairs}
 
 
 class GaussianMixture(Experiment):
@@ -310,6 +274,5 @@ __all__ = [
     "make_batches",
     "run_keys",
     "steps_per_epoch",
-    "test_points",
     "training_triplets",
 ]
