@@ -38,11 +38,7 @@ from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.models import get_model
 from gensim_jax.preprocessing import normalize_images
-from gensim_jax.stimuli.geoclidean.concepts import (
-    TEST_CONCEPTS,
-    TRAIN_IDS,
-    concept_parse_trees,
-)
+from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
@@ -174,11 +170,6 @@ def gensim_target(config: Config) -> TableTarget:
     return TableTarget.create(
         transform_table(log_k, config.objectives.gensim.target_transform, train_block), key="program_id"
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
 
 
 def make_objective(objective: str, config: Config):
