@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-import jax
 import numpy as np
 
 from gensim_jax.data.quadrilaterals import arm_batches, training_source
@@ -34,7 +33,7 @@ from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import figures
 from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation.embed import encoder
-from gensim_jax.models import extend_classifier, get_model
+from gensim_jax.models import get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
 from gensim_jax.training.config import with_overrides
@@ -253,29 +252,14 @@ def model_kwargs(objective: Optional[str], config: Config) -> dict:
 
 
 def pretrained_variables(objective: Optional[str], config: Config, seed: int) -> dict:
-    """Variables of ``config.model.pretrained`` (a PyTorch CORnet checkpoint) prepared for ``objective``.
+    """Variables of ``model.pretrained`` (a PyTorch CORnet checkpoint) for ``objective``: supervised appends the
+    11 shapes to the 1000-way read-out (Appendix L), the other arms drop it
+    (:func:`~gensim_jax.models.torch_import.fine_tuning_variables`)."""
+    from gensim_jax.models.torch_import import fine_tuning_variables
 
-    Supervised: the 11 shape classes are appended to the 1000-way read-out (Appendix L,
-    :func:`~gensim_jax.models.extend_classifier`); otherwise the read-out is dropped.
-    """
-    from gensim_jax.models.torch_import import load_pretrained
-
+    new = NUM_SHAPES if objective == "supervised" else None
     kw = model_kwargs(objective, config)
-    key = jax.random.key(seed)
-    _, variables = load_pretrained(
-        config.model.name,
-        config.model.pretrained,
-        strict=kw.get("projection_dims") is None,
-        rng=key,
-        **{**kw, "num_classes": IMAGENET_CLASSES},
-    )
-    variables = dict(variables)
-    if objective == "supervised":  # Appendix L: 11 new categories added to the ImageNet read-out
-        return extend_classifier(variables, NUM_SHAPES, jax.random.fold_in(key, 1))
-    params = dict(variables["params"])
-    params.pop("classifier", None)
-    variables["params"] = params
-    return variables
+    return fine_tuning_variables(config.model.name, config.model.pretrained, kw, seed, new_classes=new)
 
 
 def test_trials(config: Config) -> oe.OddballTrials:
