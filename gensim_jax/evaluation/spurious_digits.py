@@ -47,6 +47,8 @@ __all__ = [
     "initial_losses",
     "make_predictor",
     "plot_accuracy_vs_lambda",
+    "plot_results",
+    "results_table",
     "summarize",
     "t_interval",
 ]
@@ -277,6 +279,39 @@ def evaluate(
     With :func:`gensim_jax.data.spurious_digits.evaluation_sets`: ``{"id_accuracy", "ood_accuracy"}``.
     """
     return {f"{name}_accuracy": accuracy(predict(variables, x), y) for name, (x, y) in sets.items()}
+
+
+def results_table(results: dict) -> str:
+    """The experiment's table (``gensim-jax train spurious_digits``): a line on the data, the objective and the
+    run, then :func:`format_table` of its ``summary``; ``results["config"]`` is the nested run config."""
+    cfg = results["config"]
+    center = cfg["objectives"]["center"]
+    objective = (
+        f"L_sim {center['sim_reduction']}, CE weight {center['ce_weight']:g}, "
+        f"{'PyTorch' if cfg['model']['torch_init'] else 'default'} init"
+    )
+    head = (
+        f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
+        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['data']['ood']} backgrounds; "
+        f"{objective}:"
+    )
+    return head + "\n" + format_table(results["summary"], cfg["eval"]["confidence"])
+
+
+def plot_results(results: dict, path) -> None:
+    """The experiment's figure: :func:`plot_accuracy_vs_lambda` of ``summary``, titled with the data and objective."""
+    cfg = results["config"]
+    center = cfg["objectives"]["center"]
+    data = "procedural stand-ins" if cfg["data"]["source"] == "synthetic" else "MNIST on CIFAR-10"
+    plot_accuracy_vs_lambda(
+        results["summary"],
+        path,
+        confidence=cfg["eval"]["confidence"],
+        title=(
+            f"Spurious digits ({data}): LeNet-5, {center['ce_weight']:g} CE + lambda L_sim "
+            f"({center['sim_reduction']}), {cfg['num_runs']} seeds"
+        ),
+    )
 
 
 def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> list[dict]:

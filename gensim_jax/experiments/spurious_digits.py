@@ -41,6 +41,7 @@ from gensim_jax.data.spurious_digits import (
     preprocess,
 )
 from gensim_jax.evaluation import spurious_digits as protocol
+from gensim_jax.evaluation.spurious_digits import results_table as format_table
 from gensim_jax.losses.center import SIM_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
@@ -360,37 +361,10 @@ class SpuriousDigits(ImageExperiment):
         }
 
     def plot(self, results: dict, path) -> None:
-        cfg = results["config"]
-        center = cfg["objectives"]["center"]
-        data = "procedural stand-ins" if cfg["data"]["source"] == "synthetic" else "MNIST on CIFAR-10"
-        protocol.plot_accuracy_vs_lambda(
-            results["summary"],
-            path,
-            confidence=cfg["eval"]["confidence"],
-            title=(
-                f"Spurious digits ({data}): LeNet-5, {center['ce_weight']:g} CE + lambda L_sim "
-                f"({center['sim_reduction']}), {cfg['num_runs']} seeds"
-            ),
-        )
+        protocol.plot_results(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
-
-
-def format_table(results: dict) -> str:
-    """Lambda x ID / OOD accuracy (mean and t-interval over seeds) as Markdown, with a line on the data."""
-    cfg = results["config"]
-    center = cfg["objectives"]["center"]
-    objective = (
-        f"L_sim {center['sim_reduction']}, CE weight {center['ce_weight']:g}, "
-        f"{'PyTorch' if cfg['model']['torch_init'] else 'default'} init"
-    )
-    head = (
-        f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
-        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['data']['ood']} backgrounds; "
-        f"{objective}:"
-    )
-    return head + "\n" + protocol.format_table(results["summary"], cfg["eval"]["confidence"])
 
 
 EXPERIMENT = SpuriousDigits()
