@@ -142,34 +142,17 @@ CONFIGS = {
 }
 
 
-def tree_kernel_log_table(config: Config) -> np.ndarray:
-    """``(37, 37)`` float32 log tree-kernel table of the 37 concept programs (by program id).
-
-    ``log K_ab`` of the ``tree_kernel`` (ST: the number of pairs of identical complete subtrees,
-    Moschitti 2006, with ``lam = 1``), cosine-normalised ``K_ab / sqrt(K_aa K_bb)`` when
-    ``tree_kernel_normalize`` (then ``<= 0``, 0 on the diagonal), else the raw count's log
-    (``>= 0``; ``[3.0, 7.1]`` on the training concepts).
-    """
-    return gram_log_table(
-        concept_parse_trees(),
-        kind=config.objectives.gensim.tree_kernel,
-        lam=config.objectives.gensim.tree_lambda,
-        normalize=config.objectives.gensim.tree_kernel_normalize,
-    )
-
-
 def gensim_target(config: Config) -> TableTarget:
-    """The ``TableTarget`` of the gensim objective: the transformed log kernel, gathered by ``program_id``.
-
-    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.objectives.gensim.target_transform`` and its
-    constants from the training-concept block (``"unit"``: ``(L - min) / (max - min)``, the
-    training targets span ``[0, 1]``; see the module docstring).
-    """
-    log_k = tree_kernel_log_table(config)
+    """The gensim arm's ``TableTarget``, gathered by ``program_id``: the ``(37, 37)`` log tree kernel of the
+    concept programs (:func:`~gensim_jax.kernels.trees.gram_log_table`; ST counts the pairs of identical
+    complete subtrees, Moschitti 2006; ``tree_kernel_normalize``: ``K_ab / sqrt(K_aa K_bb)``, then
+    ``<= 0``) mapped by ``target_transform`` with the constants of the training-concept block
+    (``"unit"``: the training targets span ``[0, 1]``)."""
+    arm = config.objectives.gensim
+    kernel = {"kind": arm.tree_kernel, "lam": arm.tree_lambda, "normalize": arm.tree_kernel_normalize}
+    log_k = gram_log_table(concept_parse_trees(), **kernel)
     train_block = log_k[np.ix_(TRAIN_IDS, TRAIN_IDS)]
-    return TableTarget.create(
-        transform_table(log_k, config.objectives.gensim.target_transform, train_block), key="program_id"
-    )
+    return TableTarget.create(transform_table(log_k, arm.target_transform, train_block), key="program_id")
 
 
 def make_objective(objective: str, config: Config):
@@ -191,10 +174,6 @@ def result_keys(config: Config, suites) -> list:
     """Result keys: the suite name with one rule, ``"<suite>/<rule>"`` with several (``"all"``)."""
     rules = eval_rules(config)
     return [ge.result_key(suite, rule, rules) for suite in suites for rule in rules]
-
-
-def _model_embed(model, variables, batch_size):
-    return lambda images: embed_images(model, variables, normalize_images(images), batch_size=batch_size)
 
 
 @dataclasses.dataclass
@@ -277,11 +256,12 @@ class Geoclidean(ImageExperiment):
         variables = self.init_variables(arm, config, model, config.seed)
         return {
             "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
-            "initial": [self._evaluate(_model_embed(model, variables, config.eval.batch_size), config, data)],
+            "initial": [self.evaluate_run(arm, config, data, model, variables, config.seed)],
         }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        return self._evaluate(_model_embed(model, variables, config.eval.batch_size), config, data)
+        b = config.eval.batch_size
+        return self._evaluate(lambda x: embed_images(model, variables, normalize_images(x), batch_size=b), config, data)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""
@@ -314,5 +294,4 @@ __all__ = [
     "make_objective",
     "model_kwargs",
     "result_keys",
-    "tree_kernel_log_table",
 ]
