@@ -37,11 +37,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gensim_jax.data.quadrilaterals import training_source
+from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.experiments import quadrilaterals as q
 from gensim_jax.losses import distance_regression_loss
 from gensim_jax.models import get_model
 from gensim_jax.models.layers import max_pool
 from gensim_jax.training import create_train_state, make_train_step
+from gensim_jax.training.config import with_overrides
+from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.objectives import CrossEntropy, DistanceRegression
 from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS
 
@@ -143,18 +147,17 @@ def bench_layers(size: int, repeats: int) -> None:
 
 
 def bench_host(size: int) -> None:
-    config = q.CONFIGS["deviants"]
-    config = q.Config(**{**config.__dict__, "image_size": size, "num_runs": 1})
+    config = with_overrides(q.CONFIGS["deviants"], {"data.image_size": size, "num_runs": 1})
     t0 = time.perf_counter()
-    source = q.training_source(config, 0)
+    source = training_source(config.data, 0)
     render_s = time.perf_counter() - t0
     _emit(
         "host",
         part="render_training_images",
         size=size,
-        images=config.num_train_images,
+        images=config.data.num_train_images,
         seconds=render_s,
-        per_image_s=render_s / config.num_train_images,
+        per_image_s=render_s / config.data.num_train_images,
     )
     t0 = time.perf_counter()
     trials = q.test_trials(config)
@@ -166,7 +169,7 @@ def bench_host(size: int) -> None:
         seconds=time.perf_counter() - t0,
     )
     for arm in ("gensim", "supervised"):
-        it = q.make_batches(arm, source, config, 0)(0)
+        it = q.EXPERIMENT.batches(arm, config, q.Data(source, ()), 0, HostShard(global_batch=config.batch_size))(0)
         next(it)  # pipeline start-up
         n = 50
         t0 = time.perf_counter()
@@ -178,16 +181,16 @@ def bench_host(size: int) -> None:
     data = q.Data(source, trials)
     q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)  # compile
     ts, te, tr = [], [], []
-    embed = q._model_embed(model, variables, config.eval_batch_size)
+    embed = q.EXPERIMENT._embed("gensim", config, model, variables)
     for _ in range(3):
         t0 = time.perf_counter()
         q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)
         ts.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        e = q.trial_embeddings(embed, trials)
+        e = oe.trial_embeddings(embed, trials)
         te.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        q.readout(e, trials)
+        oe.readout(e, trials)
         tr.append(time.perf_counter() - t0)
     _emit("host", part="evaluation_embedding", size=size, min_s=min(te), median_s=statistics.median(te))
     _emit("host", part="evaluation_readouts", size=size, min_s=min(tr), median_s=statistics.median(tr))

@@ -161,8 +161,11 @@ def report_plan(
     print(f"planned {experiment}, arm {arm}; --set overrides: {' '.join(overrides) if overrides else 'none'}")
     sys.stdout.write(text)
     print("\nresolved config:")
-    width = max((len(k) for k in resolved), default=0)
-    for key, value in resolved.items():
+    from gensim_jax.training.config import flatten
+
+    fields = flatten(resolved)  # dotted names through the sections, as --set takes them
+    width = max((len(k) for k in fields), default=0)
+    for key, value in fields.items():
         print(f"  {key:<{width}}  {json.dumps(value)}")
     return status
 
@@ -330,7 +333,7 @@ def _main(argv: list, debug: bool = False) -> int:
         default=[],
         metavar="PATTERN",
         help="also show these config fields (glob patterns over config.json's config, nested sections "
-        "joined with '.', e.g. learning_rate 'optim.*')",
+        "joined with '.', e.g. optim.learning_rate 'objectives.*')",
     )
     p_cmp.add_argument("--out", metavar="PNG", help="also draw --metric against step for every run into this PNG")
     p_cmp.add_argument("--metric", default="loss", help="the curve drawn with --out (default: loss)")

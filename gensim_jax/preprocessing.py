@@ -18,7 +18,14 @@ import functools
 
 import numpy as np
 
-__all__ = ["INPUT_PREPROCESSING", "IMAGENET_MEAN", "IMAGENET_STD", "normalization_table", "normalize_uint8"]
+__all__ = [
+    "INPUT_PREPROCESSING",
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "normalization_table",
+    "normalize_images",
+    "normalize_uint8",
+]
 
 #: ImageNet channel statistics on the ``[0, 1]`` scale (torchvision's), the encoders' input normalisation.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -75,3 +82,19 @@ def normalize_uint8(images, preprocess: str = "imagenet") -> np.ndarray:
     if x.shape[-1] != 3:
         raise ValueError(f"'imagenet' normalisation needs 1 or 3 channels, got shape {x.shape}")
     return table[np.arange(3), x]
+
+
+def normalize_images(images) -> np.ndarray:
+    """ImageNet-normalised float32 images ``(..., H, W, 3)`` from ``uint8`` in ``[0, 255]`` (:func:`normalize_uint8`,
+    the training step's numbers) or from floats in ``[0, 1]`` (``(x - mean) / std``).
+
+    Example:
+      >>> a = normalize_images(np.full((1, 1, 1, 3), 255, np.uint8))
+      >>> b = normalize_images(np.ones((1, 1, 1, 3), np.float32))
+      >>> bool(np.allclose(a, b, atol=1e-6))
+      True
+    """
+    x = np.asarray(images)
+    if x.dtype == np.uint8:
+        return normalize_uint8(x, "imagenet")
+    return (x.astype(np.float32) - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)

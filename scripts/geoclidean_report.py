@@ -155,7 +155,10 @@ def target_table() -> str:
         "|---|---|---|---|---|---|",
     ]
     for normalize, transform in ((True, "unit"), (True, "raw"), (False, "raw"), (False, "unit")):
-        config = exp.EXPERIMENT.get_config("cpu_long", tree_kernel_normalize=normalize, target_transform=transform)
+        config = exp.EXPERIMENT.get_config(
+            "cpu_long",
+            **{"objectives.gensim.tree_kernel_normalize": normalize, "objectives.gensim.target_transform": transform},
+        )
         t = np.asarray(exp.gensim_target(config).table, float)[np.ix_(TRAIN_IDS, TRAIN_IDS)].ravel()
         best = float(np.mean((t - t.mean()) ** 2))
         floor = float(np.mean((t - np.clip(t, 0, 1)) ** 2))

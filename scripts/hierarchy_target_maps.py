@@ -2,13 +2,13 @@
 
 Paper Sec. 3.3 regresses the cosine of two image embeddings onto ``log s`` (Eq. 4); Appendix N onto
 ``s``. Neither is in a cosine's range. This script trains the ``gensim`` arm of
-``imagenet_hierarchy --config cpu_small`` once per target map (``target_transform``:
+``imagenet_hierarchy --config cpu_small`` once per target map (``objectives.gensim.target_transform``:
 ``raw`` = log s, ``exp`` = s, ``unit``, ``standardized``, optionally ``affine``), each with
 ``--runs`` seeds, then (unless ``--no-baselines``) the ``class_triplet`` and ``simclr`` arms over the
 same seeds, every one through the runner::
 
     python -m train imagenet_hierarchy --config cpu_small --objective gensim \\
-        --workdir OUT/gensim_<map> --set num_runs=R num_steps=S target_transform=<map>
+        --workdir OUT/gensim_<map> --set num_runs=R num_steps=S objectives.gensim.target_transform=<map>
     python -m train imagenet_hierarchy --config cpu_small --objective class_triplet,simclr \\
         --workdir OUT/contrastive --set num_runs=R num_steps=S
 
@@ -46,7 +46,7 @@ def train_command(workdir: Path, objectives: str, runs: int, steps: int, seed: i
     """The runner command line of one workdir."""
     sets = [f"num_runs={runs}", f"num_steps={steps}", f"seed={seed}"]
     if transform is not None:
-        sets.append(f"target_transform={transform}")
+        sets.append(f"objectives.gensim.target_transform={transform}")
     return [
         sys.executable,
         "-m",
@@ -169,7 +169,7 @@ def evaluate_exports(workdir: Path, arms) -> dict:
         r, per_run = 0, []
         while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
             model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
-            emb = exp.model_embedding(model, variables, images, config.eval_batch_size)
+            emb = exp.model_embedding(model, variables, images, config.eval.batch_size)
             per_run.append(exp.evaluate_embedding(emb, labels, config))
             r += 1
         if per_run:
@@ -200,7 +200,7 @@ def cosine_by_depth(workdir: Path, arm: str) -> list:
     per_run, r = [], 0
     while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
         model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
-        z = exp.model_embedding(model, variables, images, config.eval_batch_size).astype(np.float64)
+        z = exp.model_embedding(model, variables, images, config.eval.batch_size).astype(np.float64)
         z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
         cos = z @ z.T
         per_run.append([float(cos[(pair == v) & off].mean()) for v in values])

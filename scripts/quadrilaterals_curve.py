@@ -1,6 +1,6 @@
 """Learning curves of the quadrilateral experiment from its runs' evaluations during training.
 
-``python -m train quadrilaterals --config curve`` evaluates both read-outs every ``eval_every``
+``python -m train quadrilaterals --config curve`` evaluates both read-outs every ``eval.every``
 steps and logs them per shape in every run's ``metrics.jsonl`` (``eval/argmax/<shape>``,
 ``eval/graded/<shape>``, ``eval/regression_error/...``). This script reads those lines for one or
 more work directories (e.g. the paper's protocol and a variant), computes per step and objective
@@ -96,22 +96,18 @@ def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, di
 def export_curve(run_dir: Path) -> tuple[int, dict] | None:
     """The final point of a run whose work directory has no results.json (stopped before the other
     runs ended): its exported encoder evaluated again with the experiment's own read-out."""
+    from gensim_jax.evaluation import oddball_evaluator as oe
     from gensim_jax.experiments import quadrilaterals as quad
     from gensim_jax.training.export import load_exported
 
     if not (run_dir / "export").is_dir():
         return None
     saved = json.loads((run_dir / "config.json").read_text())["config"]
-    config = quad.EXPERIMENT.get_config(
-        "curve",
-        image_size=saved["image_size"],
-        eval_seed=saved["eval_seed"],
-        eval_trials_per_condition=saved["eval_trials_per_condition"],
-    )
+    config = quad.EXPERIMENT.config_from_dict({k: v for k, v in saved.items() if k not in ("arm", "experiment")})
     model, variables, _ = load_exported(run_dir / "export")
     trials = quad.test_trials(config)
-    e = quad.trial_embeddings(quad._model_embed(model, variables, config.eval_batch_size), trials)
-    out = quad.readout(e, trials, saved.get("readout_target_error"))
+    e = oe.trial_embeddings(quad.EXPERIMENT._embed(None, config, model, variables), trials)
+    out = oe.readout(e, trials, config.eval.readout_target_error)
     return int(saved["num_steps"]), point(out["graded"], out["argmax"], out["temperature"], out["regression_error"])
 
 
@@ -238,7 +234,7 @@ def summary_step(arms: dict[str, dict[int, list[dict]]]) -> int:
 def final_summary(arms: dict[str, dict[int, list[dict]]], step: int) -> dict | None:
     """Fig. 2B/2C statistics over the runs at ``step``, in the form of the experiment's results
     (``quadrilaterals.format_table``)."""
-    from gensim_jax.experiments import quadrilaterals as quad
+    from gensim_jax.evaluation import oddball_evaluator as oe
 
     graded, argmax, taus = {}, {}, {}
     for arm, steps in arms.items():
@@ -251,7 +247,7 @@ def final_summary(arms: dict[str, dict[int, list[dict]]], step: int) -> dict | N
         return None
     return {
         "num_trials": 440,
-        "readout": {"headline": "graded", "target_error": quad.human_mean_error()},
+        "readout": {"headline": "graded", "target_error": oe.human_mean_error()},
         "summary": ob.oddball_summary(graded),
         "summary_argmax": ob.oddball_summary(argmax),
         "temperatures": taus,

@@ -29,15 +29,15 @@ def main(argv=None) -> int:
     data = sd.EXPERIMENT.prepare(base)
     report = {"config": args.config, "batch_size": base.batch_size, "batches": args.batches, "init": {}}
     for torch_init in (False, True):
-        config = sd.EXPERIMENT.get_config(args.config, torch_init=torch_init)
-        rows = sd.initial_losses(config, data, num_batches=args.batches)
+        config = sd.EXPERIMENT.get_config(args.config, **{"model.torch_init": torch_init})
+        rows = protocol.initial_losses(sd.EXPERIMENT, config, data, num_batches=args.batches)
         model = sd.make_model(config)
-        predict, embed = protocol.make_predictor(model, config.eval_batch_size), protocol.make_embedder(model)
+        predict, embed = protocol.make_predictor(model, config.eval.batch_size), protocol.make_embedder(model)
         for row in rows:
             variables = sd.EXPERIMENT.init_variables(sd.EXPERIMENT.arms(config)[0], config, model, row["seed"])
             row.update(protocol.evaluate(predict, variables, data.sets))
             row.update(
-                protocol.evaluate_centres(embed, variables, data.centre_train_set(config.centre_images), data.sets)
+                protocol.evaluate_centres(embed, variables, data.centre_train_set(config.eval.centre_images), data.sets)
             )
         summary = {}
         for key in ("l_sim_sum", "l_sim_mean", "ce", *protocol.METRICS[:2], *protocol.CENTRE_METRICS):

@@ -77,12 +77,13 @@ def test_training_package_imports_neither_tensorflow_nor_torch():
 
 @pytest.mark.slow
 def test_plan_reports_the_arm_the_overrides_and_the_resolved_config(capsys):
-    argv = ["plan", "gaussian_mixture", "--topology", "v5e:2x2", "--set", "learning_rate=0.02"]
+    argv = ["plan", "gaussian_mixture", "--topology", "v5e:2x2", "--set", "optim.learning_rate=0.02"]
     assert cli.main([*argv, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["config"] == "paper" and report["arm"] == "gensim"
-    assert report["overrides"] == ["learning_rate=0.02"] and report["resolved_config"]["learning_rate"] == 0.02
+    assert report["overrides"] == ["optim.learning_rate=0.02"]
+    assert report["resolved_config"]["optim"]["learning_rate"] == 0.02  # nested, as config.json
     assert cli.main(argv) == 0
     text = capsys.readouterr().out.splitlines()
-    assert text[0] == "planned gaussian_mixture, arm gensim; --set overrides: learning_rate=0.02"
-    assert "resolved config:" in text and any(line.split() == ["learning_rate", "0.02"] for line in text)
+    assert text[0] == "planned gaussian_mixture, arm gensim; --set overrides: optim.learning_rate=0.02"
+    assert "resolved config:" in text and any(line.split() == ["optim.learning_rate", "0.02"] for line in text)

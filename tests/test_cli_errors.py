@@ -101,6 +101,7 @@ def bad_inputs(d: Path) -> list[tuple[list[str], str]]:
         (["train", "nope"], "gensim-jax train: error: unknown experiment 'nope'"),
         (["train", "quadrilaterals", "--config", "nope"], "unknown config 'nope' for quadrilaterals"),
         (["train", "quadrilaterals", "--set", "lr=1"], "unknown key 'lr'"),
+        (["train", "quadrilaterals", "--set", "optim.lr=1"], "did you mean optim.learning_rate"),
         (["train", "quadrilaterals", "--set", "num_steps=abc"], "--set num_steps: expected"),
         (["train", str(d / "missing.py")], f"experiment file {d / 'missing.py'} does not exist"),
         (["train", str(d / "broken.py")], f"error: {d / 'broken.py'}:1: '(' was never closed"),

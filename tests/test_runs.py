@@ -143,23 +143,23 @@ def test_result_metrics_and_config_fields_are_columns(tmp_path, capsys):
     for name, lr in (("a", 0.1), ("b", 0.01)):
         d = tmp_path / name
         _lines(d, {"step": 5, "loss": 1.0}, {"step": 5, "result/accuracy": lr * 5})
-        cfg = {"seed": 0, "config": {"learning_rate": lr, "optim": {"name": "adam", "betas": [0.9, 0.99]}}}
-        (d / "config.json").write_text(json.dumps(cfg))
+        # a runner's config.json: nested sections (optim, objectives.<arm>, ...)
+        sections = {"optim": {"learning_rate": lr, "optimizer": "adam"}, "objectives": {"simclr": {"dims": [8, 4]}}}
+        (d / "config.json").write_text(json.dumps({"seed": 0, "config": {"num_steps": 5, **sections}}))
     argv = ["runs", "compare", str(tmp_path / "a"), str(tmp_path / "b")]
-    assert cli.main([*argv, "--config-fields", "learning_rate", "optim.*"]) == 0
+    assert cli.main([*argv, "--config-fields", "optim.learning_rate", "objectives.*"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].split() == [
         "run",
         "seed",
         "step",
-        "config.learning_rate",
-        "config.optim.betas",
-        "config.optim.name",
+        "config.optim.learning_rate",
+        "config.objectives.simclr.dims",
         "loss",
         "result/accuracy",
     ]
-    assert lines[1].split() == ["a", "0", "5", "0.1", "[0.9,0.99]", "adam", "1", "0.5"]
-    assert lines[2].split() == ["b", "0", "5", "0.01", "[0.9,0.99]", "adam", "1", "0.05"]
+    assert lines[1].split() == ["a", "0", "5", "0.1", "[8,4]", "1", "0.5"]
+    assert lines[2].split() == ["b", "0", "5", "0.01", "[8,4]", "1", "0.05"]
 
 
 def test_runs_of_different_commits_are_flagged(tmp_path, capsys):

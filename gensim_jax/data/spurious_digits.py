@@ -372,23 +372,23 @@ TFDS_DATASETS = ("mnist", "cifar10")
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    """The fields that define the spurious-digits data (the experiment's config has the same fields).
+    """The fields that define the spurious-digits data: the experiment config's ``data`` section.
 
     Attributes:
-      data: ``"tfds"`` (MNIST on CIFAR-10) or ``"synthetic"`` (the offline stand-ins of
+      source: ``"tfds"`` (MNIST on CIFAR-10) or ``"synthetic"`` (the offline stand-ins of
         :mod:`gensim_jax.data.synthetic_digits`).
       data_dir: tfds data directory (None: tfds's default).  download: let tfds download missing data.
-      data_seed: seed of the pools, the background choice and the synthetic images.
+      seed: seed of the pools, the background choice and the synthetic images.
       per_class: backgrounds per digit pool.  overlap: fraction of each pool shared by all digits.
       ood: ``"swapped"`` (other digits' pools) or ``"unseen"`` (CIFAR-10 test images).
       num_train_images, num_test_images: digits used (None: all of tfds's split).
       num_backgrounds, num_ood_backgrounds, digit_jitter: synthetic only.
     """
 
-    data: str = "tfds"
+    source: str = "tfds"
     data_dir: Optional[str] = None
     download: bool = False
-    data_seed: int = 0
+    seed: int = 0
     per_class: int = 10
     overlap: float = 0.0
     ood: str = "swapped"
@@ -400,46 +400,59 @@ class DataConfig:
 
 
 def data_config(config: Any) -> DataConfig:
-    """The :class:`DataConfig` of any object (an experiment config) or mapping with its fields.
+    """The :class:`DataConfig` of an experiment config (its ``data`` section) or of a recorded one (``config.json``'s
+    ``config``: a mapping whose ``"data"`` holds the fields; missing fields keep their defaults).
 
-    Missing fields keep their defaults; other fields are ignored.
+    ``ValueError`` naming a recorded field :class:`DataConfig` does not have.
     """
-    names = [f.name for f in dataclasses.fields(DataConfig)]
+    if isinstance(config, DataConfig):
+        return config
     if isinstance(config, Mapping):
-        return DataConfig(**{k: config[k] for k in names if k in config})
-    return DataConfig(**{k: getattr(config, k) for k in names if hasattr(config, k)})
+        fields = config.get("data", {})
+        if not isinstance(fields, Mapping):
+            raise ValueError(f"the recorded config's data must be an object of DataConfig fields, got {fields!r}")
+        known = {f.name for f in dataclasses.fields(DataConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ValueError(
+                f"the recorded config has data fields {['data.' + k for k in unknown]} that DataConfig lacks"
+            )
+        return DataConfig(**fields)
+    return config.data
 
 
-def check_data_config(config: Any) -> None:
-    """``ValueError`` naming the field when a data field of ``config`` (see :class:`DataConfig`) is out of range."""
-    if config.data not in DATA_SOURCES:
-        raise ValueError(f"data must be one of {DATA_SOURCES}, got {config.data!r}")
+def check_data_config(config: DataConfig) -> None:
+    """``ValueError`` naming the field (``data.NAME``) when a field of the ``data`` section is out of range."""
+    if config.source not in DATA_SOURCES:
+        raise ValueError(f"data.source must be one of {DATA_SOURCES}, got {config.source!r}")
     if config.ood not in OOD_MODES:
-        raise ValueError(f"ood must be one of {OOD_MODES}, got {config.ood!r}")
+        raise ValueError(f"data.ood must be one of {OOD_MODES}, got {config.ood!r}")
     if config.per_class < 1:
-        raise ValueError(f"per_class must be >= 1, got {config.per_class}")
+        raise ValueError(f"data.per_class must be >= 1, got {config.per_class}")
     if not 0.0 <= config.overlap < 1.0:
         raise ValueError(
-            f"overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), got {config.overlap}"
+            f"data.overlap must lie in [0, 1) (1 leaves no spurious cue and no swapped OOD), got {config.overlap}"
         )
     for name in ("num_train_images", "num_test_images"):
         value = getattr(config, name)
         if value is not None and value < 10:
-            raise ValueError(f"{name} must be None (all) or >= 10, got {value}")
-    if config.data == "synthetic":
+            raise ValueError(f"data.{name} must be None (all) or >= 10, got {value}")
+    if config.source == "synthetic":
         if config.num_train_images is None or config.num_test_images is None:
-            raise ValueError("num_train_images and num_test_images must be set with data='synthetic'")
+            raise ValueError("data.num_train_images and data.num_test_images must be set with data.source='synthetic'")
         own = config.per_class - int(round(config.overlap * config.per_class))
         need = config.per_class - own + NUM_CLASSES * own
         if config.num_backgrounds < need:
             raise ValueError(
-                f"num_backgrounds must be >= {need} for 10 pools of per_class={config.per_class} "
-                f"with overlap={config.overlap}, got {config.num_backgrounds}"
+                f"data.num_backgrounds must be >= {need} for 10 pools of data.per_class={config.per_class} "
+                f"with data.overlap={config.overlap}, got {config.num_backgrounds}"
             )
         if config.ood == "unseen" and config.num_ood_backgrounds < 1:
-            raise ValueError(f"num_ood_backgrounds must be >= 1 with ood='unseen', got {config.num_ood_backgrounds}")
+            raise ValueError(
+                f"data.num_ood_backgrounds must be >= 1 with data.ood='unseen', got {config.num_ood_backgrounds}"
+            )
         if not (math.isfinite(config.digit_jitter) and config.digit_jitter >= 0):
-            raise ValueError(f"digit_jitter must be a finite number >= 0, got {config.digit_jitter}")
+            raise ValueError(f"data.digit_jitter must be a finite number >= 0, got {config.digit_jitter}")
 
 
 def tfds_missing_message(data_dir: Optional[str], missing) -> str:
@@ -450,7 +463,7 @@ def tfds_missing_message(data_dir: Optional[str], missing) -> str:
         f"tfds data sets {list(missing)} are not prepared under {where}. Prepare them once on a machine with "
         f'network access, e.g. `tfds build mnist cifar10{flag}` or `python -c "import tensorflow_datasets as '
         f"tfds; [tfds.builder(n, data_dir={data_dir!r}).download_and_prepare() for n in ('mnist', 'cifar10')]\"`, "
-        f"copy the directory here and pass --set data_dir='\"DIR\"'; or run with --set download=true; or use "
+        f"copy the directory here and pass --set data.data_dir=DIR; or run with --set data.download=true; or use "
         f"--config cpu_small (offline procedural stand-ins)."
     )
 
@@ -458,12 +471,12 @@ def tfds_missing_message(data_dir: Optional[str], missing) -> str:
 def load_arrays(config: Any) -> dict:
     """``{"mnist_train", "mnist_test", "cifar10_train"[, "cifar10_test"]}`` arrays of ``config``'s data.
 
-    ``config``: a :class:`DataConfig` or any object with its fields.  ``"synthetic"``:
+    ``config``: a :class:`DataConfig` (the ``data`` section).  ``"synthetic"``:
     :func:`gensim_jax.data.synthetic_digits.synthetic_arrays`.  ``"tfds"``: the prepared tfds splits
     (``FileNotFoundError`` with preparation instructions when absent, unless ``download``), digits
     cut to the first ``num_train_images`` / ``num_test_images`` when set.
     """
-    if config.data == "synthetic":
+    if config.source == "synthetic":
         from gensim_jax.data.synthetic_digits import synthetic_arrays
 
         return synthetic_arrays(
@@ -471,7 +484,7 @@ def load_arrays(config: Any) -> dict:
             num_test=config.num_test_images,
             num_backgrounds=config.num_backgrounds,
             num_ood_backgrounds=config.num_ood_backgrounds if config.ood == "unseen" else 0,
-            seed=config.data_seed,
+            seed=config.seed,
             jitter=config.digit_jitter,
         )
     if not config.download:
@@ -490,14 +503,14 @@ def load_arrays(config: Any) -> dict:
 
 
 def make_splits(config: Any, arrays: Mapping) -> dict:
-    """``{"train", "test_id", "test_ood"}`` :class:`SpuriousDigits` sources of ``config`` over ``arrays``."""
+    """``{"train", "test_id", "test_ood"}`` :class:`SpuriousDigits` sources of ``config`` (a :class:`DataConfig`) over ``arrays``."""
     return {
         split: load_spurious_digits(
             split,
             per_class=config.per_class,
             overlap=config.overlap,
             ood=config.ood,
-            seed=config.data_seed,
+            seed=config.seed,
             arrays=arrays,
         )
         for split in ("train", "test_id", "test_ood")

@@ -389,8 +389,8 @@ def plot_hierarchy_summary(results: Mapping, path) -> Path:
     ax[1].plot(levels, first["chance_uniform"], "r--", lw=1, label="chance 1/n_l")
     ax[1].plot(levels, first["chance_majority"], "r:", lw=1, label="majority")
     ax[1].set(
-        title=f"Decoding accuracy per tree level ({results['config']['dataset']}, linear SVM, "
-        f"{results['config']['eval_folds']}-fold CV)",
+        title=f"Decoding accuracy per tree level ({results['config']['data']['dataset']}, linear SVM, "
+        f"{results['config']['eval']['folds']}-fold CV)",
         xlabel="tree level (depth)",
         ylabel="accuracy",
         ylim=(0, 1.02),

@@ -18,7 +18,8 @@ as a second line: the two points come from *different* components.  The paper's 
 (``different_ci``, ``distance_ratio``); ours is ``different_component_ci`` and
 ``distance_ratio_component``.
 
-:func:`fig_s1_report` runs the whole protocol on embedded fitting and test points.
+:func:`fig_s1_report` runs the whole protocol on embedded fitting and test points; :func:`appendix_h_evaluation`
+draws those points from the Appendix H mixture and embeds them (what the experiment records per run).
 """
 
 from __future__ import annotations
@@ -171,6 +172,40 @@ def fig_s1_report(
         **pair_distance_summary(dist, same),
     )
     return report, {"i": i, "j": j, "distance": dist, "s_gen": s_gen}
+
+
+def appendix_h_evaluation(embed, test_key, *, num_test_points: int, num_pairs: int, num_bins: int, pair_seed: int):
+    """``(report, arrays)`` of the Fig. S1 protocol for ``embed(x (N, 2)) -> (N, D)`` on the Appendix H mixture.
+
+    ``split(test_key)`` draws the ``num_test_points`` points the threshold is fitted on and the
+    test points (Eq. A3 anchors with their components); :func:`fig_s1_report` scores them, its
+    pairs drawn with numpy seed ``pair_seed``. ``arrays``: test points ``x``, components
+    ``component``, embeddings ``embedding`` and the pairs' ``distance`` and ``s_gen`` (for the figure).
+    """
+    import jax
+
+    from gensim_jax.kernels import gaussian_mixture as gm
+    from gensim_jax.kernels import monte_carlo
+
+    mixture = gm.appendix_h_mixture()
+    k_fit, k_eval = jax.random.split(test_key)
+    fit = monte_carlo.sample_gaussian_mixture_triplets(k_fit, num_test_points, mixture)
+    test = monte_carlo.sample_gaussian_mixture_triplets(k_eval, num_test_points, mixture)
+    fit_x, fit_c = np.asarray(fit.anchor), np.asarray(fit.theta_positive)
+    test_x, test_c = np.asarray(test.anchor), np.asarray(test.theta_positive)
+    test_e = embed(test_x)
+    report, pairs = fig_s1_report(
+        embed(fit_x),
+        fit_c,
+        test_x,
+        test_e,
+        test_c,
+        lambda a, b: gm.log_similarity(a, b, mixture),
+        num_pairs=num_pairs,
+        num_bins=num_bins,
+        seed=pair_seed,
+    )
+    return report, {"x": test_x, "component": test_c, "embedding": test_e, **pairs}
 
 
 def format_table(results: dict) -> str:

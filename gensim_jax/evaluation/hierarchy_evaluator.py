@@ -93,7 +93,7 @@ def format_table(results: dict) -> str:
 
     head = " | ".join(f"L{lv} ({n})" for lv, n in zip(levels, first["num_labels"]))
     lines = [
-        f"Hierarchy decoding ({results['config']['dataset']}, {results['num_eval_images']} held-out images; "
+        f"Hierarchy decoding ({results['config']['data']['dataset']}, {results['num_eval_images']} held-out images; "
         f"level (labels): accuracy):",
         f"| row | runs | {head} | sum log(a/c), uniform | sum log(a/c), majority |",
         "|---|---|" + "---|" * len(levels) + "---|---|",

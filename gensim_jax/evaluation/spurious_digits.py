@@ -44,8 +44,11 @@ __all__ = [
     "make_embedder",
     "nearest_centre_accuracy",
     "format_table",
+    "initial_losses",
     "make_predictor",
     "plot_accuracy_vs_lambda",
+    "plot_results",
+    "results_table",
     "summarize",
     "t_interval",
 ]
@@ -276,3 +279,90 @@ def evaluate(
     With :func:`gensim_jax.data.spurious_digits.evaluation_sets`: ``{"id_accuracy", "ood_accuracy"}``.
     """
     return {f"{name}_accuracy": accuracy(predict(variables, x), y) for name, (x, y) in sets.items()}
+
+
+def results_table(results: dict) -> str:
+    """The experiment's table (``gensim-jax train spurious_digits``): a line on the data, the objective and the
+    run, then :func:`format_table` of its ``summary``; ``results["config"]`` is the nested run config."""
+    cfg = results["config"]
+    center = cfg["objectives"]["center"]
+    objective = (
+        f"L_sim {center['sim_reduction']}, CE weight {center['ce_weight']:g}, "
+        f"{'PyTorch' if cfg['model']['torch_init'] else 'default'} init"
+    )
+    head = (
+        f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
+        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['data']['ood']} backgrounds; "
+        f"{objective}:"
+    )
+    return head + "\n" + format_table(results["summary"], cfg["eval"]["confidence"])
+
+
+def plot_results(results: dict, path) -> None:
+    """The experiment's figure: :func:`plot_accuracy_vs_lambda` of ``summary``, titled with the data and objective."""
+    cfg = results["config"]
+    center = cfg["objectives"]["center"]
+    data = "procedural stand-ins" if cfg["data"]["source"] == "synthetic" else "MNIST on CIFAR-10"
+    plot_accuracy_vs_lambda(
+        results["summary"],
+        path,
+        confidence=cfg["eval"]["confidence"],
+        title=(
+            f"Spurious digits ({data}): LeNet-5, {center['ce_weight']:g} CE + lambda L_sim "
+            f"({center['sim_reduction']}), {cfg['num_runs']} seeds"
+        ),
+    )
+
+
+def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> list[dict]:
+    """Both unweighted terms of Eq. 12 at initialisation, per run: the thesis's "L_sim starts from 1e-5".
+
+    For each run ``r`` (seed ``config.seed + r``): the runner's initial variables of that seed
+    (``init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
+    (the runner's batch order), L_sim in both forms (:func:`gensim_jax.losses.center_similarity_loss`)
+    and the cross entropy, each the mean over those batches.
+
+    Args:
+      experiment: the spurious-digits declaration (:data:`gensim_jax.experiments.spurious_digits.EXPERIMENT`).
+      config: its validated config.  data: the experiment's prepared data (built when None).
+      num_batches: batches per run (>= 1).
+
+    Returns:
+      ``[{"seed", "l_sim_sum", "l_sim_mean", "ce"}, ...]``, one dict per run.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from gensim_jax import losses
+    from gensim_jax.preprocessing import normalize_uint8
+    from gensim_jax.training.experiment import HostShard
+
+    if num_batches < 1:
+        raise ValueError(f"num_batches must be >= 1, got {num_batches}")
+    data = experiment.prepare(config) if data is None else data
+    arm = experiment.arms(config)[0]
+    model = experiment.model(arm, config)[0]
+
+    @jax.jit
+    def terms(variables, x, y, m):
+        out = model.apply(variables, x)
+        z = out["embedding"]
+        ce, l_sum = losses.center_objective_terms(out["logits"], y, z, num_classes=10, mask=m)
+        l_mean = losses.center_similarity_loss(z, y, num_classes=10, mask=m, form="mean")
+        return {"l_sim_sum": l_sum, "l_sim_mean": l_mean, "ce": ce}
+
+    rows = []
+    for r in range(config.num_runs):
+        seed = config.seed + r
+        variables = experiment.init_variables(arm, config, model, seed)
+        values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
+        shard = HostShard(global_batch=config.batch_size)
+        for k, batch in enumerate(experiment.batches(arm, config, data, seed, shard)(0)):
+            if k == num_batches:
+                break
+            x = normalize_uint8(batch["image"], "unit")  # the training step's numbers (one table)
+            t = terms(variables, x, jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
+            for key, v in t.items():
+                values[key].append(float(v))
+        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
+    return rows

@@ -2,10 +2,11 @@
 
 In a checkout ``python -m train`` is the same command.  EXPERIMENT is a module of
 :mod:`gensim_jax.experiments` or the path of a ``.py`` file that defines ``EXPERIMENT``.  Options:
-``--set KEY=VALUE ...`` (any field of the experiment's Config, optimizer, schedule, dtype and mesh
-included; values are JSON, so lists are ``[16,8]`` and strings need no quotes), ``--objective NAME``
-(repeatable or a comma list; sets ``objectives``), ``--model NAME`` (sets ``model``), ``--resume``
-(continue the run whose checkpoints are in the workdir), ``--benchmark-dir DIR`` (geoclidean).
+``--set KEY=VALUE ...`` (any field of the experiment's Config by its dotted name: ``num_steps``,
+``optim.learning_rate``, ``data.image_size``, ``objectives.simclr.temperature``, ...; values are JSON,
+so lists are ``[16,8]`` and strings need no quotes), ``--objective NAME`` (repeatable or a comma
+list; sets ``arms``), ``--model NAME`` (sets ``model.name``), ``--print-config`` (print the resolved
+config and exit), ``--resume`` (continue the run whose checkpoints are in the workdir).
 Multi-process runs: ``--coordinator HOST:PORT --num-processes P --process-id I``, or nothing on a
 SLURM / TPU-pod / Open MPI cluster, whose environment ``jax.distributed`` reads.  Every argument is
 checked before anything is built or compiled; a bad one is one line on stderr and exit status 2.
@@ -51,11 +52,13 @@ def _experiments_epilog(available: dict, with_configs: bool = False) -> str:
 
 
 def _fields_epilog(experiment, config_name: Optional[str] = None) -> str:
-    """The configs and the fields of ``experiment`` with the values of ``config_name`` (default: the default config)."""
+    """The configs and the (dotted) fields of ``experiment`` with the values of ``config_name`` (default: the default config)."""
+    from gensim_jax.training.config import flatten
+
     types_ = field_types(experiment.Config)
     name = config_name if config_name in experiment.CONFIGS else experiment.default_config()
-    values = dataclasses.asdict(experiment.CONFIGS[name]) if name in experiment.CONFIGS else {}
-    base = {f.name: f.default for f in dataclasses.fields(experiment.Config)}
+    values = flatten(experiment.CONFIGS[name]) if name in experiment.CONFIGS else {}
+    base = flatten(experiment.Config())
     lines = [
         f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
         f"(default {experiment.default_config()})",
@@ -65,8 +68,8 @@ def _fields_epilog(experiment, config_name: Optional[str] = None) -> str:
     ]
     width = max(len(k) for k in types_)
     for key, tp in types_.items():
-        value = values.get(key, base[key])
-        mark = "*" if value != base[key] else " "
+        value = values.get(key, base.get(key))
+        mark = "*" if value != base.get(key) else " "
         lines.append(f" {mark}{key:<{width}}  {describe_type(tp)} = {value!r}")
     return "\n".join(lines)
 
@@ -106,9 +109,9 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="train these objectives (repeat, or a comma list; sets the config's `objectives`)",
+        help="train these objectives (repeat, or a comma list; sets the config's `arms`)",
     )
-    parser.add_argument("--model", default=None, metavar="NAME", help="encoder name (sets the config's `model`)")
+    parser.add_argument("--model", default=None, metavar="NAME", help="encoder name (sets the config's `model.name`)")
     parser.add_argument(
         "--print-config",
         action="store_true",
@@ -118,11 +121,6 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
         "--resume",
         action="store_true",
         help="continue the run whose checkpoints are in the workdir (required when there are any)",
-    )
-    parser.add_argument(
-        "--benchmark-dir",
-        default=None,
-        help="official Geoclidean benchmark directory, also evaluated (geoclidean only)",
     )
     parser.add_argument(
         "--profile-steps",
@@ -163,8 +161,8 @@ def _objectives(args, experiment, types_: dict) -> tuple:
     names = [n.strip() for item in args.objective for n in item.split(",") if n.strip()]
     if not names:
         raise ConfigError("--objective needs at least one name")
-    if "objectives" not in types_:
-        raise ConfigError(f"--objective does not apply to {experiment.name} (its Config has no `objectives` field)")
+    if "arms" not in types_:
+        raise ConfigError(f"--objective does not apply to {experiment.name} (its Config has no `arms` field)")
     if experiment.OBJECTIVES:
         bad = [n for n in names if n not in experiment.OBJECTIVES]
         if bad:
@@ -174,22 +172,22 @@ def _objectives(args, experiment, types_: dict) -> tuple:
             )
     if len(set(names)) != len(names):
         raise ConfigError(f"--objective: a name is given twice in {names}")
-    return coerce("objectives", names, types_["objectives"])
+    return coerce("arms", names, types_["arms"])
 
 
 def _model(args, experiment, types_: dict):
-    if "model" not in types_:
-        raise ConfigError(f"--model does not apply to {experiment.name} (its Config has no `model` field)")
+    if "model.name" not in types_:
+        raise ConfigError(f"--model does not apply to {experiment.name} (its Config has no `model.name` field)")
     known = experiment.MODELS
     if known is None:
-        default = next(f.default for f in dataclasses.fields(experiment.Config) if f.name == "model")
+        default = experiment.Config().model.name
         from gensim_jax.models import list_models
 
         registered = list_models()
         known = registered if default in registered else None  # the field names registered encoders
     if known is not None and args.model not in known:
         raise ConfigError(f"--model: unknown model {args.model!r} for {experiment.name}; known: {', '.join(known)}")
-    return coerce("model", args.model, types_["model"])
+    return coerce("model.name", args.model, types_["model.name"])
 
 
 def resolve_config(args, experiment):
@@ -200,21 +198,13 @@ def resolve_config(args, experiment):
         )
     types_ = field_types(experiment.Config)
     overrides = parse_overrides(experiment.Config, args.set, experiment=experiment.name)
-    for flag, key, value in (
-        ("--objective", "objectives", args.objective),
-        ("--model", "model", args.model),
-        ("--benchmark-dir", "benchmark_dir", args.benchmark_dir),
-    ):
+    for flag, key, value in (("--objective", "arms", args.objective), ("--model", "model.name", args.model)):
         if value and key in overrides:
             raise ConfigError(f"{key} is given by both {flag} and --set")
     if args.objective:
-        overrides["objectives"] = _objectives(args, experiment, types_)
+        overrides["arms"] = _objectives(args, experiment, types_)
     if args.model is not None:
-        overrides["model"] = _model(args, experiment, types_)
-    if args.benchmark_dir is not None:
-        if "benchmark_dir" not in types_:
-            raise ConfigError(f"--benchmark-dir does not apply to {experiment.name}")
-        overrides["benchmark_dir"] = args.benchmark_dir
+        overrides["model.name"] = _model(args, experiment, types_)
     return experiment.get_config(args.config, **overrides)
 
 
@@ -386,7 +376,7 @@ def plan_main(argv=None) -> int:
     try:
         experiment = registry.load(args.experiment)
         args.config = args.config or experiment.default_config()
-        args.model, args.benchmark_dir = None, None
+        args.model = None
         arm = args.objective
         args.objective = []
         config = resolve_config(args, experiment)

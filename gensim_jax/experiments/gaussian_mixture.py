@@ -1,29 +1,19 @@
 """Experiment: GenSim by Monte Carlo triplets on a Gaussian mixture (paper Appendices F-H).
 
-A two-layer perceptron (2 -> 32 -> 1, registry name ``mlp``) is trained on a fixed set of
-``num_triplets`` triplets sampled from the generative process of Eq. A3 (anchor and positive from
-one component, negative from a component drawn independently) with the quadratic triplet loss of
-Eq. H1, then evaluated as in Fig. S1 (:mod:`gensim_jax.evaluation.gaussian_mixture`): accuracy of
-the 1-D embedding as a component classifier, Spearman's rho between embedding distance and the
-closed-form similarity of Eq. H2 over 500 quantile bins, and 95% confidence intervals of the mean
-distance of same and different pairs.  A "different" pair is the paper's (Appendix A: two
-independently drawn parameters, so the same component half the time) in the headline, and a pair
-from different components on a second line.
+A perceptron (2 -> 32 -> 1, registry name ``mlp``) is trained on ``data.num_triplets`` triplets of
+the generative process of Eq. A3 with the quadratic triplet loss of Eq. H1, then evaluated as in
+Fig. S1 (:mod:`gensim_jax.evaluation.gaussian_mixture`: accuracy of the 1-D embedding as a component
+classifier, Spearman's rho between embedding distance and the closed-form similarity of Eq. H2 over
+quantile bins, 95% intervals of the mean distance of same and different pairs). Each epoch visits
+the triplets in the order ``jax.random.permutation(k_epoch, num_triplets)`` in full batches, so
+``num_steps = epochs * (num_triplets // batch_size)``; run ``r`` draws its triplets, initial
+parameters, batch order and test points from ``split(key(seed + r), 4) = (k_data, k_init,
+k_shuffle, k_test)``.
 
-Training is the runner's (:func:`gensim_jax.training.runner.run_experiment`): one jitted Adam step
-per batch, checkpoints and ``--resume``, ``workdir/gensim/run<r>/`` with ``metrics.jsonl`` (the loss
-averaged over ``log_every`` = one epoch of steps) and ``export/``.  Each epoch visits the triplets
-in the order ``jax.random.permutation(k_epoch, num_triplets)``, ``k_epoch`` the epoch's key of
-``jax.random.split(k_shuffle, epochs)``, in ``num_triplets // batch_size`` full batches (the
-remainder of the permutation is dropped), so ``num_steps = epochs * (num_triplets // batch_size)``.
-Run ``r`` (seed ``seed + r``) draws everything from ``jax.random.split(jax.random.key(seed + r), 4)
-= (k_data, k_init, k_shuffle, k_test)``: its triplets, initial parameters, batch order and test points.
-
-Config ``paper`` (the only one: the paper's run is already CPU-sized, 11,700 steps of a
-129-parameter model): 10,000 triplets, hidden 32, batch 256, Adam (the paper names no optimiser)
-with learning rate 1e-5, 300 epochs.
-
-Declaration :data:`EXPERIMENT`; ``gensim-jax train gaussian_mixture`` (``python -m train`` in a checkout).
+Config ``paper`` (the only one: 11,700 steps of a 129-parameter model are CPU-sized): 10,000
+triplets, hidden 32, batch 256, Adam (the paper names no optimiser) at 1e-5, 300 epochs. Sections:
+``data.num_triplets``, ``model.hidden``, ``objectives.gensim.loss_form``, ``eval.num_test_points`` /
+``num_pairs`` / ``num_bins``, ``optim``. Run with ``gensim-jax train gaussian_mixture``.
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ from gensim_jax.kernels import monte_carlo
 from gensim_jax.losses.triplet import TRIPLET_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import TripletObjective
-from gensim_jax.training.experiment import Experiment, HostShard, TrainConfig
+from gensim_jax.training.experiment import ArmConfig, Experiment, HostShard, OptimConfig, TrainConfig
 
 ARM = "gensim"
 MODEL = "mlp"
@@ -59,6 +49,43 @@ PAPER = {
 
 
 @dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """``data``: the training set (Eq. A3 triplets of the Appendix H mixture)."""
+
+    num_triplets: int = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """``model``: the 2 -> hidden -> 1 perceptron (registry name ``mlp``)."""
+
+    hidden: int = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class GenSimArm(ArmConfig):
+    """``objectives.gensim``: the triplet loss (Eq. H1: ``quadratic``)."""
+
+    loss_form: str = "quadratic"
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """``objectives``: the one arm, ``gensim``."""
+
+    gensim: GenSimArm = GenSimArm()
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval``: the Fig. S1 protocol (test points, pairs, quantile bins)."""
+
+    num_test_points: int = 2_000
+    num_pairs: int = 100_000
+    num_bins: int = 500
+
+
+@dataclasses.dataclass(frozen=True)
 class Config(TrainConfig):
     """Appendix H: 10,000 triplets, hidden 32, batch 256, learning rate 1e-5, 300 epochs.
 
@@ -67,19 +94,15 @@ class Config(TrainConfig):
 
     seed: int = 0
     num_runs: int = 1
-    num_triplets: int = 10_000
-    hidden: int = 32
     batch_size: int = 256
-    optimizer: str = "adam"  # the paper does not name it
-    learning_rate: float = 1e-5
     epochs: float = 300.0
-    loss_form: str = "quadratic"  # Eq. H1
+    optim: OptimConfig = OptimConfig(optimizer="adam", learning_rate=1e-5)  # the paper names no optimiser
     log_every: int = 39  # one epoch
     checkpoint_every: int = 3_900  # every 100 epochs (a run is 11,700 steps)
-    # evaluation (Fig. S1)
-    num_test_points: int = 2_000
-    num_pairs: int = 100_000
-    num_bins: int = 500
+    data: DataConfig = DataConfig()
+    model: ModelConfig = ModelConfig()
+    objectives: Objectives = Objectives()
+    eval: EvalConfig = EvalConfig()
 
 
 #: The paper's run is already CPU-sized (11,700 steps of a 129-parameter model).
@@ -93,12 +116,14 @@ def run_keys(seed: int) -> tuple:
 
 def steps_per_epoch(config: Config) -> int:
     """Full batches in one pass over the triplets: ``num_triplets // batch_size``."""
-    return config.num_triplets // config.batch_size
+    return config.data.num_triplets // config.batch_size
 
 
 def training_triplets(config: Config, seed: int) -> dict:
     """The run's ``num_triplets`` Eq. A3 triplets as host arrays ``{"anchor", "positive", "negative"}`` (N, 2)."""
-    trip = monte_carlo.sample_gaussian_mixture_triplets(run_keys(seed)[0], config.num_triplets, gm.appendix_h_mixture())
+    trip = monte_carlo.sample_gaussian_mixture_triplets(
+        run_keys(seed)[0], config.data.num_triplets, gm.appendix_h_mixture()
+    )
     return {k: np.asarray(getattr(trip, k)) for k in ("anchor", "positive", "negative")}
 
 
@@ -118,7 +143,7 @@ def make_batches(triplets: dict, config: Config, seed: int, num_steps: int, shar
 
     def batches(position: int) -> Iterator[dict]:
         for epoch in range(position // spe, num_epochs):
-            perm = np.asarray(jax.random.permutation(epoch_keys[epoch], config.num_triplets))
+            perm = np.asarray(jax.random.permutation(epoch_keys[epoch], config.data.num_triplets))
             for k in range(position % spe if epoch == position // spe else 0, spe):
                 idx = perm[k * b : (k + 1) * b][rows]
                 yield {name: v[idx] for name, v in triplets.items()}
@@ -126,43 +151,18 @@ def make_batches(triplets: dict, config: Config, seed: int, num_steps: int, shar
     return batches
 
 
-def test_points(config: Config, seed: int):
-    """``(fit, test)`` :class:`~gensim_jax.kernels.monte_carlo.Triplets` of the run's evaluation (their anchors are used)."""
-    mixture = gm.appendix_h_mixture()
-    k_fit, k_eval = jax.random.split(run_keys(seed)[3])
-    return (
-        monte_carlo.sample_gaussian_mixture_triplets(k_fit, config.num_test_points, mixture),
-        monte_carlo.sample_gaussian_mixture_triplets(k_eval, config.num_test_points, mixture),
-    )
-
-
 def evaluate(model, variables, config: Config, seed: int):
-    """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``.
-
-    ``arrays``: test points ``x``, components ``component``, embeddings ``embedding`` and the pairs'
-    ``distance`` and ``s_gen`` (for the figure).  The pairs are drawn with numpy seed ``seed + 1``.
-    """
-    mixture = gm.appendix_h_mixture()
-    fit, test = test_points(config, seed)
-    fit_x, fit_c = np.asarray(fit.anchor), np.asarray(fit.theta_positive)
-    test_x, test_c = np.asarray(test.anchor), np.asarray(test.theta_positive)
-
-    def embed(x):
-        return np.asarray(model.apply(variables, x)["embedding"])
-
-    test_e = embed(test_x)
-    report, pairs = protocol.fig_s1_report(
-        embed(fit_x),
-        fit_c,
-        test_x,
-        test_e,
-        test_c,
-        lambda a, b: gm.log_similarity(a, b, mixture),
-        num_pairs=config.num_pairs,
-        num_bins=config.num_bins,
-        seed=seed + 1,
+    """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``
+    (:func:`~gensim_jax.evaluation.gaussian_mixture.appendix_h_evaluation` with ``k_test`` of :func:`run_keys`)."""
+    ev = config.eval
+    return protocol.appendix_h_evaluation(
+        lambda x: np.asarray(model.apply(variables, x)["embedding"]),
+        run_keys(seed)[3],
+        num_test_points=ev.num_test_points,
+        num_pairs=ev.num_pairs,
+        num_bins=ev.num_bins,
+        pair_seed=seed + 1,
     )
-    return report, {"x": test_x, "component": test_c, "embedding": test_e, **pairs}
 
 
 class GaussianMixture(Experiment):
@@ -174,23 +174,23 @@ class GaussianMixture(Experiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        if config.num_triplets < 1 or config.batch_size > config.num_triplets:
+        n, ev = config.data.num_triplets, config.eval
+        if n < 1 or config.batch_size > n:
             raise ValueError(
-                f"batch_size={config.batch_size} must not exceed num_triplets={config.num_triplets} "
-                "(an epoch is num_triplets // batch_size full batches)"
+                f"batch_size={config.batch_size} must not exceed data.num_triplets={n} "
+                "(an epoch is data.num_triplets // batch_size full batches)"
             )
-        if config.hidden < 1:
-            raise ValueError(f"hidden must be >= 1, got {config.hidden}")
-        if config.loss_form not in TRIPLET_FORMS:
-            raise ValueError(f"loss_form must be one of {TRIPLET_FORMS}, got {config.loss_form!r}")
-        if not config.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
-        if config.num_bins < 3:
-            raise ValueError(f"num_bins must be >= 3 (a rank correlation of the bins), got {config.num_bins}")
-        if config.num_test_points < 2:
-            raise ValueError(f"num_test_points must be >= 2, got {config.num_test_points}")
-        if config.num_pairs < 2 * config.num_bins:
-            raise ValueError(f"num_pairs must be >= 2 x num_bins = {2 * config.num_bins}, got {config.num_pairs}")
+        if config.model.hidden < 1:
+            raise ValueError(f"model.hidden must be >= 1, got {config.model.hidden}")
+        form = config.objectives.gensim.loss_form
+        if form not in TRIPLET_FORMS:
+            raise ValueError(f"objectives.gensim.loss_form must be one of {TRIPLET_FORMS}, got {form!r}")
+        if ev.num_bins < 3:
+            raise ValueError(f"eval.num_bins must be >= 3 (a rank correlation of the bins), got {ev.num_bins}")
+        if ev.num_test_points < 2:
+            raise ValueError(f"eval.num_test_points must be >= 2, got {ev.num_test_points}")
+        if ev.num_pairs < 2 * ev.num_bins:
+            raise ValueError(f"eval.num_pairs must be >= 2 x eval.num_bins = {2 * ev.num_bins}, got {ev.num_pairs}")
         return config
 
     def arms(self, config: Config) -> tuple:
@@ -203,7 +203,7 @@ class GaussianMixture(Experiment):
         return int(math.ceil(config.epochs * steps_per_epoch(config)))
 
     def model(self, arm: str, config: Config):
-        kwargs = {"hidden": int(config.hidden)}
+        kwargs = {"hidden": int(config.model.hidden)}
         return get_model(MODEL, **kwargs), MODEL, kwargs
 
     def example_input(self, arm: str, config: Config) -> np.ndarray:
@@ -214,7 +214,7 @@ class GaussianMixture(Experiment):
         return dict(model.init(run_keys(seed)[1], self.example_input(arm, config)))
 
     def objective(self, arm: str, config: Config):
-        return TripletObjective(form=config.loss_form, distance="euclidean", output="embedding")
+        return TripletObjective(form=config.objectives.gensim.loss_form, distance="euclidean", output="embedding")
 
     def batches(self, arm: str, config: Config, data, seed: int, shard: HostShard):
         return make_batches(training_triplets(config, seed), config, seed, self.num_steps(config, data), shard)
@@ -249,18 +249,11 @@ class GaussianMixture(Experiment):
         if not export.is_dir():
             return None
         model, variables, _ = load_exported(export)
-        config = self.validate(
-            Config(
-                **{
-                    k: tuple(v) if isinstance(v, list) else v
-                    for k, v in results["config"].items()
-                    if k in {f.name for f in dataclasses.fields(Config)}
-                }
-            )
-        )
+        known = {f.name for f in dataclasses.fields(Config)}
+        config = self.config_from_dict({k: v for k, v in results["config"].items() if k in known})
         _, arrays = evaluate(model, variables, config, config.seed)
         history = results["training"][ARM][0]["losses"]
-        figures.plot_gaussian_mixture(arrays, history, config.num_bins, path)
+        figures.plot_gaussian_mixture(arrays, history, config.eval.num_bins, path)
         return None
 
     def format_table(self, results: dict) -> str:
@@ -281,6 +274,5 @@ __all__ = [
     "make_batches",
     "run_keys",
     "steps_per_epoch",
-    "test_points",
     "training_triplets",
 ]

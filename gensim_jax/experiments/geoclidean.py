@@ -1,58 +1,22 @@
 """Experiment: Geoclidean few-shot concept learning (paper Sec. 3.2, Fig. 3C, Appendix M).
 
-A ResNet is trained on images of the 30 training concepts (rendered by our sampler,
-``gensim_jax.stimuli.geoclidean``) with one of three objectives, then evaluated with the
-Geoclidean few-shot protocol (``gensim_jax.evaluation.fewshot``) on the 7 held-out concepts:
+A ResNet is trained on images of the 30 training concepts (rendered by our sampler:
+:mod:`gensim_jax.data.geoclidean`) with one of three arms, then evaluated with the few-shot
+protocol on the 7 held-out concepts (:mod:`gensim_jax.evaluation.geoclidean_evaluator`; per-concept
+threshold as in the paper, every rule with ``eval.threshold="all"``, plus the threshold-free AUC;
+the official benchmark images too with ``data.benchmark_dir``). ``gensim`` regresses the cosine of
+the embeddings onto the transformed log tree-kernel table of the concept programs (Eq. 2; the
+subtree kernel of Moschitti 2006, normalised, mapped onto ``[0, 1]`` by
+``objectives.gensim.target_transform="unit"``, our choice: the raw log kernel is out of a post-ReLU
+cosine's reach); ``class_triplet`` is the linear triplet loss on program classes (Eq. A2);
+``simclr`` is InfoNCE on two augmented views. ``pixels`` and ``initial`` rows are baselines.
 
-``gensim``
-    GenSim regression (paper Eq. 2, Appendix M): over all ``B (B - 1)`` pairs of a batch,
-    ``(cos(z_i, z_j) - T[c_i, c_j])^2`` where ``c`` is the program id of the image and ``T`` the
-    transformed log tree-kernel table of the programs' parse trees. Kernel: the subtree (ST)
-    kernel of Moschitti (2006) ("counts shared subtrees", Appendix M), ``lam = 1``, normalised
-    ``K(a, b) / sqrt(K(a, a) K(b, b))``, so ``log K`` lies in ``[-2.10, 0]`` on the training
-    concepts (0 on the diagonal). **Target transform** (``target_transform="unit"``, our choice):
-    ``T = (log K - m) / (0 - m)`` with ``m`` the smallest entry of the training-concept block,
-    i.e. an affine map of the log kernel onto ``[0, 1]``: identical programs -> cosine 1, the
-    least similar training pair -> cosine 0 (orthogonal). The raw log kernel (the paper's literal
-    target, ``"raw"``) is non-positive, while the embedding is a post-ReLU average pool whose
-    cosines are non-negative, so every off-diagonal raw target below 0 would be unreachable;
-    ``"affine"`` (onto ``[-1, 1]``) and ``"standardized"`` are offered as well. The table is
-    ``gram_log_table(concept_parse_trees())`` indexed by program id (``(37, 37)``; only the
-    training rows are ever gathered, the statistics come from the training block only).
-``class_triplet``
-    The class-based baseline (Appendix M): anchor and positive from one training program,
-    negative from another, linear loss ``d(a, p) - d(a, n)`` with Euclidean ``d`` (Eq. A2 with
-    ``l(x) = x``). Note it is unbounded below (the embedding scale can grow); ``--set
-    triplet_form='"softplus"'`` gives a bounded variant.
-``simclr``
-    SimCLR (Appendix M): two views by random resized crop, horizontal flip and Gaussian blur (no
-    colour distortion: the images are grey), InfoNCE on a projection head; ``simclr_variant``
-    ``"cross_view"`` is the one-directional form printed in Appendix M, ``"ntxent"`` SimCLR's.
-
-Configs: ``paper`` (ResNet-50 at 224 x 224, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
-fine-tuned from ImageNet weights when ``pretrained`` names a torchvision checkpoint) and
-``cpu_small`` (a 1-1-1-1 basic ResNet at 64 x 64, 384 images, 30 steps of 16, 1 run; a few
-minutes on 2 CPU cores) and ``cpu_long`` (the same model, 960 images, 60 steps of 16, 3 runs,
-every threshold rule). Every config field can be overridden with ``--set``; the fields common to
-every experiment (optimizer, schedule, dtype, mesh, ...) are those of
-:class:`~gensim_jax.training.experiment.TrainConfig`.
-
-Evaluation (``fewshot_evaluate``, per-concept threshold as in the paper, plus the threshold-free
-AUC): for each held-out concept 5 support images and 5 in-concept test images of the concept
-program, 5 of its close and 5 of its far negative program (``benchmark_images``), all rendered by
-our sampler; with ``benchmark_dir`` the official benchmark images are evaluated as well. Rows
-``pixels`` (model-free baseline) and ``initial`` (the encoder before training, run 0) are
-reported next to the objectives. ``eval_threshold="all"`` evaluates every threshold rule of
-:data:`~gensim_jax.evaluation.fewshot.THRESHOLD_RULES` (the result keys are then
-``"<suite>/<rule>"``, e.g. ``"official/benchmark"``; with one rule just ``"<suite>"``).
-
-``cpu_long`` is the config of docs/results/geoclidean.md:
-``gensim-jax train geoclidean --config cpu_long --benchmark-dir ../shared/reference/geoclidean``.
-The target ablation there sets ``tree_kernel_normalize`` (cosine-normalised kernel or raw count)
-and ``target_transform``.
-
-Declaration :data:`EXPERIMENT`; run with ``gensim-jax train geoclidean --config cpu_small``
-(``python -m train`` in a checkout).
+Configs: ``paper`` (ResNet-50 at 224 px, Adam, batch 128, 35 epochs of 100,000 images, 4 runs;
+fine-tune with ``--set model.pretrained=...``), ``cpu_small`` (a 1-1-1-1 ResNet at 64 px, 384 images,
+30 steps; minutes on 2 CPU cores) and ``cpu_long`` (docs/results/geoclidean.md). Sections:
+``model``, ``data`` (with ``benchmark_dir``), ``objectives.{gensim,class_triplet,simclr}`` (each with
+its own ``learning_rate``), ``eval``, ``optim``. docs/api/experiment_geoclidean.md has the details;
+run with ``gensim-jax train geoclidean --config cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -64,27 +28,69 @@ from typing import Optional
 import jax
 import numpy as np
 
-from gensim_jax.data.sources import GreyImageSource
+from gensim_jax.data.geoclidean import GeoclideanSource, arm_batches
 from gensim_jax.evaluation import fewshot, figures
 from gensim_jax.evaluation import geoclidean_evaluator as ge
 from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.geoclidean_evaluator import embed_episodes, evaluate_embedding, format_table
-from gensim_jax.experiments import _common
-from gensim_jax.experiments._common import preprocess
+from gensim_jax.evaluation.geoclidean_evaluator import format_table
+from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.models import get_model
-from gensim_jax.stimuli.geoclidean import dataset as geo
-from gensim_jax.stimuli.geoclidean.concepts import (
-    TEST_CONCEPTS,
-    TRAIN_IDS,
-    concept_parse_trees,
-)
+from gensim_jax.preprocessing import normalize_images
+from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import TableTarget
-from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
+from gensim_jax.training.config import with_overrides
+from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
 
-OBJECTIVES = _common.TABLE_OBJECTIVES
+OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """``model``: the ResNet and the torchvision checkpoint it fine-tunes."""
+
+    name: str = "resnet50"
+    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
+    pretrained: Optional[str] = None  # torchvision checkpoint (.pth / .safetensors) to fine-tune
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """``data``: the rendered training images and the official benchmark folder (also evaluated when given)."""
+
+    image_size: int = 224
+    num_train_images: int = 100_000
+    benchmark_dir: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GenSimArm(ArmConfig):
+    """``objectives.gensim``: the tree kernel of the concept programs and its target transform."""
+
+    tree_kernel: str = "st"
+    tree_lambda: float = 1.0
+    tree_kernel_normalize: bool = True  # K / sqrt(K_aa K_bb) (ours; the paper does not say)
+    target_transform: str = "unit"
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """``objectives``: one section per arm (an arm's ``learning_rate`` None: ``optim.learning_rate``)."""
+
+    gensim: GenSimArm = GenSimArm()
+    class_triplet: _table_arms.TripletArm = _table_arms.TripletArm()
+    simclr: _table_arms.SimCLRArm = _table_arms.SimCLRArm(projection_dims=(2048, 128))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval``: the few-shot episodes' seed, the threshold rule (or ``"all"``) and the embedding batch."""
+
+    seed: int = 10_000
+    threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
+    batch_size: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,212 +99,81 @@ class Config(TrainConfig):
 
     seed: int = 0
     num_runs: int = 4
-    objectives: tuple = OBJECTIVES
-    model: str = "resnet50"
-    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
-    pretrained: Optional[str] = None  # torchvision checkpoint (.pth / .safetensors) to fine-tune
-    image_size: int = 224
-    num_train_images: int = 100_000
+    arms: tuple = OBJECTIVES
     epochs: float = 35.0
     num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 128
-    learning_rate: float = 1e-4  # Adam; the paper does not give the rate
-    # gensim
-    tree_kernel: str = "st"
-    tree_lambda: float = 1.0
-    tree_kernel_normalize: bool = True  # K / sqrt(K_aa K_bb) (ours; the paper does not say)
-    target_transform: str = "unit"
-    # class_triplet
-    triplet_form: str = "linear"
-    triplet_distance: str = "euclidean"
-    # simclr
-    simclr_temperature: float = 0.5
-    simclr_variant: str = "cross_view"
-    projection_dims: tuple = (2048, 128)
-    crop_scale: tuple = (0.08, 1.0)
-    blur_p: float = 0.5
-    # evaluation
-    eval_seed: int = 10_000
-    eval_threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
-    eval_batch_size: int = 64
-    benchmark_dir: Optional[str] = None
+    optim: OptimConfig = OptimConfig(learning_rate=1e-4)  # Adam; the paper does not give the rate
     checkpoint_every: int = 1000
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    objectives: Objectives = Objectives()
+    eval: EvalConfig = EvalConfig()
 
 
+_SMALL = {
+    "model.name": "resnet18",
+    "model.stage_sizes": (1, 1, 1, 1),
+    "data.image_size": 64,
+    "batch_size": 16,
+    "optim.learning_rate": 3e-4,
+    "objectives.simclr.projection_dims": (128, 64),
+    "eval.batch_size": 35,
+    "checkpoint_every": 10_000,
+}
 CONFIGS = {
     "paper": Config(),
     # Runs on a 2-core CPU in a few minutes: tiny ResNet, 64 x 64, 384 images, 30 steps of 16, 1 run.
-    "cpu_small": Config(
-        num_runs=1,
-        model="resnet18",
-        stage_sizes=(1, 1, 1, 1),
-        image_size=64,
-        num_train_images=384,
-        num_steps=30,
-        batch_size=16,
-        learning_rate=3e-4,
-        projection_dims=(128, 64),
-        eval_batch_size=35,
-        checkpoint_every=10_000,
-    ),
+    "cpu_small": with_overrides(Config(), {**_SMALL, "num_runs": 1, "data.num_train_images": 384, "num_steps": 30}),
     # What 2 shared, loaded CPU cores train in about an hour (niced) for the three objectives x 3
     # runs: cpu_small's model and sizes, 2x the steps, one pass over 960 images (32 per concept),
-    # every threshold rule, official images when benchmark_dir is given (docs/results/geoclidean.md).
-    "cpu_long": Config(
-        num_runs=3,
-        model="resnet18",
-        stage_sizes=(1, 1, 1, 1),
-        image_size=64,
-        num_train_images=960,
-        num_steps=60,
-        batch_size=16,
-        learning_rate=3e-4,
-        projection_dims=(128, 64),
-        eval_batch_size=35,
-        eval_threshold="all",
-        log_every=10,
-        checkpoint_every=10_000,
+    # every threshold rule, official images when data.benchmark_dir is given (docs/results/geoclidean.md).
+    "cpu_long": with_overrides(
+        Config(),
+        {
+            **_SMALL,
+            "num_runs": 3,
+            "data.num_train_images": 960,
+            "num_steps": 60,
+            "eval.threshold": "all",
+            "log_every": 10,
+        },
     ),
 }
 
 
-# --------------------------------------------------------------------------------------------
-# GenSim target
-# --------------------------------------------------------------------------------------------
-
-
-def tree_kernel_log_table(config: Config) -> np.ndarray:
-    """``(37, 37)`` float32 log tree-kernel table of the 37 concept programs (by program id).
-
-    ``log K_ab`` of the ``tree_kernel`` (ST: the number of pairs of identical complete subtrees,
-    Moschitti 2006, with ``lam = 1``), cosine-normalised ``K_ab / sqrt(K_aa K_bb)`` when
-    ``tree_kernel_normalize`` (then ``<= 0``, 0 on the diagonal), else the raw count's log
-    (``>= 0``; ``[3.0, 7.1]`` on the training concepts).
-    """
-    return gram_log_table(
-        concept_parse_trees(),
-        kind=config.tree_kernel,
-        lam=config.tree_lambda,
-        normalize=config.tree_kernel_normalize,
-    )
-
-
 def gensim_target(config: Config) -> TableTarget:
-    """The ``TableTarget`` of the gensim objective: the transformed log kernel, gathered by ``program_id``.
-
-    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.target_transform`` and its
-    constants from the training-concept block (``"unit"``: ``(L - min) / (max - min)``, the
-    training targets span ``[0, 1]``; see the module docstring).
-    """
-    log_k = tree_kernel_log_table(config)
+    """The gensim arm's ``TableTarget``, gathered by ``program_id``: the ``(37, 37)`` log tree kernel of the
+    concept programs (:func:`~gensim_jax.kernels.trees.gram_log_table`; ST counts the pairs of identical
+    complete subtrees, Moschitti 2006; ``tree_kernel_normalize``: ``K_ab / sqrt(K_aa K_bb)``, then
+    ``<= 0``) mapped by ``target_transform`` with the constants of the training-concept block
+    (``"unit"``: the training targets span ``[0, 1]``)."""
+    arm = config.objectives.gensim
+    kernel = {"kind": arm.tree_kernel, "lam": arm.tree_lambda, "normalize": arm.tree_kernel_normalize}
+    log_k = gram_log_table(concept_parse_trees(), **kernel)
     train_block = log_k[np.ix_(TRAIN_IDS, TRAIN_IDS)]
-    return TableTarget.create(transform_table(log_k, config.target_transform, train_block), key="program_id")
-
-
-# --------------------------------------------------------------------------------------------
-# Data
-# --------------------------------------------------------------------------------------------
-
-
-class GeoclideanSource(GreyImageSource):
-    """Indexed source of rendered training images, stored grey ``(N, S, S)`` and served as RGB.
-
-    Example ``i`` is ``dataset.example(i, seed, concepts="train", size=S)`` (concept ``i mod 30``,
-    geometry from ``(seed, i)``), rendered once at construction; metadata ``program_id``.
-    """
-
-    def __init__(self, n: int, seed: int, size: int, progress: bool = False):
-        images = np.empty((n, size, size), np.uint8)  # 5 GB for the paper's 100,000 at 224
-        program_id = np.empty((n,), np.int32)
-        for i, e in enumerate(geo.generate(n, seed=seed, concepts="train", size=size, progress=progress)):
-            images[i] = e["image"]
-            program_id[i] = e["program_id"]
-        super().__init__(images, program_id=program_id)
-
-    @property
-    def images(self) -> np.ndarray:
-        """The stored grey images ``(N, S, S)`` uint8."""
-        return self.arrays["image"][..., 0]
-
-
-def make_batches(objective: str, source: GeoclideanSource, config: Config, seed: int, shard: HostShard):
-    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``
-    (:func:`gensim_jax.data.streams.stream`; images ``uint8``, normalised in the step)."""
-    from gensim_jax.data.streams import stream
-
-    if objective == "gensim":
-        return stream("labelled", source, seed=seed, shard=shard, keys=("program_id",))
-    if objective == "class_triplet":
-        return stream("triplets", source, seed=seed, shard=shard, group_key="program_id")
-    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
-
-    s = config.image_size
-    aug = simclr_augment((s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p)
-    return stream("views", source, seed=seed, shard=shard, augment=aug)
+    return TableTarget.create(transform_table(log_k, arm.target_transform, train_block), key="program_id")
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
-    return _common.table_objective(objective, config, lambda: gensim_target(config))
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_table_arms.table_objective`)."""
+    return _table_arms.table_objective(objective, config, lambda: gensim_target(config))
 
 
 def model_kwargs(objective: Optional[str], config: Config) -> dict:
     """Registry keyword arguments of the encoder (classifier dropped; a projection head for simclr)."""
-    return _common.encoder_kwargs(objective, config)
-
-
-# --------------------------------------------------------------------------------------------
-# Evaluation
-# --------------------------------------------------------------------------------------------
-
-
-def heldout_concepts(config: Config) -> dict:
-    """Few-shot episodes of the 7 held-out concepts rendered by our sampler.
-
-    Returns ``{name: (support (5, S, S, 3), test (15, S, S, 3), kind (15,))}``, uint8 RGB; support
-    and in-concept test images are the first and last 5 of 10 concept images, negatives 5 close and
-    5 far images (``benchmark_images`` streams, seed ``eval_seed``).
-    """
-    out = {}
-    s, seed = config.image_size, config.eval_seed
-    for name in TEST_CONCEPTS:
-        pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=s)
-        close = geo.benchmark_images(name, "close", n=5, seed=seed, size=s)
-        far = geo.benchmark_images(name, "far", n=5, seed=seed, size=s)
-        test = np.concatenate([pos[5:], close, far])
-        kind = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
-        out[name] = (np.repeat(pos[:5, ..., None], 3, -1), np.repeat(test[..., None], 3, -1), kind)
-    return out
-
-
-def official_concepts(config: Config) -> dict:
-    """The official benchmark images of the held-out concepts (``benchmark_dir``), same format as above."""
-    loaded = fewshot.load_geoclidean(config.benchmark_dir, concepts=list(TEST_CONCEPTS), image_size=config.image_size)
-    return {n: (c.train, c.test, np.asarray(c.test_kind)) for n, c in loaded.items()}
+    return _table_arms.encoder_kwargs(objective, config)
 
 
 def eval_rules(config: Config) -> tuple:
-    """The threshold rules evaluated: ``config.eval_threshold``, or every rule for ``"all"``."""
-    return fewshot.THRESHOLD_RULES if config.eval_threshold == "all" else (config.eval_threshold,)
-
-
-def _key(suite: str, rule: str, rules: tuple) -> str:
-    return suite if len(rules) == 1 else f"{suite}/{rule}"
+    """The threshold rules evaluated: ``config.eval.threshold``, or every rule for ``"all"``."""
+    return fewshot.THRESHOLD_RULES if config.eval.threshold == "all" else (config.eval.threshold,)
 
 
 def result_keys(config: Config, suites) -> list:
     """Result keys: the suite name with one rule, ``"<suite>/<rule>"`` with several (``"all"``)."""
     rules = eval_rules(config)
-    return [_key(suite, rule, rules) for suite in suites for rule in rules]
-
-
-def _model_embed(model, variables, batch_size):
-    return lambda images: embed_images(model, variables, preprocess(images), batch_size=batch_size)
-
-
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
+    return [ge.result_key(suite, rule, rules) for suite in suites for rule in rules]
 
 
 @dataclasses.dataclass
@@ -319,75 +194,74 @@ class Geoclidean(ImageExperiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        _common.check_image_config(config, config.num_train_images)
-        if config.eval_threshold not in (*fewshot.THRESHOLD_RULES, "all"):
+        self.check_batch_size(config, config.data.num_train_images)
+        if config.eval.threshold not in (*fewshot.THRESHOLD_RULES, "all"):
             raise ValueError(
-                f"eval_threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval_threshold!r}"
+                f"eval.threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval.threshold!r}"
             )
-        if config.target_transform not in TARGET_TRANSFORMS:
-            raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-        if config.benchmark_dir and not Path(config.benchmark_dir).is_dir():  # before any stimulus is rendered
+        transform = config.objectives.gensim.target_transform
+        if transform not in TARGET_TRANSFORMS:
             raise ValueError(
-                f"benchmark_dir {config.benchmark_dir!r} is not a directory: give the official Geoclidean benchmark "
+                f"objectives.gensim.target_transform must be one of {TARGET_TRANSFORMS}, got {transform!r}"
+            )
+        bench = config.data.benchmark_dir
+        if bench and not Path(bench).is_dir():  # before any stimulus is rendered
+            raise ValueError(
+                f"data.benchmark_dir {bench!r} is not a directory: give the official Geoclidean benchmark "
                 "folder (its concept folders hold concept.txt and train/test images), or leave it out"
             )
         return config
 
     def prepare(self, config: Config) -> Data:
         source = GeoclideanSource(
-            config.num_train_images, config.seed, config.image_size, progress=jax.process_index() == 0
+            config.data.num_train_images, config.seed, config.data.image_size, progress=jax.process_index() == 0
         )
         return Data(source, self.prepare_evaluation(config).suites)
 
     def prepare_evaluation(self, config: Config) -> Data:  # the few-shot episodes only: no training renders
-        suites = {"sampler": heldout_concepts(config)}
-        if config.benchmark_dir:
-            suites["official"] = official_concepts(config)
+        suites = {"sampler": ge.sampler_episodes(config.data.image_size, config.eval.seed)}
+        if config.data.benchmark_dir:
+            suites["official"] = ge.official_episodes(config.data.benchmark_dir, config.data.image_size)
         return Data(None, suites)
 
     def num_train_examples(self, config: Config, data) -> int:
-        return config.num_train_images
+        return config.data.num_train_images
 
     def model(self, arm: Optional[str], config: Config):
         kw = model_kwargs(arm, config)
-        return get_model(config.model, **kw), config.model, kw
+        return get_model(config.model.name, **kw), config.model.name, kw
 
     def init_variables(self, arm: Optional[str], config: Config, model, seed: int) -> dict:
         """``pretrained`` (torchvision weights, :func:`~gensim_jax.models.torch_import.load_pretrained`) or fresh."""
-        if config.pretrained:
+        if config.model.pretrained:
             from gensim_jax.models.torch_import import load_pretrained
 
-            return load_pretrained(model, config.pretrained, rng=jax.random.key(seed))[1]
+            return load_pretrained(model, config.model.pretrained, rng=jax.random.key(seed))[1]
         return super().init_variables(arm, config, model, seed)
 
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        return make_batches(arm, data.source, config, seed, shard)
+        kw = {"image_size": config.data.image_size, "simclr": config.objectives.simclr}
+        return arm_batches(arm, data.source, seed, shard, **kw)
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
-        """``{key: means}`` per suite and rule (:func:`result_keys`); one embedding call per suite."""
-        out, rules = {}, eval_rules(config)
-        for suite, episodes in data.suites.items():
-            embedded = embed_episodes(embed, episodes)
-            for rule in rules:
-                res = fewshot.fewshot_evaluate(embedded, threshold=rule)
-                out[_key(suite, rule, rules)] = {k: float(v) for k, v in res.mean.items()}
-        return out
+        return ge.evaluate_suites(embed, data.suites, eval_rules(config))
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
-        arm = config.objectives[0]
+        arm = config.arms[0]
         model = self.model(arm, config)[0]
         variables = self.init_variables(arm, config, model, config.seed)
         return {
             "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
-            "initial": [self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)],
+            "initial": [self.evaluate_run(arm, config, data, model, variables, config.seed)],
         }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        return self._evaluate(_model_embed(model, variables, config.eval_batch_size), config, data)
+        b = config.eval.batch_size
+        return self._evaluate(lambda x: embed_images(model, variables, normalize_images(x), batch_size=b), config, data)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""
@@ -413,20 +287,11 @@ __all__ = [
     "Data",
     "EXPERIMENT",
     "Geoclidean",
-    "GeoclideanSource",
     "OBJECTIVES",
     "TARGET_TRANSFORMS",
-    "embed_episodes",
     "eval_rules",
-    "evaluate_embedding",
-    "format_table",
     "gensim_target",
-    "heldout_concepts",
-    "make_batches",
     "make_objective",
     "model_kwargs",
-    "official_concepts",
-    "preprocess",
     "result_keys",
-    "tree_kernel_log_table",
 ]

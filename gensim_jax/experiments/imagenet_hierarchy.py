@@ -1,72 +1,23 @@
 """Experiment: natural-image hierarchy (paper Sec. 3.3, Fig. 4B, Supplementary Fig. S3, Appendix N).
 
-A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``; ``paper``) or on a synthetic image set
-generated from a small balanced class tree (``cpu_small``) with one of three objectives, then the
-embeddings of held-out images are decoded at every level of the class tree
-(``gensim_jax.evaluation.hierarchy_decoding``):
+A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``, ``paper``) or on synthetic images of a
+small balanced class tree (``cpu_small``; :mod:`gensim_jax.data.hierarchy`) with one of three arms,
+then the embeddings of held-out images are decoded at every level of the class tree by linear SVMs
+(:mod:`gensim_jax.evaluation.hierarchy_evaluator`). ``gensim`` regresses the cosine of the
+embeddings onto the ``log s`` table of Eq. 4 on the class tree (the WordNet tree of ImageNet-1k,
+or the synthetic one), mapped onto ``[0, 1]`` by ``objectives.gensim.target_transform="unit"`` (our
+choice; the paper's literal targets ``raw`` (``log s``) and ``exp`` (``s``) are offered, and are out
+of a cosine's reach: docs/results/imagenet_hierarchy.md); ``class_triplet`` is the linear triplet
+loss on classes; ``simclr`` is InfoNCE on two augmented views (with random grayscale). ``pixels``
+and ``initial`` rows are baselines.
 
-``gensim``
-    GenSim regression (paper Eq. 2 with the hierarchy kernel, Eq. 4; Appendix N: "the mean-squared
-    error between the cosine similarities between two image embeddings and their generative
-    similarity measure as defined in Equation 4"), over all ``B (B - 1)`` pairs of a batch:
-    ``(cos(z_i, z_j) - T[y_i, y_j])^2`` with ``y`` the class label and ``T`` the transformed
-    ``log s`` table of Eq. 4 on the class tree (``kernels.hierarchy.log_similarity_table``; edge
-    probabilities uniform per node, as in the paper). ``log s`` is 0 for classes that part at the
-    root and grows with the depth of the lowest common ancestor: on the WordNet tree of ImageNet-1k
-    up to 19.58 (two images of the deepest classes; same-class values range from 1.70 to 19.58),
-    on the 2-3-3 synthetic tree ``0, log 2, log 4, log(26/3) = 2.16``. **Target transform**
-    (``target_transform="unit"``, our choice, as in the Geoclidean experiment):
-    ``T = (log s - min) / (max - min)`` over the class table, an affine map onto ``[0, 1]``: the
-    most similar pair (two images of the deepest class) -> cosine 1, classes parting at the root
-    -> cosine 0. The paper's literal targets are offered: ``"raw"``, ``log s`` itself (Sec. 3.3:
-    "the mean squared error between the cosine similarity and log[s(x_i, x_j)]"), which lies in
-    ``[0, 19.58]`` on ImageNet, above 1 for every same-class pair, and on the synthetic tree above 1
-    for K >= 2; and ``"exp"``, ``s`` itself (Appendix N: "their generative similarity measure as
-    defined in Equation 4"), ``>= 1`` for every pair. Both are out of a cosine's reach.
-    ``"affine"`` (onto ``[-1, 1]``) and ``"standardized"`` (z-score over the class table) too.
-    The maps are compared in ``docs/results/imagenet_hierarchy.md``
-    (``scripts/hierarchy_target_maps.py``).
-``class_triplet``
-    The class-based baseline (Appendix N, "similar ... as in the Geoclidean experiment"): anchor
-    and positive of one class, negative of another, linear loss ``d(a, p) - d(a, n)`` with
-    Euclidean ``d`` (Eq. A2 with ``l(x) = x``; unbounded below, ``triplet_form="softplus"`` is a
-    bounded variant).
-``simclr``
-    SimCLR (Appendix N: the Geoclidean objective and augmentations -- random resized crop,
-    horizontal flip, Gaussian blur -- plus random grayscale, ``grayscale_p = 0.2``), InfoNCE on a
-    projection head; ``simclr_variant="cross_view"`` is the one-directional form printed in
-    Appendix M, ``"ntxent"`` SimCLR's.
-
-Data. ``dataset="imagenet2012"`` reads a prepared tfds directory (``data_dir``; ImageNet cannot be
-downloaded automatically: see :mod:`gensim_jax.data.imagenet` and ``docs/api/experiment_imagenet_hierarchy.md``
-for the one-off preparation); training images get the Inception crop and flip
-(``imagenet_dataset(train=True)``), evaluation images the central crop. tfds label ``y`` is class
-``y`` of :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy` (WordNet 3.0, 19 levels).
-Class triplets are formed on the record stream by pairing each image with the next image of the
-same class (``tf.data`` ``group_by_window``) and taking as negative the positive of the next pair
-of another class in the batch (:func:`imagenet_triplet_batches`). ``dataset="synthetic"`` renders
-the images of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images`: one coloured grating disc per image whose colour,
-orientation and spatial frequency are sums of per-node offsets along the root-to-leaf path of
-``balanced_tree(branching)``, at a random position, size and phase, with pixel noise; that tree is
-the one the GenSim table and the decoding levels come from.
-
-Evaluation (Appendix N): embeddings (penultimate layer, before any projection head) of held-out
-images -- the first ``eval_num_images`` of the ImageNet validation split, or ``eval_per_leaf``
-fresh images per synthetic class -- are decoded with one linear SVM per tree level in 3-fold
-cross-validation (:func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels`); reported per
-level: accuracy, uniform chance ``1 / n_l`` and majority chance; aggregate
-``sum_l log(a_l / c_l)`` with either chance (levels with one label are skipped). Rows ``pixels``
-(images area-downsampled to ``pixel_size``, flattened) and ``initial`` (the encoder before
-training, at each run's seed) are baselines.
-
-Configs: ``paper`` (ResNet-50 at 224 x 224, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs)
-and ``cpu_small`` (a 1-1-1-1 basic ResNet at 32 x 32, 2-3-3 synthetic tree, 432 training images,
-40 steps of 32, 1 run; 3 min of CPU time on 2 cores, more wall time on a loaded machine).
-
-Declaration :data:`EXPERIMENT`; run with ``gensim-jax train imagenet_hierarchy --config cpu_small``
-(``python -m train`` in a checkout). The synthetic images are those of
-:func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; the target maps are
-:func:`gensim_jax.kernels.targets.transform_table`'s.
+Configs: ``paper`` (ResNet-50 at 224 px, Adam 1e-3, batch 256, 65 epochs of ImageNet-1k, 5 runs;
+``--set data.data_dir=DIR`` names the prepared tfds directory) and ``cpu_small`` (a 1-1-1-1 ResNet
+at 32 px, the 2-3-3 synthetic tree, 40 steps of 32). Sections: ``model``, ``data`` (dataset, its
+directory and splits, the synthetic tree), ``objectives.{gensim,class_triplet,simclr}`` (each with
+its own ``learning_rate``), ``eval``, ``optim``. docs/api/experiment_imagenet_hierarchy.md has the
+details and the ImageNet preparation; run with ``gensim-jax train imagenet_hierarchy --config
+cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -77,43 +28,39 @@ from typing import Optional
 
 import numpy as np
 
-from gensim_jax.data.sources import ArraySource
+from gensim_jax.data import hierarchy as hierarchy_data
+from gensim_jax.data.hierarchy import ImageNetNotPrepared
 from gensim_jax.evaluation import figures, hierarchy_evaluator
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
-from gensim_jax.experiments import _common
+from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
-from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+from gensim_jax.stimuli.hierarchy import balanced_tree
 from gensim_jax.training import TableTarget
-from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
+from gensim_jax.training.config import with_overrides
+from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
 
-OBJECTIVES = _common.TABLE_OBJECTIVES
+OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
 DATASETS = ("imagenet2012", "synthetic")
 IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
-class ImageNetNotPrepared(FileNotFoundError, ValueError):
-    """tfds ``imagenet2012`` is not prepared in ``data_dir`` (a ``ValueError`` too: the CLI prints one line)."""
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """``model``: the ResNet."""
+
+    name: str = "resnet50"
+    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(TrainConfig):
-    """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
+class DataConfig:
+    """``data``: ImageNet-1k from a prepared tfds directory, or the synthetic images of a balanced class tree."""
 
-    seed: int = 0
-    num_runs: int = 5
-    objectives: tuple = OBJECTIVES
-    model: str = "resnet50"
-    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
     image_size: int = 224
-    epochs: float = 65.0
-    num_steps: Optional[int] = None  # overrides epochs when set
-    batch_size: int = 256  # global batch (split over hosts and devices)
-    learning_rate: float = 1e-3
-    # data
     dataset: str = "imagenet2012"
     data_dir: Optional[str] = None  # tfds data directory holding the prepared imagenet2012
     train_split: str = "train"
@@ -122,62 +69,94 @@ class Config(TrainConfig):
     branching: tuple = (2, 3, 3)  # synthetic class tree
     train_per_leaf: int = 24  # synthetic training images per class
     synthetic_noise: float = 0.1  # pixel-noise standard deviation of the synthetic images
-    # gensim
+
+
+@dataclasses.dataclass(frozen=True)
+class GenSimArm(ArmConfig):
+    """``objectives.gensim``: the map of the hierarchy's ``log s`` table onto the cosine's range."""
+
     target_transform: str = "unit"
-    # class_triplet
-    triplet_form: str = "linear"
-    triplet_distance: str = "euclidean"
-    # simclr
-    simclr_temperature: float = 0.5
-    simclr_variant: str = "cross_view"
+
+
+@dataclasses.dataclass(frozen=True)
+class SimCLRArm(_table_arms.SimCLRArm):
+    """``objectives.simclr``: the Geoclidean SimCLR plus random grayscale (Appendix N)."""
+
     projection_dims: tuple = (2048, 128)
-    crop_scale: tuple = (0.08, 1.0)
-    blur_p: float = 0.5
     grayscale_p: float = 0.2
-    # evaluation
-    eval_seed: int = 10_000
-    eval_num_images: int = 10_000  # ImageNet: first images of eval_split
-    eval_per_leaf: int = 10  # synthetic: held-out images per class
-    eval_folds: int = 3
-    eval_batch_size: int = 250
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """``objectives``: one section per arm (an arm's ``learning_rate`` None: ``optim.learning_rate``)."""
+
+    gensim: GenSimArm = GenSimArm()
+    class_triplet: _table_arms.TripletArm = _table_arms.TripletArm()
+    simclr: SimCLRArm = SimCLRArm()
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval``: the held-out images and the per-level SVM decoding."""
+
+    seed: int = 10_000
+    num_images: int = 10_000  # ImageNet: first images of data.eval_split
+    per_leaf: int = 10  # synthetic: held-out images per class
+    folds: int = 3
+    batch_size: int = 250
     pixel_size: int = 32
     svm_n_jobs: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(TrainConfig):
+    """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
+
+    seed: int = 0
+    num_runs: int = 5
+    arms: tuple = OBJECTIVES
+    epochs: float = 65.0
+    num_steps: Optional[int] = None  # overrides epochs when set
+    batch_size: int = 256  # global batch (split over hosts and devices)
+    optim: OptimConfig = OptimConfig(learning_rate=1e-3)
     checkpoint_every: int = 5000
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    objectives: Objectives = Objectives()
+    eval: EvalConfig = EvalConfig()
 
 
 CONFIGS = {
     "paper": Config(),
     # About 3 min of CPU time on 2 cores: tiny ResNet, 32 x 32, 18 synthetic classes x 24 images,
     # 40 steps of 32, 1 run.
-    "cpu_small": Config(
-        num_runs=1,
-        model="resnet18",
-        stage_sizes=(1, 1, 1, 1),
-        image_size=32,
-        num_steps=40,
-        batch_size=32,
-        learning_rate=1e-3,
-        dataset="synthetic",
-        branching=(2, 3, 3),
-        train_per_leaf=24,
-        eval_per_leaf=10,
-        projection_dims=(128, 64),
-        eval_batch_size=180,
-        checkpoint_every=10_000,
+    "cpu_small": with_overrides(
+        Config(),
+        {
+            "num_runs": 1,
+            "model.name": "resnet18",
+            "model.stage_sizes": (1, 1, 1, 1),
+            "data.image_size": 32,
+            "num_steps": 40,
+            "batch_size": 32,
+            "optim.learning_rate": 1e-3,
+            "data.dataset": "synthetic",
+            "data.branching": (2, 3, 3),
+            "data.train_per_leaf": 24,
+            "eval.per_leaf": 10,
+            "objectives.simclr.projection_dims": (128, 64),
+            "eval.batch_size": 180,
+            "checkpoint_every": 10_000,
+        },
     ),
 }
 
 
 def num_train_images(config: Config) -> int:
     """Training-set size: ImageNet-1k's 1,281,167 or ``prod(branching) * train_per_leaf``."""
-    if config.dataset == "imagenet2012":
+    if config.data.dataset == "imagenet2012":
         return IMAGENET_TRAIN_IMAGES
-    return math.prod(int(b) for b in config.branching) * int(config.train_per_leaf)
-
-
-# --------------------------------------------------------------------------------------------
-# Class tree and GenSim target
-# --------------------------------------------------------------------------------------------
+    return math.prod(int(b) for b in config.data.branching) * int(config.data.train_per_leaf)
 
 
 def class_tree(config: Config) -> tuple[Tree, np.ndarray]:
@@ -186,10 +165,10 @@ def class_tree(config: Config) -> tuple[Tree, np.ndarray]:
     ImageNet: the WordNet tree of :func:`imagenet1k_hierarchy` (label ``y`` is node ``y``).
     Synthetic: ``balanced_tree(branching)``, class ``c`` is leaf ``tree.leaves[c]``.
     """
-    if config.dataset == "imagenet2012":
+    if config.data.dataset == "imagenet2012":
         h = imagenet1k_hierarchy()
         return h.tree, np.asarray(h.class_nodes)
-    tree = balanced_tree(config.branching)
+    tree = balanced_tree(config.data.branching)
     return tree, tree.leaves
 
 
@@ -202,166 +181,29 @@ def hierarchy_log_table(config: Config) -> np.ndarray:
 def gensim_target(config: Config) -> TableTarget:
     """The ``TableTarget`` of the gensim objective: the transformed Eq. 4 table, gathered by ``label``.
 
-    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.target_transform`` and its
+    :func:`~gensim_jax.kernels.targets.transform_table` with ``config.objectives.gensim.target_transform`` and its
     constants from the whole class table (``"unit"``: ``(L - min) / (max - min)``, see the module
     docstring).
     """
-    return TableTarget.create(transform_table(hierarchy_log_table(config), config.target_transform), key="label")
-
-
-# --------------------------------------------------------------------------------------------
-# Synthetic hierarchical images (cpu_small): gensim_jax.stimuli.hierarchy
-# --------------------------------------------------------------------------------------------
-
-
-class HierarchySource(ArraySource):
-    """In-memory source of :func:`~gensim_jax.stimuli.hierarchy.hierarchy_images` of ``class_tree(config)``.
-
-    Example ``i``: ``image`` uint8 ``(S, S, 3)`` and ``label``.
-
-    The class attributes come from ``config.seed`` (shared by the training and held-out sets), the
-    images from ``image_seed``.
-    """
-
-    def __init__(self, config: Config, per_class: int, image_seed: int):
-        tree, nodes = class_tree(config)
-        images, labels = hierarchy_images(
-            tree,
-            nodes,
-            per_class,
-            config.image_size,
-            attribute_seed=config.seed,
-            image_seed=image_seed,
-            noise=config.synthetic_noise,
-        )
-        super().__init__({"image": images, "label": labels})
-
-    @property
-    def images(self) -> np.ndarray:
-        return self.arrays["image"]
-
-    @property
-    def label(self) -> np.ndarray:
-        return self.arrays["label"]
-
-    def metadata(self, key: str) -> np.ndarray:
-        if key != "label":
-            raise ValueError(f"HierarchySource has metadata 'label' only, got {key!r}")
-        return self.label
-
-
-# --------------------------------------------------------------------------------------------
-# Batches
-# --------------------------------------------------------------------------------------------
-
-
-#: The stream of each objective (:data:`gensim_jax.data.streams.STREAM_KINDS`).
-STREAMS = {"gensim": "labelled", "class_triplet": "triplets", "simclr": "views"}
-
-
-def make_batches(objective: str, config: Config, seed: int, shard: HostShard, source: Optional[HierarchySource] = None):
-    """``position -> iterator`` of this process's rows (``shard``) of the batches of ``objective``: the synthetic
-    source through :func:`gensim_jax.data.streams.stream`, ImageNet through
-    :func:`gensim_jax.data.imagenet.imagenet_stream` (each process reads and decodes its own shard).
-    Images are ``uint8``, normalised in the step."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if config.dataset == "imagenet2012":
-        from gensim_jax.data.imagenet import imagenet_stream
-
-        return imagenet_stream(
-            STREAMS[objective],
-            config.train_split,
-            seed=seed,
-            shard=shard,
-            data_dir=config.data_dir,
-            image_size=config.image_size,
-            shuffle_buffer=config.shuffle_buffer,
-            grayscale_p=config.grayscale_p,
-            blur_p=config.blur_p,
-        )
-    if source is None:
-        raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
-    from gensim_jax.data.streams import stream
-
-    aug = None
-    if objective == "simclr":  # TensorFlow: imported by the SimCLR arm only
-        from gensim_jax.data.augment import simclr_augment
-
-        s = config.image_size
-        aug = simclr_augment(
-            (s, s), crop_scale=tuple(config.crop_scale), blur_p=config.blur_p, grayscale_p=config.grayscale_p
-        )
-    return stream(STREAMS[objective], source, seed=seed, shard=shard, keys=("label",), group_key="label", augment=aug)
-
-
-def check_imagenet(config: Config) -> None:
-    """Raise :class:`ImageNetNotPrepared` (a ``FileNotFoundError``) with the preparation steps unless
-    ``data_dir`` holds a prepared imagenet2012."""
-    import tensorflow_datasets as tfds
-
-    builder = tfds.builder("imagenet2012", data_dir=config.data_dir)
-    if not builder.is_prepared():
-        raise ImageNetNotPrepared(
-            f"tfds imagenet2012 is not prepared in data_dir={config.data_dir!r} (looked in {builder.data_dir}). "
-            "ImageNet cannot be downloaded automatically: put ILSVRC2012_img_train.tar and ILSVRC2012_img_val.tar "
-            "in MANUAL_DIR, run gensim_jax.data.imagenet.prepare_imagenet(DATA_DIR, MANUAL_DIR) once, then pass "
-            "--set data_dir=DATA_DIR (see docs/api/experiment_imagenet_hierarchy.md), or use --config cpu_small."
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Model and objective
-# --------------------------------------------------------------------------------------------
+    return TableTarget.create(
+        transform_table(hierarchy_log_table(config), config.objectives.gensim.target_transform), key="label"
+    )
 
 
 def model_kwargs(objective: Optional[str], config: Config) -> dict:
-    """Keyword overrides of ``get_model(config.model, ...)``: no classifier; a projection head for simclr."""
-    return _common.encoder_kwargs(objective, config)
+    """Keyword overrides of ``get_model(config.model.name, ...)``: no classifier; a projection head for simclr."""
+    return _table_arms.encoder_kwargs(objective, config)
 
 
 def make_objective(objective: str, config: Config):
-    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_common.table_objective`)."""
-    return _common.table_objective(objective, config, lambda: gensim_target(config))
-
-
-# --------------------------------------------------------------------------------------------
-# Evaluation
-# --------------------------------------------------------------------------------------------
+    """The :mod:`gensim_jax.training` objective for ``objective`` (:func:`_table_arms.table_objective`)."""
+    return _table_arms.table_objective(objective, config, lambda: gensim_target(config))
 
 
 def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
-    """``(images, labels)`` of the held-out evaluation set.
-
-    Synthetic: ``eval_per_leaf`` fresh images per class (``image_seed = eval_seed``), uint8.
-    ImageNet: the first ``eval_num_images`` of ``eval_split`` with the central crop, normalised
-    float16 (to halve host memory; 10,000 images at 224 take 3 GB).
-    """
-    if config.dataset == "synthetic":
-        src = HierarchySource(config, config.eval_per_leaf, image_seed=config.eval_seed)
-        return src.images, src.label
-    from gensim_jax.data.imagenet import imagenet_dataset
-    from gensim_jax.data.pipelines import as_numpy
-
-    b = min(config.eval_batch_size, config.eval_num_images)
-    steps = -(-config.eval_num_images // b)
-    images, labels = [], []
-    for batch in as_numpy(
-        imagenet_dataset(
-            config.eval_split,
-            b,
-            seed=config.eval_seed,
-            train=False,
-            data_dir=config.data_dir,
-            image_size=config.image_size,
-            num_steps=steps,
-        )
-    ):
-        keep = batch["mask"]
-        images.append(batch["image"][keep].astype(np.float16))
-        labels.append(batch["label"][keep])
-    images, labels = np.concatenate(images)[: config.eval_num_images], np.concatenate(labels)[: config.eval_num_images]
-    return images, labels.astype(np.int32)
+    """``(images, labels)`` of the held-out evaluation set (:func:`gensim_jax.data.hierarchy.heldout_images`)."""
+    tree, nodes = class_tree(config) if config.data.dataset == "synthetic" else (None, None)
+    return hierarchy_data.heldout_images(config.data, config.eval, tree, nodes, attribute_seed=config.seed)
 
 
 def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
@@ -376,20 +218,15 @@ def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Confi
     """:func:`~gensim_jax.evaluation.hierarchy_evaluator.evaluate_embedding` on the config's class tree."""
     tree, nodes = class_tree(config)
     return hierarchy_evaluator.evaluate_embedding(
-        embeddings, labels, tree, nodes, folds=config.eval_folds, seed=config.eval_seed, n_jobs=config.svm_n_jobs
+        embeddings, labels, tree, nodes, folds=config.eval.folds, seed=config.eval.seed, n_jobs=config.eval.svm_n_jobs
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
 class Data:
     """What every run shares: the synthetic training source (None for ImageNet) and the held-out set."""
 
-    source: Optional[HierarchySource]
+    source: Optional[hierarchy_data.HierarchySource]
     images: np.ndarray
     labels: np.ndarray
 
@@ -404,49 +241,53 @@ class ImagenetHierarchy(ImageExperiment):
 
     def validate(self, config: Config) -> Config:
         super().validate(config)
-        if config.target_transform not in TARGET_TRANSFORMS:
-            raise ValueError(f"target_transform must be one of {TARGET_TRANSFORMS}, got {config.target_transform!r}")
-        if config.dataset not in DATASETS:
-            raise ValueError(f"dataset must be one of {DATASETS}, got {config.dataset!r}")
-        if config.image_size < 32:
-            raise ValueError(f"image_size must be >= 32 (ResNet input), got {config.image_size}")
-        if not config.branching or any(int(b) < 1 for b in config.branching):
-            raise ValueError(f"branching must be a non-empty tuple of positive ints, got {config.branching}")
-        if config.dataset == "synthetic" and math.prod(config.branching) < 2:
-            raise ValueError(f"branching must give at least 2 classes, got {config.branching}")
-        if config.train_per_leaf < 2:
+        data, ev, simclr = config.data, config.eval, config.objectives.simclr
+        transform = config.objectives.gensim.target_transform
+        if transform not in TARGET_TRANSFORMS:
             raise ValueError(
-                f"train_per_leaf must be >= 2 (triplets need a positive partner), got {config.train_per_leaf}"
+                f"objectives.gensim.target_transform must be one of {TARGET_TRANSFORMS}, got {transform!r}"
             )
-        if config.batch_size < 2 or config.batch_size > num_train_images(config):
+        if data.dataset not in DATASETS:
+            raise ValueError(f"data.dataset must be one of {DATASETS}, got {data.dataset!r}")
+        if not data.branching or any(int(b) < 1 for b in data.branching):
+            raise ValueError(f"data.branching must be a non-empty tuple of positive ints, got {data.branching}")
+        if data.dataset == "synthetic" and math.prod(data.branching) < 2:
+            raise ValueError(f"data.branching must give at least 2 classes, got {data.branching}")
+        if data.train_per_leaf < 2:
             raise ValueError(
-                f"batch_size must lie in [2, num_train_images={num_train_images(config)}], got {config.batch_size}"
+                f"data.train_per_leaf must be >= 2 (triplets need a positive partner), got {data.train_per_leaf}"
             )
-        if config.eval_folds < 2:
-            raise ValueError(f"eval_folds must be >= 2, got {config.eval_folds}")
-        if config.eval_per_leaf < config.eval_folds:
+        n = num_train_images(config)
+        if config.batch_size < 2 or config.batch_size > n:
+            raise ValueError(f"batch_size must lie in [2, the {n} training images (data)], got {config.batch_size}")
+        if ev.folds < 2:
+            raise ValueError(f"eval.folds must be >= 2, got {ev.folds}")
+        if ev.per_leaf < ev.folds:
+            raise ValueError(f"eval.per_leaf must be >= eval.folds={ev.folds} (stratified CV), got {ev.per_leaf}")
+        if ev.num_images < 2 * ev.folds:
+            raise ValueError(f"eval.num_images must be >= 2 * eval.folds, got {ev.num_images}")
+        if ev.pixel_size < 1 or ev.pixel_size > data.image_size:
+            raise ValueError(f"eval.pixel_size must lie in [1, data.image_size={data.image_size}], got {ev.pixel_size}")
+        if not 0.0 <= simclr.grayscale_p <= 1.0 or not 0.0 <= simclr.blur_p <= 1.0:
             raise ValueError(
-                f"eval_per_leaf must be >= eval_folds={config.eval_folds} (stratified CV), got {config.eval_per_leaf}"
+                "objectives.simclr.grayscale_p and objectives.simclr.blur_p must lie in [0, 1], "
+                f"got {simclr.grayscale_p}, {simclr.blur_p}"
             )
-        if config.eval_num_images < 2 * config.eval_folds:
-            raise ValueError(f"eval_num_images must be >= 2 * eval_folds, got {config.eval_num_images}")
-        if config.pixel_size < 1 or config.pixel_size > config.image_size:
-            raise ValueError(f"pixel_size must lie in [1, image_size={config.image_size}], got {config.pixel_size}")
-        if not 0.0 <= config.grayscale_p <= 1.0 or not 0.0 <= config.blur_p <= 1.0:
-            raise ValueError(f"grayscale_p and blur_p must lie in [0, 1], got {config.grayscale_p}, {config.blur_p}")
-        if config.synthetic_noise < 0:
-            raise ValueError(f"synthetic_noise must be >= 0, got {config.synthetic_noise}")
+        if data.synthetic_noise < 0:
+            raise ValueError(f"data.synthetic_noise must be >= 0, got {data.synthetic_noise}")
         return config
 
     def prepare(self, config: Config) -> Data:
-        """ImageNet: :func:`check_imagenet` first (:class:`ImageNetNotPrepared`); then the held-out images."""
-        if config.dataset == "imagenet2012":
-            check_imagenet(config)
-        source = (
-            HierarchySource(config, config.train_per_leaf, image_seed=config.seed)
-            if config.dataset == "synthetic"
-            else None
-        )
+        """ImageNet: prepared in ``data.data_dir`` (else :class:`ImageNetNotPrepared`); then the held-out images."""
+        source = None
+        if config.data.dataset == "imagenet2012":
+            hierarchy_data.check_imagenet_prepared(config.data.data_dir)
+        else:
+            tree, nodes = class_tree(config)
+            kw = {"attribute_seed": config.seed, "image_seed": config.seed, "noise": config.data.synthetic_noise}
+            source = hierarchy_data.HierarchySource(
+                tree, nodes, config.data.train_per_leaf, config.data.image_size, **kw
+            )
         images, labels = heldout_images(config)
         return Data(source, images, labels)
 
@@ -458,31 +299,32 @@ class ImagenetHierarchy(ImageExperiment):
 
     def model(self, arm: Optional[str], config: Config):
         kw = model_kwargs(arm, config)
-        return get_model(config.model, **kw), config.model, kw
+        return get_model(config.model.name, **kw), config.model.name, kw
 
     def objective(self, arm: str, config: Config):
         return make_objective(arm, config)
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        return make_batches(arm, config, seed, shard, data.source)
+        kw = {"data": config.data, "simclr": config.objectives.simclr, "source": data.source}
+        return hierarchy_data.arm_batches(arm, seed, shard, **kw)
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` (deterministic: one entry) and ``initial``: the encoder of the first objective before
         training, one entry per run seed ``seed + r`` (the initialisations the runs start from)."""
-        arm = config.objectives[0]
+        arm = config.arms[0]
         model = self.model(arm, config)[0]
         initial = []
         for r in range(config.num_runs):
             variables = self.init_variables(arm, config, model, config.seed + r)
-            emb = model_embedding(model, variables, data.images, config.eval_batch_size)
+            emb = model_embedding(model, variables, data.images, config.eval.batch_size)
             initial.append(evaluate_embedding(emb, data.labels, config))
         return {
-            "pixels": [evaluate_embedding(pixel_embedding(data.images, config.pixel_size), data.labels, config)],
+            "pixels": [evaluate_embedding(pixel_embedding(data.images, config.eval.pixel_size), data.labels, config)],
             "initial": initial,
         }
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        emb = model_embedding(model, variables, data.images, config.eval_batch_size)
+        emb = model_embedding(model, variables, data.images, config.eval.batch_size)
         return evaluate_embedding(emb, data.labels, config)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
@@ -511,23 +353,18 @@ __all__ = [
     "DATASETS",
     "Data",
     "EXPERIMENT",
-    "HierarchySource",
     "ImageNetNotPrepared",
     "ImagenetHierarchy",
     "OBJECTIVES",
-    "STREAMS",
     "TARGET_TRANSFORMS",
-    "check_imagenet",
     "class_tree",
     "evaluate_embedding",
     "format_table",
     "gensim_target",
     "heldout_images",
     "hierarchy_log_table",
-    "make_batches",
     "make_objective",
     "model_embedding",
     "model_kwargs",
     "num_train_images",
-    "pixel_embedding",
 ]

@@ -4,7 +4,8 @@ Everything here runs before an experiment builds a model, so a wrong command fai
 before any XLA compile:
 
 * :func:`parse_overrides` turns ``KEY=VALUE`` items into typed values checked against the
-  annotations of the experiment's ``Config`` dataclass: ``int``, ``float`` (an int is accepted),
+  annotations of the experiment's ``Config`` dataclass, KEY a dotted name through its sections
+  (``optim.learning_rate``, ``objectives.simclr.temperature``): ``int``, ``float`` (an int is accepted),
   ``str``, ``bool`` (JSON ``true``/``false``), ``Optional[...]`` (JSON ``null``), ``tuple`` /
   ``tuple[T, ...]`` / ``tuple[T1, T2]`` from JSON lists, ``list``, ``dict``, ``Literal[...]``.
   Errors (:class:`ConfigError`, a ``ValueError``) name the key, the expected type and the value.
@@ -13,8 +14,6 @@ before any XLA compile:
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import json
 import types
 import typing
@@ -43,25 +42,14 @@ class ConfigError(ValueError):
 
 
 def field_types(config_cls) -> dict:
-    """``{field name: annotation}`` of a config dataclass, with string annotations resolved.
+    """``{dotted field name: annotation}`` of a (nested) config dataclass, with string annotations resolved
+    (:func:`gensim_jax.training.config.field_paths`: sections flattened, ``optim.learning_rate``).
 
     When an annotation cannot be resolved, the type of the field's default stands in for it.
     """
-    if not dataclasses.is_dataclass(config_cls):
-        raise TypeError(f"Config must be a dataclass, got {config_cls!r}")
-    try:
-        hints = typing.get_type_hints(config_cls)
-    except Exception:  # an annotation naming something the module does not define
-        hints = {}
-    out = {}
-    for f in dataclasses.fields(config_cls):
-        if f.name in hints:
-            out[f.name] = hints[f.name]
-        elif f.default is not dataclasses.MISSING and f.default is not None:
-            out[f.name] = type(f.default)
-        else:
-            out[f.name] = Any
-    return out
+    from gensim_jax.training.config import field_paths
+
+    return field_paths(config_cls)
 
 
 def _is_union(tp) -> bool:
@@ -213,12 +201,14 @@ def parse_value(key: str, text: str, tp):
 
 
 def parse_overrides(config_cls, items, *, experiment: str = "the experiment") -> dict:
-    """``["key=value", ...]`` -> ``{key: typed value}`` for the dataclass ``config_cls``.
+    """``["key=value", ...]`` -> ``{dotted key: typed value}`` for the (nested) dataclass ``config_cls``.
 
     Raises:
       ConfigError: an item without ``=``, a key that is not a field (with close matches), a key
         given twice, or a value of the wrong type.
     """
+    from gensim_jax.training.config import close_keys
+
     types_ = field_types(config_cls)
     out: dict = {}
     for item in items:
@@ -227,11 +217,11 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
         if not sep or not key:
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
         if key not in types_:
-            close = difflib.get_close_matches(key, list(types_), n=3)
+            close = close_keys(key, types_)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ConfigError(
-                f"--set expects KEY=VALUE with KEY a field of {experiment}'s Config: unknown key "
-                f"{key!r}{hint}; fields: {', '.join(sorted(types_))}"
+                f"--set expects KEY=VALUE with KEY a (dotted) field of {experiment}'s Config: unknown key "
+                f"{key!r}{hint}; fields: {', '.join(types_)}"
             )
         if key in out:
             raise ConfigError(f"--set {key} given twice")
@@ -262,7 +252,13 @@ def find_checkpoints(workdir) -> list:
 
 
 def config_differences(saved: dict, current: dict) -> list:
-    """``[(key, saved value, current value)]`` for the keys whose JSON values differ (missing = None)."""
-    norm = lambda d: json.loads(json.dumps(d, default=str))  # noqa: E731  tuples -> lists, like the saved file
+    """``[(dotted key, saved value, current value)]`` for the fields whose JSON values differ (missing = None).
+
+    Both configs are nested dicts (``dataclasses.asdict``, ``config.json``); sections are compared
+    field by field, so a difference is named ``optim.learning_rate``, not ``optim``.
+    """
+    from gensim_jax.training.config import flatten
+
+    norm = lambda d: flatten(json.loads(json.dumps(d, default=str)))  # noqa: E731  tuples -> lists, like the saved file
     a, b = norm(saved), norm(current)
     return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -1,69 +1,23 @@
 """Experiment: spurious digits -- does a class-centre loss make LeNet ignore the background? (seed 003).
 
-The thesis of seed 003 (Sec. 3, 4) builds a data set in which the background is a spurious cue
-for the label: every MNIST digit class has its own pool of CIFAR-10 backgrounds, and each digit is
-multiplied onto a background of its class's pool (Sec. 3.1; :mod:`gensim_jax.data.spurious_digits`).
-A LeNet-5 (Sec. 3.2; ``get_model("lenet5")``, 62,006 parameters, 84-d penultimate embedding) is
-trained with Adam on
+Every MNIST digit class has its own pool of CIFAR-10 backgrounds, and each digit is multiplied onto
+a background of its class's pool (seed 003 Sec. 3.1; :mod:`gensim_jax.data.spurious_digits`), so
+the background is a spurious cue. LeNet-5 is trained with ``L = ce_weight * CE + lambda * L_sim``
+(Eq. 12; ``L_sim`` pulls a batch's embeddings of one digit to their class centre, Eqs. 1-3, 11:
+:class:`gensim_jax.training.CenterLoss`), one arm per lambda (``lambda_0``, ``lambda_0.25``, ...;
+lambda is a traced leaf, so one compiled step serves the grid and every seed), and evaluated on
+MNIST test digits over backgrounds of their own pool (ID) and of the other digits' pools (OOD)
+with :mod:`gensim_jax.evaluation.spurious_digits` (shared with ``python -m eval spurious_digits``).
 
-    L_total = L_crossentropy + lambda * L_sim                                    (seed 003 Eq. 12)
-
-where ``L_sim = sum_q sum_{i in T_q} ||z_i - mu_q||^2`` pulls the batch's embeddings of one digit
-to their class centre (Eqs. 1-3, 11; :class:`gensim_jax.training.CenterLoss`), for
-``lambda in {0, 0.25, 0.5, 0.75, 10, 100}`` (Figs. 2 and 4), 5 seeds each, 10 epochs (Fig. 3
-also tries 100). Evaluation (:mod:`gensim_jax.evaluation.spurious_digits`): accuracy on MNIST test
-digits over backgrounds of their own pool (ID) and over backgrounds of the other digits' pools
-(OOD, the spurious cue now points to a wrong class), mean over seeds with a 95% Student-t
-interval, plotted against lambda. The thesis finds no significant change of OOD accuracy for
-moderate lambda and a drop at extreme values.
-
-Not given by the thesis, our choices (overridable): batch size 64, Adam learning rate 1e-3
-(PyTorch's default), 10 backgrounds per digit pool, disjoint pools, OOD by swapped pools, inputs
-scaled to ``[0, 1]``, one data set (``data_seed``) shared by all runs while the seed of run ``r``
-(``seed + r``) sets initialisation and batch order.
-
-Configs:
-
-``paper``
-    tfds ``mnist`` (60,000 / 10,000) on ``cifar10`` train images, read from ``data_dir`` (tfds's
-    default directory when None) without downloading: prepare the data first (see
-    :func:`tfds_missing_message`), or set ``download=True`` on a machine with network access.
-``cpu_small``
-    Offline, no tfds: procedural stand-ins for both data sets
-    (:mod:`gensim_jax.data.synthetic_digits`: stroke glyphs with random affine jitter instead of
-    MNIST, smooth two-colour fields instead of CIFAR-10) put through the same pool and composition
-    code; 1,000 training and 500 + 500 test images, 2 backgrounds per pool, glyph jitter 1.3,
-    3 seeds, 4 epochs of batch 32. It checks the pipeline and shows the shortcut (ID >> OOD); it is
-    not a reproduction of the thesis's numbers.
-``thesis_mean``
-    ``cpu_small``'s data with the thesis's "MSE" reading of L_sim (``sim_reduction="mean"``: the
-    element mean over batch and embedding width, PyTorch's ``MSELoss`` default), PyTorch's default
-    LeNet-5 initialisation (``torch_init=True``), 5 seeds, 8 epochs (250 steps of 32), and the
-    nearest-class-centre accuracy of the embedding (``centre_eval=True``). The thesis's Fig. 5 run
-    (cross entropy off, lambda = 1) is ``--config thesis_mean --set ce_weight=0 lambdas=[1]``.
-
-Objective fields: ``sim_reduction`` ("sum": Eqs. 2-3, 11 as written, the default; "mean": the
-thesis's text calls ``S_i`` a mean squared error and reports L_sim "starting from 1e-5", which the
-sum does not give -- :func:`gensim_jax.losses.center_similarity_loss`), ``ce_weight`` (1 in Eq. 12;
-0 for Fig. 5) and ``torch_init`` (:class:`gensim_jax.models.LeNet5`). The runs log the unweighted
-terms ``ce`` and ``l_sim`` next to ``loss``.
-
-The arms of a run are the lambdas (``lambda_0``, ``lambda_0.25``, ...: :func:`lambda_dir`); the
-objective of an arm is :class:`~gensim_jax.training.CenterLoss` with that lambda, a traced leaf of
-the objective, so one compiled step serves the whole grid and every seed (the runner's step cache). The data
-(:mod:`gensim_jax.data.spurious_digits`: :func:`~gensim_jax.data.spurious_digits.load_arrays`,
-:func:`~gensim_jax.data.spurious_digits.make_splits`) and the evaluation
-(:func:`gensim_jax.evaluation.spurious_digits.evaluate`) are library functions shared with
-``python -m eval spurious_digits``.
-
-Outputs: ``workdir/lambda_<lam>/run<r>/`` holds ``config.json``, ``metrics.jsonl`` (loss and train
-accuracy as means over ``log_every`` steps, and ``evals_per_run`` times ``eval/id_accuracy``,
-``eval/ood_accuracy``), ``checkpoints/`` (an interrupted call resumes with ``--resume``) and
-``export/`` (re-evaluate with ``python -m eval spurious_digits --workdir WORKDIR``);
-``workdir/config.json``, ``results.json`` and ``spurious_digits.png``.
-
-Declaration :data:`EXPERIMENT`, run by :func:`gensim_jax.training.runner.run_experiment`:
-``gensim-jax train spurious_digits --config cpu_small`` (``python -m train`` in a checkout).
+Configs: ``paper`` (tfds MNIST on CIFAR-10 from ``data.data_dir``, lambda in {0, .25, .5, .75, 10,
+100}, 5 seeds, 10 epochs of 64; prepare the data first: :func:`gensim_jax.data.spurious_digits.tfds_missing_message`),
+``cpu_small`` (offline procedural stand-ins, 1,000 training images, 3 seeds, 125 steps) and
+``thesis_mean`` (the thesis's "MSE" reading of L_sim, PyTorch's initialisation, the nearest-centre
+read-out; Fig. 5 is ``--set objectives.center.ce_weight=0 lambdas=[1]``). Sections: ``lambdas`` (the
+arms), ``model``, ``data`` (:class:`gensim_jax.data.spurious_digits.DataConfig`),
+``objectives.center`` (``sim_reduction``, ``ce_weight``), ``eval``, ``optim``.
+docs/api/experiment_spurious_digits.md has the details; run with ``gensim-jax train spurious_digits
+--config cpu_small`` (``python -m train`` in a checkout).
 """
 
 from __future__ import annotations
@@ -87,48 +41,73 @@ from gensim_jax.data.spurious_digits import (
     preprocess,
 )
 from gensim_jax.evaluation import spurious_digits as protocol
-from gensim_jax.losses.center import check_sim_form
+from gensim_jax.evaluation.spurious_digits import results_table as format_table
+from gensim_jax.losses.center import SIM_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
-from gensim_jax.training.experiment import HostShard, ImageExperiment, TrainConfig
-from gensim_jax.training.step import normalize_inputs
+from gensim_jax.training.config import with_overrides
+from gensim_jax.training.experiment import HostShard, ImageExperiment, OptimConfig, TrainConfig
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(TrainConfig, DataConfig):
+class ModelConfig:
+    """``model``: LeNet-5, optionally with PyTorch's default initialisation."""
+
+    name: str = "lenet5"
+    torch_init: bool = False  # PyTorch's default nn.Conv2d / nn.Linear initialisation of LeNet-5
+
+
+@dataclasses.dataclass(frozen=True)
+class CenterArm:
+    """``objectives.center``: the class-centre objective of every lambda arm (seed 003 Eq. 12 and its readings;
+    defaults: Eq. 11 as written, CE weight 1)."""
+
+    sim_reduction: str = "sum"  # "sum": Eq. 11 literally; "mean": element mean over batch x width (the "MSE")
+    ce_weight: float = 1.0  # 0: the thesis's Fig. 5 run (cross entropy off)
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    """``objectives``: the one objective, trained once per lambda (the arms)."""
+
+    center: CenterArm = CenterArm()
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval``: ID / OOD accuracy during and after training, its interval, the class-centre read-out."""
+
+    evals_per_run: int = 10  # ID/OOD accuracy logged this many times per run (0: only at the end)
+    batch_size: int = 1000
+    confidence: float = 0.95
+    centre_eval: bool = False  # also the nearest-class-centre accuracy of the embedding (ID and OOD)
+    centre_images: int = 10_000  # training images the centres come from (evenly spaced; all if fewer)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(TrainConfig):
     """Seed 003: LeNet-5, Adam, CE + lambda L_sim, lambda in {0, .25, .5, .75, 10, 100}, 5 seeds, 10 epochs.
 
-    The data fields (``data``, ``data_dir``, ``download``, ``data_seed``, ``per_class``,
-    ``overlap``, ``ood``, ``num_train_images``, ``num_test_images``, ``num_backgrounds``,
-    ``num_ood_backgrounds``, ``digit_jitter``) are those of
-    :class:`gensim_jax.data.spurious_digits.DataConfig`; the optimisation fields those of
+    ``lambdas`` are the arms; the ``data`` section is :class:`gensim_jax.data.spurious_digits.DataConfig`
+    (shared with ``python -m eval spurious_digits``); the run-level and ``optim`` fields are those of
     :class:`~gensim_jax.training.experiment.TrainConfig`.
     """
 
     seed: int = 0
     num_runs: int = 5
     lambdas: tuple = LAMBDAS
-    # optimisation
-    model: str = "lenet5"
     epochs: float = 10.0
     num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 64  # ours (the thesis does not give it)
-    optimizer: str = "adam"
-    learning_rate: float = 1e-3  # ours: PyTorch's Adam default
+    optim: OptimConfig = OptimConfig(optimizer="adam", learning_rate=1e-3)  # ours: PyTorch's Adam default
     log_every: int = 100  # 60,000 / 64 x 10 epochs = 9,380 steps: ~94 loss lines
     checkpoint_every: int = 1000
-    # objective (seed 003 Eq. 12 and its readings; defaults: Eq. 11 as written, CE weight 1)
-    sim_reduction: str = "sum"  # "sum": Eq. 11 literally; "mean": element mean over batch x width (the "MSE")
-    ce_weight: float = 1.0  # 0: the thesis's Fig. 5 run (cross entropy off)
-    torch_init: bool = False  # PyTorch's default nn.Conv2d / nn.Linear initialisation of LeNet-5
-    # evaluation
-    evals_per_run: int = 10  # ID/OOD accuracy logged this many times per run (0: only at the end)
-    eval_batch_size: int = 1000
-    confidence: float = 0.95
-    centre_eval: bool = False  # also the nearest-class-centre accuracy of the embedding (ID and OOD)
-    centre_images: int = 10_000  # training images the centres come from (evenly spaced; all if fewer)
+    model: ModelConfig = ModelConfig()
+    data: DataConfig = DataConfig()
+    objectives: Objectives = Objectives()
+    eval: EvalConfig = EvalConfig()
 
 
 CONFIGS = {
@@ -136,33 +115,38 @@ CONFIGS = {
     # Offline on a 2-core CPU in about 3-4 minutes: procedural digits and backgrounds, 1,000 training
     # images over 2 backgrounds per digit pool (a strong spurious cue), the whole lambda grid x 3 seeds,
     # 4 epochs of batch 32 (125 steps), 500 + 500 test images, evaluated at the end of each run.
-    "cpu_small": Config(
-        num_runs=3,
-        data="synthetic",
-        num_train_images=1000,
-        num_test_images=500,
-        per_class=2,
-        num_backgrounds=100,
-        num_ood_backgrounds=50,
-        digit_jitter=1.3,
-        epochs=4.0,
-        batch_size=32,
-        evals_per_run=0,
-        log_every=5,
-        checkpoint_every=10_000,
+    "cpu_small": with_overrides(
+        Config(),
+        {
+            "num_runs": 3,
+            "data.source": "synthetic",
+            "data.num_train_images": 1000,
+            "data.num_test_images": 500,
+            "data.per_class": 2,
+            "data.num_backgrounds": 100,
+            "data.num_ood_backgrounds": 50,
+            "data.digit_jitter": 1.3,
+            "epochs": 4.0,
+            "batch_size": 32,
+            "eval.evals_per_run": 0,
+            "log_every": 5,
+            "checkpoint_every": 10_000,
+        },
     ),
 }
 # The cpu_small data with the thesis's "MSE" reading of L_sim (element mean over batch and embedding
 # width, which starts near the thesis's 1e-5), PyTorch's default LeNet-5 initialisation, 5 seeds,
 # 8 epochs (250 steps of 32), and the nearest-class-centre read-out of the embedding. The thesis's
-# Fig. 5 run is this config with `--set ce_weight=0 lambdas=[1]`.
-CONFIGS["thesis_mean"] = dataclasses.replace(
+# Fig. 5 run is this config with `--set objectives.center.ce_weight=0 lambdas=[1]`.
+CONFIGS["thesis_mean"] = with_overrides(
     CONFIGS["cpu_small"],
-    num_runs=5,
-    sim_reduction="mean",
-    torch_init=True,
-    epochs=8.0,
-    centre_eval=True,
+    {
+        "num_runs": 5,
+        "objectives.center.sim_reduction": "mean",
+        "model.torch_init": True,
+        "epochs": 8.0,
+        "eval.centre_eval": True,
+    },
 )
 
 
@@ -189,12 +173,12 @@ MODEL_KWARGS = {"num_classes": 10}
 
 def model_kwargs(config: Config) -> dict:
     """``get_model`` keyword arguments: the 10-way classifier, and ``torch_init`` when the config asks for it."""
-    return {**MODEL_KWARGS, **({"torch_init": True} if config.torch_init else {})}
+    return {**MODEL_KWARGS, **({"torch_init": True} if config.model.torch_init else {})}
 
 
 def make_model(config: Config):
     """LeNet-5 with the 10-way classifier (seed 003 Sec. 3.2), PyTorch-initialised with ``torch_init``."""
-    return get_model(config.model, **model_kwargs(config))
+    return get_model(config.model.name, **model_kwargs(config))
 
 
 def lambda_dir(lam: float) -> str:
@@ -205,62 +189,6 @@ def lambda_dir(lam: float) -> str:
 def arm_lambdas(config: Config) -> dict:
     """``{arm name: lambda}`` in the order of ``config.lambdas``."""
     return {lambda_dir(lam): float(lam) for lam in config.lambdas}
-
-
-def initial_losses(config: Config, data=None, *, num_batches: int = 10) -> list[dict]:
-    """Both unweighted terms of Eq. 12 at initialisation, per run: the thesis's "L_sim starts from 1e-5".
-
-    For each run ``r`` (seed ``config.seed + r``): the runner's initial variables of that seed
-    (``init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
-    (the runner's batch order), L_sim in both forms (:func:`gensim_jax.losses.center_similarity_loss`)
-    and the cross entropy, each the mean over those batches.
-
-    Args:
-      config: a validated :class:`Config`.  data: the experiment's prepared data (built when None).
-      num_batches: batches per run (>= 1).
-
-    Returns:
-      ``[{"seed", "l_sim_sum", "l_sim_mean", "ce"}, ...]``, one dict per run.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    from gensim_jax import losses
-
-    if num_batches < 1:
-        raise ValueError(f"num_batches must be >= 1, got {num_batches}")
-    data = EXPERIMENT.prepare(config) if data is None else data
-    arm = EXPERIMENT.arms(config)[0]
-    model = make_model(config)
-
-    @jax.jit
-    def terms(variables, x, y, m):
-        out = model.apply(variables, x)
-        z = out["embedding"]
-        ce, l_sum = losses.center_objective_terms(out["logits"], y, z, num_classes=10, mask=m)
-        l_mean = losses.center_similarity_loss(z, y, num_classes=10, mask=m, form="mean")
-        return {"l_sim_sum": l_sum, "l_sim_mean": l_mean, "ce": ce}
-
-    rows = []
-    for r in range(config.num_runs):
-        seed = config.seed + r
-        variables = EXPERIMENT.init_variables(arm, config, model, seed)
-        values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
-        shard = HostShard(global_batch=config.batch_size)
-        for k, batch in enumerate(EXPERIMENT.batches(arm, config, data, seed, shard)(0)):
-            if k == num_batches:
-                break
-            x = normalize_inputs({"image": batch["image"]}, "unit")["image"]
-            t = terms(variables, x, jnp.asarray(batch["label"]), jnp.asarray(batch["mask"]))
-            for key, v in t.items():
-                values[key].append(float(v))
-        rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# Declaration
-# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -324,34 +252,34 @@ class SpuriousDigits(ImageExperiment):
             raise ValueError(
                 f"lambdas must be distinct (to 6 significant digits: they name the run directories), got {lams!r}"
             )
-        check_data_config(config)
-        if config.batch_size < 2 or (
-            config.num_train_images is not None and config.batch_size > config.num_train_images
-        ):
+        check_data_config(config.data)
+        n, ev, center = config.data.num_train_images, config.eval, config.objectives.center
+        if config.batch_size < 2 or (n is not None and config.batch_size > n):
+            raise ValueError(f"batch_size must lie in [2, data.num_train_images={n}], got {config.batch_size}")
+        if ev.evals_per_run < 0:
+            raise ValueError(f"eval.evals_per_run must be >= 0, got {ev.evals_per_run}")
+        if ev.centre_images < 10:
+            raise ValueError(f"eval.centre_images must be >= 10 (one per digit at least), got {ev.centre_images}")
+        if ev.batch_size < 1:
+            raise ValueError(f"eval.batch_size must be >= 1, got {ev.batch_size}")
+        if not 0.0 < ev.confidence < 1.0:
+            raise ValueError(f"eval.confidence must lie in (0, 1), got {ev.confidence}")
+        if center.sim_reduction not in SIM_FORMS:
             raise ValueError(
-                f"batch_size must lie in [2, num_train_images={config.num_train_images}], got {config.batch_size}"
+                f"objectives.center.sim_reduction must be one of {SIM_FORMS}, got {center.sim_reduction!r}"
             )
-        if not config.learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {config.learning_rate}")
-        if config.evals_per_run < 0:
-            raise ValueError(f"evals_per_run must be >= 0, got {config.evals_per_run}")
-        if config.centre_images < 10:
-            raise ValueError(f"centre_images must be >= 10 (one per digit at least), got {config.centre_images}")
-        if config.eval_batch_size < 1:
-            raise ValueError(f"eval_batch_size must be >= 1, got {config.eval_batch_size}")
-        if not 0.0 < config.confidence < 1.0:
-            raise ValueError(f"confidence must lie in (0, 1), got {config.confidence}")
-        check_sim_form(config.sim_reduction)
-        w = config.ce_weight
+        w = center.ce_weight
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-            raise ValueError(f"ce_weight must be a finite number >= 0, got {w!r}")
-        if config.model != "lenet5":
-            raise ValueError(f"model must be 'lenet5' (32x32 RGB input, seed 003 Sec. 3.2), got {config.model!r}")
+            raise ValueError(f"objectives.center.ce_weight must be a finite number >= 0, got {w!r}")
+        if config.model.name != "lenet5":
+            raise ValueError(
+                f"model.name must be 'lenet5' (32x32 RGB input, seed 003 Sec. 3.2), got {config.model.name!r}"
+            )
         return config
 
     def prepare(self, config: Config) -> Data:
         t0 = time.perf_counter()
-        splits = make_splits(config, load_arrays(config))
+        splits = make_splits(config.data, load_arrays(config.data))
         return Data(splits, evaluation_sets(splits), time.perf_counter() - t0)
 
     def arms(self, config: Config) -> tuple:
@@ -361,18 +289,18 @@ class SpuriousDigits(ImageExperiment):
         return len(data.splits["train"])
 
     def model(self, arm: str, config: Config):
-        return make_model(config), config.model, model_kwargs(config)
+        return make_model(config), config.model.name, model_kwargs(config)
 
-    def example_input(self, arm: str, config: Config) -> np.ndarray:
-        return np.zeros((1, 32, 32, 3), np.float32)
+    def image_size(self, config: Config) -> int:
+        return 32  # the digits' canvas (seed 003 Sec. 3.1)
 
     def objective(self, arm: str, config: Config):
         # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
         return CenterLoss(
             lam=arm_lambdas(config)[arm],
-            ce_weight=float(config.ce_weight),
+            ce_weight=float(config.objectives.center.ce_weight),
             num_classes=10,
-            sim_reduction=config.sim_reduction,
+            sim_reduction=config.objectives.center.sim_reduction,
         )
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
@@ -382,17 +310,17 @@ class SpuriousDigits(ImageExperiment):
         return {"image_size": 32, "preprocess": "unit", "lam": arm_lambdas(config)[arm]}
 
     def periodic_eval(self, arm: str, config: Config, data: Data, model):
-        if not config.evals_per_run:
+        if not config.eval.evals_per_run:
             return None
-        predict = data.predictor(model, config.eval_batch_size)
-        every = max(1, self.num_steps(config, data) // config.evals_per_run)
+        predict = data.predictor(model, config.eval.batch_size)
+        every = max(1, self.num_steps(config, data) // config.eval.evals_per_run)
         return every, lambda state, step: protocol.evaluate(predict, state.variables, data.sets)
 
     def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        out = protocol.evaluate(data.predictor(model, config.eval_batch_size), variables, data.sets)
-        if config.centre_eval:
-            embed = data.embedder(model, config.eval_batch_size)
-            train = data.centre_train_set(config.centre_images)
+        out = protocol.evaluate(data.predictor(model, config.eval.batch_size), variables, data.sets)
+        if config.eval.centre_eval:
+            embed = data.embedder(model, config.eval.batch_size)
+            train = data.centre_train_set(config.eval.centre_images)
             out.update(protocol.evaluate_centres(embed, variables, train, data.sets))
         return out
 
@@ -422,46 +350,21 @@ class SpuriousDigits(ImageExperiment):
             "experiment": self.name,
             "data": (
                 "offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
-                if config.data == "synthetic"
+                if config.data.source == "synthetic"
                 else "tfds mnist on cifar10"
             ),
             "num_train": len(data.splits["train"]),
             "num_test": {k: int(len(v[1])) for k, v in data.sets.items()},
-            "summary": protocol.summarize(per_run, config.confidence),
+            "summary": protocol.summarize(per_run, config.eval.confidence),
             "per_run": per_run,
             "data_seconds": data.seconds,
         }
 
     def plot(self, results: dict, path) -> None:
-        cfg = results["config"]
-        data = "procedural stand-ins" if cfg["data"] == "synthetic" else "MNIST on CIFAR-10"
-        protocol.plot_accuracy_vs_lambda(
-            results["summary"],
-            path,
-            confidence=cfg["confidence"],
-            title=(
-                f"Spurious digits ({data}): LeNet-5, {cfg.get('ce_weight', 1.0):g} CE + lambda L_sim "
-                f"({cfg.get('sim_reduction', 'sum')}), {cfg['num_runs']} seeds"
-            ),
-        )
+        protocol.plot_results(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
-
-
-def format_table(results: dict) -> str:
-    """Lambda x ID / OOD accuracy (mean and t-interval over seeds) as Markdown, with a line on the data."""
-    cfg = results["config"]
-    objective = (
-        f"L_sim {cfg.get('sim_reduction', 'sum')}, CE weight {cfg.get('ce_weight', 1.0):g}, "
-        f"{'PyTorch' if cfg.get('torch_init') else 'default'} init"
-    )
-    head = (
-        f"Spurious digits, {results['data']}; {cfg['num_runs']} seeds, {results['num_steps']} steps of "
-        f"{cfg['batch_size']} ({results['num_train']} training images), OOD = {cfg['ood']} backgrounds; "
-        f"{objective}:"
-    )
-    return head + "\n" + protocol.format_table(results["summary"], cfg["confidence"])
 
 
 EXPERIMENT = SpuriousDigits()
@@ -477,7 +380,6 @@ __all__ = [
     "TFDS_DATASETS",
     "arm_lambdas",
     "format_table",
-    "initial_losses",
     "lambda_dir",
     "make_batches",
     "make_model",

@@ -19,6 +19,7 @@ from gensim_jax.models.registry import get_model, list_models, register_model
 from gensim_jax.models.resnet import ResNet, resnet, resnet18, resnet34, resnet50, resnet101, resnet152
 from gensim_jax.models.torch_import import (
     CheckpointMismatchError,
+    fine_tuning_variables,
     load_pretrained,
     load_state_dict,
     normalize_imagenet,
@@ -40,6 +41,7 @@ __all__ = [
     "cornet_s",
     "cornet_z",
     "extend_classifier",
+    "fine_tuning_variables",
     "get_model",
     "lenet5",
     "list_models",

@@ -252,6 +252,36 @@ def load_pretrained(
     return model, torch_to_flax(model, load_state_dict(source), strict=strict, rng=rng)
 
 
+def fine_tuning_variables(
+    name: str,
+    source: str | os.PathLike | Mapping[str, Any],
+    model_kwargs: Mapping[str, Any],
+    seed: int,
+    *,
+    new_classes: int | None = None,
+    pretrained_classes: int = 1000,
+) -> dict[str, Any]:
+    """Variables of the checkpoint ``source`` for ``get_model(name, **model_kwargs)``, to fine-tune.
+
+    The checkpoint is read with its ``pretrained_classes``-way read-out (non-strict when the model
+    adds a projection head, whose parameters are fresh from ``seed``); with ``new_classes`` that
+    many classes are appended to the read-out (:func:`~gensim_jax.models.extend_classifier`, as
+    Appendix L adds the 11 shapes to ImageNet's 1,000), else the read-out is dropped.
+    """
+    from gensim_jax.models.heads import extend_classifier
+
+    key = jax.random.key(seed)
+    kw = {**model_kwargs, "num_classes": pretrained_classes}
+    _, variables = load_pretrained(name, source, strict=kw.get("projection_dims") is None, rng=key, **kw)
+    variables = dict(variables)
+    if new_classes:
+        return extend_classifier(variables, new_classes, jax.random.fold_in(key, 1))
+    params = dict(variables["params"])
+    params.pop("classifier", None)
+    variables["params"] = params
+    return variables
+
+
 def normalize_imagenet(images: jax.Array) -> jax.Array:
     """The ImageNet input normalisation the torchvision and CORnet checkpoints were trained with.
 

@@ -10,11 +10,12 @@ checkpoints and exact resume, exports, records and figures, with files written b
 What a declaration provides (methods with a default are optional):
 
 =========================  ========================================================================
-``Config``, ``CONFIGS``    a frozen dataclass deriving from :class:`TrainConfig`; named variants
-                           (``paper``, ``cpu_small``, ``demo``, ...)
+``Config``, ``CONFIGS``    a frozen dataclass deriving from :class:`TrainConfig`, with sections
+                           ``data``, ``model``, ``objectives.<arm>``, ``eval``; named variants
+                           (``paper``, ``cpu_small``, ``demo``, ...; derived with ``with_overrides``)
 ``validate(config)``       range checks (``ValueError`` naming the field); returns the config
 ``prepare(config)``        data shared by all runs (sources, test sets): built once per call
-``arms(config)``           the names trained in every run (default: ``config.objectives``)
+``arms(config)``           the names trained in every run (default: ``config.arms``)
 ``model(arm, config)``     ``(flax module, registry name, registry kwargs)``
 ``init_variables(...)``    initial variables (default: ``model.init`` on one example)
 ``objective(arm, config)`` the :class:`~gensim_jax.training.objectives.Objective`
@@ -37,7 +38,19 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import jax
 import numpy as np
 
-__all__ = ["TrainConfig", "Experiment", "ImageExperiment", "HostShard", "COMPUTE_DTYPES", "check_train_config"]
+from gensim_jax.training.config import ArmConfig, from_dict, is_section, with_overrides
+from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
+
+__all__ = [
+    "ArmConfig",
+    "TrainConfig",
+    "Experiment",
+    "ImageExperiment",
+    "HostShard",
+    "COMPUTE_DTYPES",
+    "OptimConfig",
+    "check_train_config",
+]
 
 COMPUTE_DTYPES = ("float32", "bfloat16")
 
@@ -46,6 +59,11 @@ COMPUTE_DTYPES = ("float32", "bfloat16")
 class TrainConfig:
     """Fields every experiment's config has (set any of them with ``--set KEY=VALUE``).
 
+    The run-level fields sit at the top; an experiment's ``Config`` adds its sections (``data``,
+    ``model``, ``objectives.<arm>``, ``eval``), each a frozen dataclass, named on the command line
+    by dotted paths (``--set optim.learning_rate=3e-4 objectives.simclr.temperature=0.2``;
+    :mod:`gensim_jax.training.config`).
+
     Attributes:
       seed: seed of run 0; run ``r`` uses ``seed + r``.
       num_runs: independent runs (seeds) of every arm.
@@ -53,8 +71,7 @@ class TrainConfig:
       epochs: passes over the training examples when ``num_steps`` is None.
       batch_size: the GLOBAL batch, over all processes and devices (each process loads
         ``batch_size / process_count`` rows; it must divide over the devices of the mesh).
-      optimizer, learning_rate, schedule, warmup_steps, min_learning_rate, momentum, weight_decay,
-        grad_clip_norm: see :mod:`gensim_jax.training.optim`.
+      optim: the optimizer and its schedule (:class:`~gensim_jax.training.optim.OptimConfig`).
       dtype: compute dtype of the encoder, ``float32`` or ``bfloat16`` (parameters, optimizer state
         and losses stay float32).
       mesh_data, mesh_fsdp: the ``(data, fsdp)`` device mesh (``-1``: all remaining devices);
@@ -68,14 +85,7 @@ class TrainConfig:
     num_steps: Optional[int] = None
     epochs: float = 1.0
     batch_size: int = 32
-    optimizer: str = "adam"
-    learning_rate: float = 1e-3
-    schedule: str = "constant"
-    warmup_steps: int = 0
-    min_learning_rate: float = 0.0
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    grad_clip_norm: Optional[float] = None
+    optim: OptimConfig = OptimConfig()
     dtype: str = "float32"
     mesh_data: int = -1
     mesh_fsdp: int = 1
@@ -84,9 +94,7 @@ class TrainConfig:
 
 
 def check_train_config(config: TrainConfig) -> None:
-    """``ValueError`` naming the field when a :class:`TrainConfig` field is out of range."""
-    from gensim_jax.training.optim import check_optimizer_fields
-
+    """``ValueError`` naming the (dotted) field when a :class:`TrainConfig` field is out of range."""
     if config.num_runs < 1:
         raise ValueError(f"num_runs must be >= 1, got {config.num_runs}")
     if config.num_steps is not None and config.num_steps < 0:
@@ -105,7 +113,15 @@ def check_train_config(config: TrainConfig) -> None:
         raise ValueError(f"log_every must be >= 1, got {config.log_every}")
     if config.checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1, got {config.checkpoint_every}")
-    check_optimizer_fields(config)
+    check_optimizer_fields(config.optim)
+    arms = getattr(config, "objectives", None)
+    if is_section(arms):
+        for f in dataclasses.fields(arms):
+            lr = getattr(getattr(arms, f.name), "learning_rate", None)
+            if lr is not None and not lr > 0:
+                raise ValueError(
+                    f"objectives.{f.name}.learning_rate must be positive (or null: optim.learning_rate), got {lr}"
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,8 +188,8 @@ class Experiment:
       name: the command-line name (default: the module's last name).
       Config: the config dataclass (a :class:`TrainConfig`).
       CONFIGS: ``{name: Config(...)}``; the first one is the default when there is no ``paper``.
-      OBJECTIVES: the arm names a config may select (``--objective``), or ``()``.
-      MODELS: the encoders ``--model`` accepts (``None``: any registered one).
+      OBJECTIVES: the arm names a config's ``arms`` may select (``--objective``), or ``()``.
+      MODELS: the encoders ``--model`` (``model.name``) accepts (``None``: any registered one).
       summary: one line for ``--help`` (default: the first line of the module docstring).
     """
 
@@ -186,27 +202,22 @@ class Experiment:
 
     # ---- configuration -------------------------------------------------------------------
     def get_config(self, name: Optional[str] = None, **overrides) -> Any:
-        """The named config with ``overrides`` applied (JSON lists become tuples), validated."""
+        """The named config with ``overrides`` (dotted names, ``**{"optim.learning_rate": 3e-4}``) applied
+        (:func:`~gensim_jax.training.config.with_overrides`; JSON lists become tuples), validated."""
         name = self.default_config() if name is None else name
         if name not in self.CONFIGS:
             raise ValueError(f"unknown config {name!r} for {self.name}; known: {', '.join(self.CONFIGS)}")
-        base = self.CONFIGS[name]
-        fields = {f.name for f in dataclasses.fields(base)}
-        unknown = sorted(set(overrides) - fields)
-        if unknown:
-            raise ValueError(f"unknown config fields {unknown}; known: {sorted(fields)}")
-        overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-        return self.validate(dataclasses.replace(base, **overrides))
+        return self.validate(with_overrides(self.CONFIGS[name], overrides))
 
     def config_from_dict(self, fields: Mapping[str, Any]) -> Any:
-        """The validated config of a recorded one (``config.json``, an export's ``run_config``): JSON lists
-        become tuples; ``ValueError`` naming fields the ``Config`` does not have."""
-        known = {f.name for f in dataclasses.fields(self.Config)}
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise ValueError(f"{self.name}: the recorded config has fields {unknown} that {self.Config.__name__} lacks")
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-        return self.validate(self.Config(**values))
+        """The validated config of a recorded one (``config.json``, an export's ``run_config``; nested sections as
+        ``dataclasses.asdict`` writes them): JSON lists become tuples; ``ValueError`` naming fields (dotted)
+        the ``Config`` does not have."""
+        try:
+            config = from_dict(self.Config, fields)
+        except ValueError as err:
+            raise ValueError(f"{self.name}: the recorded config does not fit {self.Config.__name__}: {err}") from None
+        return self.validate(config)
 
     def default_config(self) -> str:
         """``paper`` when declared, else the first config."""
@@ -215,11 +226,11 @@ class Experiment:
     def validate(self, config) -> Any:
         """Check ``config`` (``ValueError`` naming the field) and return it; extend with ``super().validate``."""
         check_train_config(config)
-        objectives = getattr(config, "objectives", None)
-        if self.OBJECTIVES and objectives is not None:
-            bad = [o for o in objectives if o not in self.OBJECTIVES]
-            if bad or not objectives:
-                raise ValueError(f"objectives must be a non-empty subset of {self.OBJECTIVES}, got {objectives}")
+        arms = getattr(config, "arms", None)
+        if self.OBJECTIVES and arms is not None:
+            bad = [o for o in arms if o not in self.OBJECTIVES]
+            if bad or not arms:
+                raise ValueError(f"arms must be a non-empty subset of {self.OBJECTIVES}, got {arms}")
         return config
 
     # ---- what is trained -----------------------------------------------------------------
@@ -234,8 +245,8 @@ class Experiment:
         return self.prepare(config)
 
     def arms(self, config) -> tuple:
-        """Names of what each run trains (directories ``workdir/<arm>/run<r>``)."""
-        return tuple(config.objectives)
+        """Names of what each run trains (directories ``workdir/<arm>/run<r>``; default ``config.arms``)."""
+        return tuple(config.arms)
 
     def num_train_examples(self, config, data) -> int:
         """Training examples per epoch (for ``epochs``); experiments that use ``epochs`` override it."""
@@ -248,8 +259,10 @@ class Experiment:
         return int(math.ceil(config.epochs * self.num_train_examples(config, data) / config.batch_size))
 
     def learning_rate(self, arm: str, config) -> float:
-        """Peak learning rate of ``arm`` (default ``config.learning_rate``)."""
-        return float(config.learning_rate)
+        """Peak learning rate of ``arm``: ``objectives.<arm>.learning_rate`` when the config has that section and
+        it is set, else ``optim.learning_rate``."""
+        own = getattr(getattr(getattr(config, "objectives", None), str(arm), None), "learning_rate", None)
+        return float(config.optim.learning_rate if own is None else own)
 
     def model(self, arm: str, config) -> tuple:
         """``(module, registry name, registry kwargs)`` of the encoder trained for ``arm``."""
@@ -362,22 +375,45 @@ class Experiment:
 
 
 class ImageExperiment(Experiment):
-    """An :class:`Experiment` whose encoders read square RGB images of ``config.image_size``.
+    """An :class:`Experiment` whose encoders read square RGB images of ``config.data.image_size``.
 
     Batches carry the images as ``uint8`` in ``[0, 255]`` (:meth:`input_dtype`), normalised with the
     ImageNet statistics inside the jitted step (``preprocess="imagenet"``; override
     :meth:`export_info` for another normalisation); ``model.init`` sees one float32 image.
     """
 
+    #: the smallest image size the encoders take
+    MIN_IMAGE_SIZE = 32
+
+    def image_size(self, config) -> int:
+        """The side of the square input images (default ``config.data.image_size``)."""
+        return int(config.data.image_size)
+
+    def validate(self, config) -> Any:
+        """The :class:`Experiment` checks and ``image_size(config) >= MIN_IMAGE_SIZE``."""
+        super().validate(config)
+        if self.image_size(config) < self.MIN_IMAGE_SIZE:
+            raise ValueError(
+                f"data.image_size must be >= {self.MIN_IMAGE_SIZE} (the encoders' input), got {self.image_size(config)}"
+            )
+        return config
+
+    def check_batch_size(self, config, num_train_images: int) -> None:
+        """``ValueError`` unless ``2 <= batch_size <= num_train_images`` (the training images of ``data``)."""
+        if config.batch_size < 2 or config.batch_size > num_train_images:
+            raise ValueError(
+                f"batch_size must lie in [2, the {num_train_images} training images (data)], got {config.batch_size}"
+            )
+
     def example_input(self, arm: str, config) -> np.ndarray:
-        s = int(config.image_size)
+        s = self.image_size(config)
         return np.zeros((1, s, s, 3), np.float32)
 
     def input_dtype(self, arm: str, config):
         return np.uint8
 
     def export_info(self, arm: str, config) -> dict:
-        return {"image_size": int(config.image_size), "preprocess": "imagenet"}
+        return {"image_size": self.image_size(config), "preprocess": "imagenet"}
 
 
 _INIT_CACHE: dict = {}

@@ -1,7 +1,7 @@
-"""Optimizers and learning-rate schedules from config fields (what a cluster user sets with ``--set``).
+"""Optimizers and learning-rate schedules from a config's ``optim`` section (``--set optim.KEY=VALUE``).
 
-:func:`make_optimizer` turns the fields of :class:`~gensim_jax.training.experiment.TrainConfig`
-into one optax transformation:
+:func:`make_optimizer` turns the fields of :class:`OptimConfig` (every
+:class:`~gensim_jax.training.experiment.TrainConfig`'s ``optim``) into one optax transformation:
 
 ============  ====================================================================================
 optimizer     ``adam`` (Kingma & Ba 2015), ``adamw`` (decoupled weight decay, Loshchilov & Hutter
@@ -19,12 +19,14 @@ transformation itself is static and identical for every run of a sweep over seed
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import jax.numpy as jnp
 import optax
 
 __all__ = [
+    "OptimConfig",
     "OPTIMIZERS",
     "SCHEDULES",
     "make_schedule",
@@ -37,22 +39,58 @@ OPTIMIZERS = ("adam", "adamw", "sgd", "lars")
 SCHEDULES = ("constant", "warmup_cosine")
 
 
+@dataclasses.dataclass(frozen=True)
+class OptimConfig:
+    """The ``optim`` section of every config (``--set optim.learning_rate=3e-4``).
+
+    Attributes:
+      optimizer: ``adam``, ``adamw``, ``sgd`` or ``lars`` (see the module docstring).
+      learning_rate: the peak learning rate (an arm's ``objectives.<arm>.learning_rate`` overrides it).
+      schedule: ``constant`` or ``warmup_cosine``.
+      warmup_steps: linear warm-up steps of ``warmup_cosine``.
+      min_learning_rate: the rate ``warmup_cosine`` decays to at the last step.
+      momentum: heavy-ball momentum of ``sgd`` and ``lars``.
+      weight_decay: decoupled (``adamw``, ``lars``) or L2 (``sgd``) weight decay.
+      grad_clip_norm: gradients rescaled to this global norm before the update (None: no clipping).
+    """
+
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    schedule: str = "constant"
+    warmup_steps: int = 0
+    min_learning_rate: float = 0.0
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    grad_clip_norm: Optional[float] = None
+
+
+def _optim_section(config: Any) -> OptimConfig:
+    """``config.optim`` of a :class:`~gensim_jax.training.experiment.TrainConfig`, or ``config`` itself."""
+    return getattr(config, "optim", config)
+
+
 def check_optimizer_fields(config: Any) -> None:
-    """``ValueError`` naming the field when an optimizer field of ``config`` is out of range."""
-    if config.optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
-    if config.schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {config.schedule!r}")
-    if config.warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be >= 0, got {config.warmup_steps}")
-    if config.min_learning_rate < 0:
-        raise ValueError(f"min_learning_rate must be >= 0, got {config.min_learning_rate}")
-    if config.weight_decay < 0:
-        raise ValueError(f"weight_decay must be >= 0, got {config.weight_decay}")
-    if not 0 <= config.momentum < 1:
-        raise ValueError(f"momentum must lie in [0, 1), got {config.momentum}")
-    if config.grad_clip_norm is not None and not config.grad_clip_norm > 0:
-        raise ValueError(f"grad_clip_norm must be positive (or null), got {config.grad_clip_norm}")
+    """``ValueError`` naming the dotted field (``optim.NAME``) when a field of the ``optim`` section is out of range.
+
+    ``config``: a :class:`~gensim_jax.training.experiment.TrainConfig` or its :class:`OptimConfig`.
+    """
+    o = _optim_section(config)
+    if o.optimizer not in OPTIMIZERS:
+        raise ValueError(f"optim.optimizer must be one of {OPTIMIZERS}, got {o.optimizer!r}")
+    if not o.learning_rate > 0:
+        raise ValueError(f"optim.learning_rate must be positive, got {o.learning_rate}")
+    if o.schedule not in SCHEDULES:
+        raise ValueError(f"optim.schedule must be one of {SCHEDULES}, got {o.schedule!r}")
+    if o.warmup_steps < 0:
+        raise ValueError(f"optim.warmup_steps must be >= 0, got {o.warmup_steps}")
+    if o.min_learning_rate < 0:
+        raise ValueError(f"optim.min_learning_rate must be >= 0, got {o.min_learning_rate}")
+    if o.weight_decay < 0:
+        raise ValueError(f"optim.weight_decay must be >= 0, got {o.weight_decay}")
+    if not 0 <= o.momentum < 1:
+        raise ValueError(f"optim.momentum must lie in [0, 1), got {o.momentum}")
+    if o.grad_clip_norm is not None and not o.grad_clip_norm > 0:
+        raise ValueError(f"optim.grad_clip_norm must be positive (or null), got {o.grad_clip_norm}")
 
 
 def make_schedule(
@@ -96,34 +134,34 @@ def _base(optimizer: str, learning_rate, *, momentum: float, weight_decay: float
 
 
 def make_optimizer(config: Any, num_steps: int, learning_rate: Optional[float] = None) -> optax.GradientTransformation:
-    """The optax transformation of ``config`` (fields as in :class:`TrainConfig`) for a run of ``num_steps``.
+    """The optax transformation of ``config`` (a :class:`TrainConfig` or its :class:`OptimConfig`) for a run of ``num_steps``.
 
-    ``learning_rate`` overrides ``config.learning_rate`` (experiments with one rate per objective).
+    ``learning_rate`` overrides ``optim.learning_rate`` (an arm's own rate, ``objectives.<arm>.learning_rate``).
     The peak rate and the schedule's step count are baked into the returned transformation, so build
     it once and reuse it for every run that shares them: the transformation is a static part of the
     train state, and an equal one lets every run reuse the compiled step.
 
     Example:
-      >>> from gensim_jax.training.experiment import TrainConfig
-      >>> tx = make_optimizer(TrainConfig(optimizer="sgd", learning_rate=0.1, momentum=0.0), 100)
+      >>> tx = make_optimizer(OptimConfig(optimizer="sgd", learning_rate=0.1, momentum=0.0), 100)
       >>> import jax.numpy as jnp
       >>> p = {"w": jnp.ones(2)}
       >>> u, _ = tx.update({"w": jnp.ones(2)}, tx.init(p), p)
       >>> u["w"].tolist()
       [-0.10000000149011612, -0.10000000149011612]
     """
-    check_optimizer_fields(config)
-    lr = config.learning_rate if learning_rate is None else learning_rate
+    o = _optim_section(config)
+    check_optimizer_fields(o)
+    lr = o.learning_rate if learning_rate is None else learning_rate
     schedule = make_schedule(
-        config.schedule, lr, num_steps, warmup_steps=config.warmup_steps, min_learning_rate=config.min_learning_rate
+        o.schedule, lr, num_steps, warmup_steps=o.warmup_steps, min_learning_rate=o.min_learning_rate
     )
 
     def build(learning_rate):
-        return _base(config.optimizer, learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)
+        return _base(o.optimizer, learning_rate, momentum=o.momentum, weight_decay=o.weight_decay)
 
     tx = optax.inject_hyperparams(build)(learning_rate=schedule)
-    if config.grad_clip_norm is not None:
-        tx = optax.chain(optax.clip_by_global_norm(config.grad_clip_norm), tx)
+    if o.grad_clip_norm is not None:
+        tx = optax.chain(optax.clip_by_global_norm(o.grad_clip_norm), tx)
     return tx
 
 

@@ -270,7 +270,7 @@ def run_experiment(
             model, train_model, model_name, model_kwargs = models[arm]
             lr = experiment.learning_rate(arm, config)
             if lr not in optimizers:
-                optimizers[lr] = make_optimizer(config, steps, lr)
+                optimizers[lr] = make_optimizer(config.optim, steps, lr)
             run_dir = workdir / str(arm) / f"run{r}"
             variables = experiment.init_variables(arm, config, model, seed)
             state = create_train_state(train_model, optimizers[lr], jax.random.key(seed), variables=variables)
@@ -413,7 +413,7 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
     arm = experiment.arms(config)[0] if arm is None else arm
     b = int(config.batch_size if global_batch is None else global_batch)
     model, _, _ = experiment.model(arm, config)
-    tx = make_optimizer(config, max(int(config.num_steps or 1), 1), experiment.learning_rate(arm, config))
+    tx = make_optimizer(config.optim, max(int(config.num_steps or 1), 1), experiment.learning_rate(arm, config))
     example = experiment.example_input(arm, config)
     variables = jax.eval_shape(lambda: model.init(jax.random.key(0), example))
     train_model = compute_dtype_model(model, config.dtype)

@@ -79,7 +79,12 @@ def test_naive_kernel_matches_library_on_programs():
 def test_input_scaling_lines_and_bytes_per_process():
     from bench import input_scaling
 
-    small = {"num_train_images": 64, "image_size": 32, "eval_trials_per_condition": 1, "projection_dims": (16, 8)}
+    small = {
+        "data.num_train_images": 64,
+        "data.image_size": 32,
+        "eval.trials_per_condition": 1,
+        "objectives.simclr.projection_dims": (16, 8),
+    }
     lines = input_scaling.measure("quadrilaterals", "cpu_small", small, steps=2)
     assert {ln["params"]["arm"] for ln in lines} == {"gensim", "supervised", "simclr"}
     assert sorted({ln["params"]["processes"] for ln in lines}) == [2, 4]

@@ -18,6 +18,7 @@ import pytest
 from gensim_jax import experiments as registry
 from gensim_jax.experiments import overrides as _config
 from gensim_jax.experiments.cli import main
+from gensim_jax.training.config import with_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -175,6 +176,82 @@ def test_a_key_given_twice_is_an_error():
         _config.parse_overrides(Demo, ["steps=1", "steps=2"])
 
 
+@dataclasses.dataclass(frozen=True)
+class Head:
+    dims: tuple[int, ...] = (128, 64)
+    temperature: float = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class Arms:
+    simclr: Head = Head()
+    other: Head = Head(temperature=0.1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Nested:
+    steps: int = 3
+    objectives: Arms = Arms()
+
+
+def test_dotted_keys_are_typed_through_the_sections():
+    assert list(_config.field_types(Nested)) == [
+        "steps",
+        "objectives.simclr.dims",
+        "objectives.simclr.temperature",
+        "objectives.other.dims",
+        "objectives.other.temperature",
+    ]
+    got = _config.parse_overrides(Nested, ["objectives.simclr.temperature=1", "objectives.other.dims=[4]"])
+    assert got == {"objectives.simclr.temperature": 1.0, "objectives.other.dims": (4,)}
+    assert type(got["objectives.simclr.temperature"]) is float
+    config = with_overrides(Nested(), got)
+    assert config == Nested(objectives=Arms(simclr=Head(temperature=1.0), other=Head(dims=(4,), temperature=0.1)))
+
+
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("objectives.simclr.temperature=hot", ["--set objectives.simclr.temperature", "expected float", '"hot"']),
+        ('objectives.other.dims=[1, "x"]', ["objectives.other.dims[1]", "expected int", '"x"']),
+        ("objectives.simclr.temprature=1", ["unknown key", "did you mean objectives.simclr.temperature"]),
+        ("objectives.simclr=1", ["unknown key 'objectives.simclr'"]),
+        ("simclr.temperature=1", ["unknown key", "objectives.simclr.temperature"]),
+    ],
+)
+def test_bad_dotted_overrides_name_the_dotted_key(item, words):
+    with pytest.raises(_config.ConfigError) as info:
+        _config.parse_overrides(Nested, [item])
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
+
+
+def test_with_overrides_replaces_nested_fields_and_names_unknown_ones():
+    base = Nested()
+    changed = with_overrides(base, {"objectives.other.temperature": 0.3, "steps": 5})
+    assert changed.objectives.other == Head(temperature=0.3) and changed.objectives.simclr is base.objectives.simclr
+    assert changed.steps == 5 and base.objectives.other.temperature == 0.1  # the base is untouched
+    assert with_overrides(base, {"objectives": {"simclr": {"dims": [8]}}}).objectives.simclr.dims == (8,)
+    with pytest.raises(ValueError, match=r"'objectives\.other\.dim'.*did you mean objectives\.other\.dims"):
+        with_overrides(base, {"objectives.other.dim": 1})
+    with pytest.raises(ValueError, match=r"'objectives\.simclr\.x'"):
+        with_overrides(base, {"objectives": {"simclr": {"x": 1}}})
+
+
+@pytest.mark.parametrize(
+    "name", ["quadrilaterals", "geoclidean", "imagenet_hierarchy", "spurious_digits", "gaussian_mixture"]
+)
+def test_config_json_round_trips_through_config_from_dict(name):
+    """What a run writes (``dataclasses.asdict``, through JSON) reads back as the same nested config."""
+    experiment = registry.load(name)
+    for config_name, config in experiment.CONFIGS.items():
+        recorded = json.loads(json.dumps(dataclasses.asdict(config)))
+        assert isinstance(recorded["optim"], dict)  # nested, not flat
+        assert experiment.config_from_dict(recorded) == config, config_name
+    with pytest.raises(ValueError, match=r"optim\.lr"):
+        experiment.config_from_dict({"optim": {"lr": 1.0}})
+
+
 def test_find_checkpoints_counts_finished_steps_only(tmp_path):
     (tmp_path / "a" / "run0" / "checkpoints" / "4").mkdir(parents=True)
     (tmp_path / "a" / "run0" / "checkpoints" / "12").mkdir()
@@ -207,19 +284,35 @@ def no_training(monkeypatch):
     "argv, words",
     [
         (["geoclidean", "--config", "huge"], ["unknown config 'huge'", "cpu_small", "paper"]),
-        (["geoclidean", "--set", "image_size=64.5"], ["image_size", "expected int", "64.5"]),
-        (["geoclidean", "--set", "learning_rate=fast"], ["learning_rate", "expected float", '"fast"']),
-        (["geoclidean", "--set", "stage_sizes=2"], ["stage_sizes", "Optional[tuple]", "2"]),
-        (["geoclidean", "--set", "imag_size=64"], ["unknown key 'imag_size'", "image_size"]),
+        (["geoclidean", "--set", "data.image_size=64.5"], ["--set data.image_size", "expected int", "64.5"]),
+        (["geoclidean", "--set", "optim.learning_rate=fast"], ["optim.learning_rate", "expected float", '"fast"']),
+        (["geoclidean", "--set", "model.stage_sizes=2"], ["model.stage_sizes", "Optional[tuple]", "2"]),
+        (["geoclidean", "--set", "data.imag_size=64"], ["unknown key 'data.imag_size'", "data.image_size"]),
+        (["geoclidean", "--set", "image_size=64"], ["unknown key 'image_size'", "did you mean data.image_size"]),
+        (
+            ["geoclidean", "--set", "objectives.simclr.temprature=0.2"],
+            ["unknown key 'objectives.simclr.temprature'", "objectives.simclr.temperature"],
+        ),
+        (
+            ["geoclidean", "--set", "objectives.simclr.temperature=hot"],
+            ["--set objectives.simclr.temperature", "expected float", '"hot"'],
+        ),
+        (["geoclidean", "--set", "optim=adam"], ["unknown key 'optim'"]),  # a section is not a value
         (["geoclidean", "--objective", "gensim,nonsense"], ["unknown objective", "'nonsense'", "simclr"]),
-        (["geoclidean", "--objective", "gensim", "--set", 'objectives=["simclr"]'], ["both --objective and --set"]),
+        (["geoclidean", "--objective", "gensim", "--set", 'arms=["simclr"]'], ["both --objective and --set"]),
+        (["geoclidean", "--model", "lenet5", "--set", "model.name=resnet18"], ["both --model and --set"]),
         (["geoclidean", "--model", "resnet9000"], ["unknown model 'resnet9000'", "lenet5"]),
-        (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model`"]),
-        (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`objectives`"]),
-        (["geoclidean", "--config", "cpu_small", "--set", "image_size=16"], ["image_size must be >= 32"]),
+        (["gaussian_mixture", "--model", "lenet5"], ["--model does not apply", "`model.name`"]),
+        (["gaussian_mixture", "--objective", "gensim"], ["--objective does not apply", "`arms`"]),
+        (["geoclidean", "--config", "cpu_small", "--set", "data.image_size=16"], ["data.image_size must be >= 32"]),
+        (
+            ["geoclidean", "--set", "objectives.simclr.learning_rate=-1"],
+            ["objectives.simclr.learning_rate must be positive"],
+        ),
         (["nonexistent_experiment"], ["unknown experiment 'nonexistent_experiment'", "geoclidean"]),
         (["geoclidean", "--set", "batch_size=7", "mesh_data=2"], ["mesh_data"]),
-        (["geoclidean", "--set", "optimizer=adagrad"], ["optimizer must be one of", "lars"]),
+        (["geoclidean", "--set", "optim.optimizer=adagrad"], ["optim.optimizer must be one of", "lars"]),
+        (["geoclidean", "--benchmark-dir", "/tmp"], ["unrecognized arguments: --benchmark-dir"]),
         (["geoclidean", "--coordinator", "127.0.0.1:1234"], ["go together"]),
         (["geoclidean", "--profile-steps", "5:2"], ["--profile-steps", "START:END"]),
         (["geoclidean", "--peak-tflops", "-1"], ["--peak-tflops must be positive"]),
@@ -251,30 +344,67 @@ def test_flags_reach_the_config(no_training, tmp_path):
                 "--model",
                 "lenet5",
                 "--set",
-                "image_size=32",
-                "learning_rate=1",
-                "stage_sizes=null",
+                "data.image_size=32",
+                "optim.learning_rate=1",
+                "model.stage_sizes=null",
                 "--set",
-                "projection_dims=[16, 8]",
+                "objectives.simclr.projection_dims=[16, 8]",
+                "objectives.simclr.temperature=0.2",
+                "objectives.class_triplet.learning_rate=3e-4",
             ]
         )
         == 0
     )
     ((config, workdir),) = no_training
     assert workdir == tmp_path / "a"
-    assert config.objectives == ("gensim", "simclr", "class_triplet") and config.model == "lenet5"
-    assert config.image_size == 32 and config.learning_rate == 1.0 and type(config.learning_rate) is float
-    assert config.stage_sizes is None and config.projection_dims == (16, 8)
-    # untouched fields keep the cpu_small values
+    assert config.arms == ("gensim", "simclr", "class_triplet") and config.model.name == "lenet5"
+    lr = config.optim.learning_rate
+    assert config.data.image_size == 32 and lr == 1.0 and type(lr) is float
+    assert config.model.stage_sizes is None and config.objectives.simclr.projection_dims == (16, 8)
+    assert config.objectives.simclr.temperature == 0.2 and config.objectives.class_triplet.learning_rate == 3e-4
+    # untouched fields keep the cpu_small values, in the sections set and in the others
     from gensim_jax.experiments import geoclidean
 
-    assert config.batch_size == geoclidean.CONFIGS["cpu_small"].batch_size
+    small = geoclidean.CONFIGS["cpu_small"]
+    assert config.batch_size == small.batch_size and config.eval == small.eval
+    assert config.objectives.simclr.variant == small.objectives.simclr.variant
+    assert config.optim.optimizer == small.optim.optimizer
+    # the per-arm rate: its own where set, optim.learning_rate elsewhere
+    exp = registry.load("geoclidean")
+    assert [exp.learning_rate(a, config) for a in config.arms] == [1.0, 1.0, 3e-4]
+
+
+def test_print_config_prints_the_resolved_nested_config_and_trains_nothing(no_training, capsys, tmp_path):
+    argv = ["quadrilaterals", "--config", "cpu_small", "--workdir", str(tmp_path / "run"), "--print-config"]
+    sets = ["--set", "objectives.simclr.temperature=0.2", "optim.learning_rate=3e-4", "--objective", "gensim,simclr"]
+    assert main([*argv, *sets]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["experiment"], out["config"]) == ("quadrilaterals", "cpu_small")
+    assert out["objectives"]["simclr"]["temperature"] == 0.2 and out["optim"]["learning_rate"] == 3e-4
+    assert (
+        out["arms"] == ["gensim", "simclr"] and out["data"]["image_size"] == 64 and out["model"]["name"] == "cornet_z"
+    )
+    assert out["objectives"]["supervised"]["learning_rate"] is None  # cpu_small's: every arm at optim.learning_rate
+    assert no_training == [] and not (tmp_path / "run").exists()
+
+
+def test_help_for_a_config_shows_its_values_by_dotted_name(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["quadrilaterals", "--config", "cpu_small", "--help"])
+    assert info.value.code == 0
+    lines = {line.split()[0].lstrip("*"): line for line in capsys.readouterr().out.splitlines() if "  " in line.strip()}
+    assert lines["data.image_size"].startswith(" *") and lines["data.image_size"].endswith("int = 64")
+    assert lines["objectives.supervised.learning_rate"].startswith(" *")  # paper: 5e-6, cpu_small: None
+    assert lines["objectives.supervised.learning_rate"].endswith("= None")
+    assert lines["optim.learning_rate"].endswith("float = 0.001")
+    assert lines["optim.optimizer"].startswith("  ") and lines["optim.optimizer"].endswith("= 'adam'")  # as the base
 
 
 def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
     workdir = tmp_path / "run"
     (workdir / "gensim" / "run0" / "checkpoints" / "8").mkdir(parents=True)
-    (workdir / "config.json").write_text(json.dumps({"seed": 0, "config": {"num_steps": 8, "model": "lenet5"}}))
+    saved = {"num_steps": 8, "model": {"name": "lenet5", "stage_sizes": [1, 1, 1, 1]}, "optim": {"learning_rate": 3e-4}}
+    (workdir / "config.json").write_text(json.dumps({"seed": 0, "config": saved}))
     argv = [
         "geoclidean",
         "--config",
@@ -283,6 +413,7 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
         str(workdir),
         "--set",
         "num_steps=12",
+        "optim.learning_rate=1e-3",
         "--model",
         "lenet5",
     ]
@@ -295,6 +426,8 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
     assert len(no_training) == 1 and no_training[0][0].num_steps == 12
     err = capsys.readouterr().err
     assert "resuming" in err and "num_steps: 8 -> 12" in err  # a changed config is pointed out
+    assert "optim.learning_rate: 0.0003 -> 0.001" in err  # by the dotted name of the field that changed
+    assert "model.name" not in err and "model.stage_sizes" not in err  # equal fields of a section are not
     # a workdir without checkpoints needs no flag
     assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "fresh")]) == 0
 
@@ -311,14 +444,14 @@ RUN = [
     "--objective",
     "gensim",
     "--set",
-    "stage_sizes=null",
-    "image_size=32",
-    "num_train_images=16",
+    "model.stage_sizes=null",
+    "data.image_size=32",
+    "data.num_train_images=16",
     "batch_size=8",
     f"num_steps={STEPS}",
     f"checkpoint_every={EVERY}",
-    "projection_dims=[16,8]",
-    "eval_batch_size=35",
+    "objectives.simclr.projection_dims=[16,8]",
+    "eval.batch_size=35",
     "log_every=1",
 ]
 

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow  # end-to-end trainings
 
 
 def test_short_run_separates_components_and_writes_outputs(tmp_path):
-    config = EXP.get_config("paper", epochs=40, learning_rate=1e-3, num_pairs=20_000, num_bins=100)
+    config = EXP.get_config(
+        "paper", epochs=40, **{"optim.learning_rate": 1e-3, "eval.num_pairs": 20_000, "eval.num_bins": 100}
+    )
     results = run_experiment(EXP, config, tmp_path, progress=False)
     r = results["report"]
     assert r["accuracy"] > 0.97
@@ -42,7 +44,7 @@ def test_short_run_separates_components_and_writes_outputs(tmp_path):
 
 
 def test_batches_visit_every_epochs_permutation_in_order_and_resume():
-    config = EXP.get_config("paper", num_triplets=100, batch_size=32, epochs=3)
+    config = EXP.get_config("paper", batch_size=32, epochs=3, **{"data.num_triplets": 100})
     trip = exp.training_triplets(config, seed=5)
     steps = EXP.num_steps(config, None)
     assert steps == 9  # 3 epochs x 100 // 32
@@ -70,13 +72,13 @@ def test_cli_rejects_unknown_fields(capsys):
 @pytest.mark.parametrize(
     "overrides, field",
     [
-        (dict(batch_size=20_000), "batch_size"),
-        (dict(loss_form="cubic"), "loss_form"),
-        (dict(learning_rate=0.0), "learning_rate"),
-        (dict(num_pairs=100), "num_pairs"),
-        (dict(hidden=0), "hidden"),
+        ({"batch_size": 20_000}, "batch_size"),
+        ({"objectives.gensim.loss_form": "cubic"}, "objectives.gensim.loss_form"),
+        ({"optim.learning_rate": 0.0}, "optim.learning_rate"),
+        ({"eval.num_pairs": 100}, "eval.num_pairs"),
+        ({"model.hidden": 0}, "model.hidden"),
     ],
 )
 def test_bad_config_names_the_field(overrides, field):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         EXP.get_config("paper", **overrides)

@@ -7,6 +7,8 @@ import numpy as np
 import optax
 import pytest
 
+from gensim_jax.data.geoclidean import GeoclideanSource
+from gensim_jax.evaluation import geoclidean_evaluator as ge
 from gensim_jax.experiments import geoclidean as exp
 from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table
@@ -20,18 +22,18 @@ from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
 def tiny_config(**kw):
-    base = dict(
-        model="lenet5",
-        stage_sizes=None,
-        image_size=32,
-        num_train_images=64,
-        batch_size=8,
-        num_steps=3,
-        learning_rate=1e-3,
-        projection_dims=(16, 8),
-        eval_batch_size=35,
-        log_every=1,
-    )
+    base = {
+        "model.name": "lenet5",
+        "model.stage_sizes": None,
+        "data.image_size": 32,
+        "data.num_train_images": 64,
+        "batch_size": 8,
+        "num_steps": 3,
+        "optim.learning_rate": 1e-3,
+        "objectives.simclr.projection_dims": (16, 8),
+        "eval.batch_size": 35,
+        "log_every": 1,
+    }
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -53,7 +55,7 @@ def test_each_objective_trains_and_writes_metrics_and_config(run, objective):
     assert results["training"][objective][0]["losses"] == losses
     saved = json.loads((run_dir / "config.json").read_text())
     assert saved["seed"] == 0 and saved["config"]["arm"] == objective
-    assert saved["config"]["image_size"] == 32
+    assert saved["config"]["data"]["image_size"] == 32
     from gensim_jax.training.export import load_exported
 
     model, variables, meta = load_exported(run_dir / "export")  # checks shapes against the rebuilt model
@@ -71,7 +73,7 @@ def test_results_table_plot_and_top_level_config(run):
     saved = json.loads((workdir / "results.json").read_text())
     assert saved["config"]["num_steps"] == 3 and saved["seed"] == 0
     assert saved["heldout_concepts"] == list(TEST_CONCEPTS)
-    assert json.loads((workdir / "config.json").read_text())["config"]["model"] == "lenet5"
+    assert json.loads((workdir / "config.json").read_text())["config"]["model"]["name"] == "lenet5"
     assert (workdir / "geoclidean.png").stat().st_size > 10_000
     table = exp.format_table(results)
     for name in ("pixels", "initial", *exp.OBJECTIVES):
@@ -81,8 +83,9 @@ def test_results_table_plot_and_top_level_config(run):
 @pytest.mark.slow
 def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     config = tiny_config()
-    source = exp.GeoclideanSource(64, seed=0, size=32)
-    batch = next(exp.make_batches("gensim", source, config, 0, HostShard(global_batch=config.batch_size))(0))
+    source = GeoclideanSource(64, seed=0, size=32)
+    data = exp.Data(source=source, suites={})
+    batch = next(exp.EXPERIMENT.batches("gensim", config, data, 0, HostShard(global_batch=config.batch_size))(0))
     pid = np.asarray(batch["program_id"])
 
     # each image of the batch is a training image whose stream index fixes its concept (i mod 30)
@@ -116,30 +119,33 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
 
 
 def test_config_validation_and_cli_registration(capsys):
-    with pytest.raises(ValueError, match="objectives"):
-        exp.EXPERIMENT.get_config("cpu_small", objectives=["gensim", "nonsense"])
-    with pytest.raises(ValueError, match="target_transform"):
-        exp.EXPERIMENT.get_config("cpu_small", target_transform="log")
-    with pytest.raises(ValueError, match="benchmark_dir '/nonexistent' is not a directory"):
-        exp.EXPERIMENT.get_config("cpu_small", benchmark_dir="/nonexistent")  # before any rendering
+    with pytest.raises(ValueError, match="arms"):
+        exp.EXPERIMENT.get_config("cpu_small", arms=["gensim", "nonsense"])
+    with pytest.raises(ValueError, match=r"objectives\.gensim\.target_transform"):
+        exp.EXPERIMENT.get_config("cpu_small", **{"objectives.gensim.target_transform": "log"})
+    with pytest.raises(ValueError, match=r"data\.benchmark_dir '/nonexistent' is not a directory"):
+        exp.EXPERIMENT.get_config("cpu_small", **{"data.benchmark_dir": "/nonexistent"})  # before any rendering
     assert exp.EXPERIMENT.num_steps(exp.EXPERIMENT.get_config("paper"), None) == int(np.ceil(35 * 100_000 / 128))
     with pytest.raises(SystemExit):
         main(["geoclidean", "--config", "cpu_small", "--set", "nonsense=1"])
     assert "KEY=VALUE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # an experiment-specific field is a config field, not a flag
+        main(["geoclidean", "--config", "cpu_small", "--set", "data.benchmark_dir=/nonexistent"])
+    assert "data.benchmark_dir '/nonexistent' is not a directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["quadrilaterals", "--benchmark-dir", "/nonexistent"])
-    assert "does not apply" in capsys.readouterr().err
+        main(["quadrilaterals", "--set", "data.benchmark_dir=/nonexistent"])
+    assert "unknown key 'data.benchmark_dir'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
-    config = tiny_config(benchmark_dir=str(shared_dir / "reference" / "geoclidean"))
-    episodes = exp.official_concepts(config)
+    config = tiny_config(**{"data.benchmark_dir": str(shared_dir / "reference" / "geoclidean")})
+    episodes = ge.official_episodes(config.data.benchmark_dir, config.data.image_size)
     assert sorted(episodes) == sorted(TEST_CONCEPTS)
     for support, test, kind in episodes.values():
         assert support.shape == (5, 32, 32, 3) and test.shape == (15, 32, 32, 3)
         assert sorted(set(kind.tolist())) == ["close", "far", "in"]
-    row = exp.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
+    row = ge.evaluate_embedding(lambda x: np.asarray(x).reshape(len(x), -1), episodes, "per_concept")
     # independent: the per-concept best-threshold accuracy of raw pixels, by brute force over cuts
     accs = []
     for support, test, kind in episodes.values():
@@ -153,7 +159,7 @@ def test_official_benchmark_episodes_load_and_evaluate(shared_dir):
 def test_source_serves_the_training_stream_as_rgb():
     from gensim_jax.stimuli.geoclidean.dataset import example
 
-    source = exp.GeoclideanSource(12, seed=3, size=32)
+    source = GeoclideanSource(12, seed=3, size=32)
     got = source.examples(np.arange(12))
     for i in range(12):
         ref = example(i, 3, concepts="train", size=32)
@@ -185,7 +191,9 @@ def _st_count_table(trees):
 
 @pytest.mark.parametrize(("normalize", "transform"), [(False, "raw"), (True, "raw"), (False, "unit"), (True, "unit")])
 def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normalize, transform):
-    config = tiny_config(tree_kernel_normalize=normalize, target_transform=transform)
+    config = tiny_config(
+        **{"objectives.gensim.tree_kernel_normalize": normalize, "objectives.gensim.target_transform": transform}
+    )
     k = _st_count_table(concept_parse_trees())
     log_k = np.log(k / np.sqrt(np.outer(np.diag(k), np.diag(k)))) if normalize else np.log(k)
     if transform == "unit":
@@ -199,7 +207,9 @@ def test_tree_kernel_normalisation_and_target_map_against_a_subtree_count(normal
 
 
 def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
-    config = tiny_config(eval_threshold="all", benchmark_dir=str(tmp_path))  # a directory: validated up front
+    config = tiny_config(
+        **{"eval.threshold": "all", "data.benchmark_dir": str(tmp_path)}
+    )  # a directory: validated up front
     assert exp.eval_rules(config) == ("per_concept", "global", "benchmark")
     assert exp.result_keys(config, ["sampler", "official"]) == [
         "sampler/per_concept",
@@ -210,8 +220,8 @@ def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
         "official/benchmark",
     ]
     assert exp.result_keys(tiny_config(), ["sampler"]) == ["sampler"]
-    with pytest.raises(ValueError, match="eval_threshold"):
-        tiny_config(eval_threshold="local")
+    with pytest.raises(ValueError, match=r"eval\.threshold"):
+        tiny_config(**{"eval.threshold": "local"})
     # the evaluation of one suite under every rule: the rules' own fewshot_evaluate on one embedding
     rng = np.random.default_rng(0)
     episodes = {
@@ -223,10 +233,10 @@ def test_all_threshold_rules_key_the_results_by_suite_and_rule(tmp_path):
     got = exp.EXPERIMENT._evaluate(flat, config, data)
     assert sorted(got) == ["sampler/benchmark", "sampler/global", "sampler/per_concept"]
     for rule in exp.eval_rules(config):
-        assert got[f"sampler/{rule}"] == exp.evaluate_embedding(flat, episodes, rule)
+        assert got[f"sampler/{rule}"] == ge.evaluate_embedding(flat, episodes, rule)
 
 
 @pytest.mark.slow
 def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
     workdir, results = run
-    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["arms"], capsys)

@@ -88,7 +88,7 @@ def test_train_command_is_the_runner_command(maps, tmp_path):
     cmd = maps.train_command(tmp_path / "w", "gensim", 5, 80, 0, "exp")
     assert cmd[1:] == [
         "-m", "train", "imagenet_hierarchy", "--config", "cpu_small", "--objective", "gensim",
-        "--workdir", str(tmp_path / "w"), "--set", "num_runs=5", "num_steps=80", "seed=0", "target_transform=exp",
+        "--workdir", str(tmp_path / "w"), "--set", "num_runs=5", "num_steps=80", "seed=0", "objectives.gensim.target_transform=exp",
     ]  # fmt: skip
     assert "target_transform" not in " ".join(maps.train_command(tmp_path, "class_triplet,simclr", 5, 80, 0))
 

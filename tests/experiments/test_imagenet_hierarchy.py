@@ -2,11 +2,13 @@
 
 import json
 import math
+import re
 
 import jax
 import numpy as np
 import pytest
 
+from gensim_jax.data.hierarchy import HierarchySource
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
 from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
@@ -22,20 +24,20 @@ imagenet = LazyModule("gensim_jax.data.imagenet")  # TensorFlow, imported by the
 
 
 def tiny_config(**kw):
-    base = dict(
-        model="lenet5",
-        stage_sizes=None,
-        image_size=32,
-        branching=(2, 2),
-        train_per_leaf=4,
-        batch_size=8,
-        num_steps=2,
-        projection_dims=(16, 8),
-        eval_per_leaf=3,
-        eval_batch_size=12,
-        pixel_size=8,
-        log_every=1,
-    )
+    base = {
+        "model.name": "lenet5",
+        "model.stage_sizes": None,
+        "data.image_size": 32,
+        "data.branching": (2, 2),
+        "data.train_per_leaf": 4,
+        "batch_size": 8,
+        "num_steps": 2,
+        "objectives.simclr.projection_dims": (16, 8),
+        "eval.per_leaf": 3,
+        "eval.batch_size": 12,
+        "eval.pixel_size": 8,
+        "log_every": 1,
+    }
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -84,7 +86,7 @@ def test_gensim_target_on_the_synthetic_tree_is_eq4_unit_transformed():
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
     # the paper's two literal targets: log s (Sec. 3.3, "raw") and s (Appendix N, "exp")
     for transform, f in (("raw", math.log), ("exp", lambda v: v)):
-        cfg = exp.EXPERIMENT.get_config("cpu_small", target_transform=transform)
+        cfg = exp.EXPERIMENT.get_config("cpu_small", **{"objectives.gensim.target_transform": transform})
         got = np.asarray(exp.make_objective("gensim", cfg).target({"label": jax.numpy.asarray(labels)}))
         expected = [[f(_eq4(parents, leaves[a], leaves[b])) for b in labels] for a in labels]
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
@@ -100,7 +102,7 @@ def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
     target = exp.make_objective("gensim", config).target({"label": jax.numpy.asarray(labels)})
     expected = [[math.log(_eq4(parents, a, b)) / log_max for b in labels] for a in labels]
     np.testing.assert_allclose(np.asarray(target), expected, rtol=1e-5, atol=1e-6)
-    raw = exp.EXPERIMENT.get_config("paper", target_transform="raw")
+    raw = exp.EXPERIMENT.get_config("paper", **{"objectives.gensim.target_transform": "raw"})
     np.testing.assert_allclose(
         np.asarray(exp.make_objective("gensim", raw).target({"label": labels[:3]})),
         [[math.log(_eq4(parents, a, b)) for b in labels[:3]] for a in labels[:3]],
@@ -114,9 +116,11 @@ def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
     tree, nodes = exp.class_tree(config)
     np.testing.assert_array_equal(tree.parents, balanced_tree((2, 3, 3)).parents)
     np.testing.assert_array_equal(nodes, tree.leaves)
-    src = exp.HierarchySource(config, 2, image_seed=1)
+    src = HierarchySource(
+        tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.data.synthetic_noise
+    )
     images, labels = hierarchy_images(
-        tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.synthetic_noise
+        tree, nodes, 2, 32, attribute_seed=config.seed, image_seed=1, noise=config.data.synthetic_noise
     )
     np.testing.assert_array_equal(src.images, images)
     np.testing.assert_array_equal(src.label, labels)
@@ -140,26 +144,27 @@ def test_next_other_class_against_a_scan():
 @pytest.mark.parametrize(
     "field, value",
     [
-        ("objectives", ("gensim", "supervised")),
-        ("objectives", ()),
-        ("target_transform", "log"),
-        ("dataset", "cifar10"),
+        ("arms", ("gensim", "supervised")),
+        ("arms", ()),
+        ("objectives.gensim.target_transform", "log"),
+        ("data.dataset", "cifar10"),
         ("num_runs", 0),
-        ("image_size", 16),
+        ("data.image_size", 16),
         ("batch_size", 1),
         ("batch_size", 10_000),
-        ("branching", ()),
-        ("branching", (2, 0)),
-        ("eval_per_leaf", 2),
-        ("eval_folds", 1),
-        ("pixel_size", 64),
-        ("grayscale_p", 1.5),
-        ("train_per_leaf", 1),
+        ("data.branching", ()),
+        ("data.branching", (2, 0)),
+        ("eval.per_leaf", 2),
+        ("eval.folds", 1),
+        ("eval.pixel_size", 64),
+        ("objectives.simclr.grayscale_p", 1.5),
+        ("data.train_per_leaf", 1),
         ("num_steps", -1),
+        ("objectives.class_triplet.learning_rate", -1.0),
     ],
 )
 def test_bad_config_raises_naming_the_field(field, value):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=re.escape(field)):
         exp.EXPERIMENT.get_config("cpu_small", **{field: value})
 
 
@@ -168,8 +173,11 @@ def test_config_names_and_paper_values():
         exp.EXPERIMENT.get_config("large")
     with pytest.raises(ValueError, match="no_such_field"):
         exp.EXPERIMENT.get_config("cpu_small", no_such_field=1)
+    with pytest.raises(ValueError, match=r"'eval\.fold'.*did you mean eval\.folds"):
+        exp.EXPERIMENT.get_config("cpu_small", **{"eval.fold": 2})
     paper = exp.EXPERIMENT.get_config("paper")
-    assert (paper.model, paper.image_size, paper.batch_size, paper.learning_rate, paper.epochs, paper.num_runs) == (
+    p = (paper.model.name, paper.data.image_size, paper.batch_size, paper.optim.learning_rate, paper.epochs)
+    assert (*p, paper.num_runs) == (
         "resnet50",
         224,
         256,
@@ -178,11 +186,11 @@ def test_config_names_and_paper_values():
         5,
     )
     assert exp.EXPERIMENT.num_steps(paper, None) == math.ceil(65 * 1_281_167 / 256)
-    assert exp.EXPERIMENT.get_config("cpu_small", branching=[2, 2]).branching == (2, 2)
+    assert exp.EXPERIMENT.get_config("cpu_small", **{"data.branching": [2, 2]}).data.branching == (2, 2)
 
 
 def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
-    config = exp.EXPERIMENT.get_config("paper", data_dir=str(tmp_path))
+    config = exp.EXPERIMENT.get_config("paper", **{"data.data_dir": str(tmp_path)})
     with pytest.raises(FileNotFoundError, match="prepare_imagenet"):
         run_experiment(exp.EXPERIMENT, config, tmp_path / "work", progress=False)
     # the runner writes workdir/config.json before the experiment's data are prepared; nothing else
@@ -199,13 +207,16 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
 def test_imagenet_batches_on_tfds_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
     config = exp.EXPERIMENT.get_config(
-        "paper", image_size=32, batch_size=2, shuffle_buffer=4, eval_num_images=6, eval_batch_size=2
+        "paper",
+        batch_size=2,
+        **{"data.image_size": 32, "data.shuffle_buffer": 4, "eval.num_images": 6, "eval.batch_size": 2},
     )
     with tfds.testing.mock_data(num_examples=4):
         shard = HostShard(global_batch=2)
-        g = next(exp.make_batches("gensim", config, 0, shard)(0))
-        s = next(exp.make_batches("simclr", config, 0, shard)(0))
-        t = next(exp.make_batches("class_triplet", config, 0, shard)(0))
+        none = exp.Data(None, None, None)  # ImageNet batches read the records, not a prepared source
+        g, s, t = (
+            next(exp.EXPERIMENT.batches(a, config, none, 0, shard)(0)) for a in ("gensim", "simclr", "class_triplet")
+        )
         images, labels = exp.heldout_images(config)
     assert g["image"].shape == (2, 32, 32, 3) and g["label"].shape == (2,) and g["mask"].all()
     target = np.asarray(exp.make_objective("gensim", config).target(g))
@@ -258,7 +269,9 @@ def test_results_levels_chance_and_scores_are_consistent(run):
     workdir, results = run
     saved = json.loads((workdir / "results.json").read_text())
     assert saved == json.loads(json.dumps(results))
-    assert saved["seed"] == 0 and json.loads((workdir / "config.json").read_text())["config"]["model"] == "lenet5"
+    assert (
+        saved["seed"] == 0 and json.loads((workdir / "config.json").read_text())["config"]["model"]["name"] == "lenet5"
+    )
     assert (workdir / "imagenet_hierarchy.png").stat().st_size > 10_000
     assert set(saved["summary"]) == {"pixels", "initial", *exp.OBJECTIVES}
 
@@ -314,14 +327,14 @@ def test_pixel_embedding_is_the_area_average_of_the_normalised_image():
 def test_imagenet_batches_read_this_process_rows_as_uint8():
     # process 1 of 2 decodes only its own rows (1 of the global 2) of its shard of the records, as uint8
     tfds = pytest.importorskip("tensorflow_datasets")
-    config = exp.EXPERIMENT.get_config("paper", image_size=32, batch_size=2, shuffle_buffer=4)
+    config = exp.EXPERIMENT.get_config("paper", batch_size=2, **{"data.image_size": 32, "data.shuffle_buffer": 4})
     with tfds.testing.mock_data(num_examples=4):
-        g = next(exp.make_batches("gensim", config, 0, HostShard(1, 2, 2))(0))
+        g = next(exp.EXPERIMENT.batches("gensim", config, exp.Data(None, None, None), 0, HostShard(1, 2, 2))(0))
     assert g["image"].shape == (1, 32, 32, 3) and g["image"].dtype == np.uint8 and g["label"].shape == (1,)
 
 
 def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
-    config = tiny_config(num_runs=2, seed=3, objectives=("gensim",))
+    config = tiny_config(num_runs=2, seed=3, arms=("gensim",))
     data = exp.EXPERIMENT.prepare(config)
     got = exp.EXPERIMENT.baselines(config, data)
     assert len(got["pixels"]) == 1 and len(got["initial"]) == 2
@@ -336,4 +349,4 @@ def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
 @pytest.mark.slow
 def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
     workdir, results = run
-    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["arms"], capsys)

@@ -27,14 +27,11 @@ SMALL = {
     "spurious_digits": lambda: registry.load("spurious_digits").get_config(
         "cpu_small",
         lambdas=(0.0,),
-        num_train_images=40,
-        num_test_images=20,
-        num_backgrounds=30,
-        per_class=2,
         batch_size=8,
+        **{"data.num_train_images": 40, "data.num_test_images": 20, "data.num_backgrounds": 30, "data.per_class": 2},
     ),
     "gaussian_mixture": lambda: registry.load("gaussian_mixture").get_config(
-        "paper", num_triplets=64, batch_size=8, num_steps=16
+        "paper", batch_size=8, num_steps=16, **{"data.num_triplets": 64}
     ),
 }
 

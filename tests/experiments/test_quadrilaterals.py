@@ -1,16 +1,20 @@
 """The quadrilateral experiment end to end, tiny: CORnet-Z at 32 x 32, 64 images, 2 runs of 2 steps."""
 
 import json
+import re
 
 import jax
 import numpy as np
 import pytest
 from scipy import stats
 
+from gensim_jax.data.quadrilaterals import training_source
+from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.experiments import quadrilaterals as exp
 from gensim_jax.stimuli import quadrilaterals as q
+from gensim_jax.training.config import section_of
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
 from gensim_jax.training.runner import run_experiment
@@ -18,17 +22,17 @@ from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
 def tiny_config(**kw):
-    base = dict(
-        image_size=32,
-        num_train_images=64,
-        batch_size=8,
-        num_steps=2,
-        num_runs=2,
-        projection_dims=(16, 8),
-        eval_trials_per_condition=1,
-        eval_batch_size=66,
-        log_every=1,
-    )
+    base = {
+        "data.image_size": 32,
+        "data.num_train_images": 64,
+        "batch_size": 8,
+        "num_steps": 2,
+        "num_runs": 2,
+        "objectives.simclr.projection_dims": (16, 8),
+        "eval.trials_per_condition": 1,
+        "eval.batch_size": 66,
+        "log_every": 1,
+    }
     return exp.EXPERIMENT.get_config("cpu_small", **{**base, **kw})
 
 
@@ -40,7 +44,7 @@ def run(tmp_path_factory):
 
 def test_training_source_metadata_matches_the_rendered_shapes():
     config = tiny_config()
-    src = exp.training_source(config, seed=3)
+    src = training_source(config.data, seed=3)
     stim = q.sample_training_stimuli(
         np.random.default_rng(3), 64, rotation_range_deg=(-30.0, 30.0), scale_range=(0.85, 1.15)
     )
@@ -59,7 +63,9 @@ def test_training_source_metadata_matches_the_rendered_shapes():
 @pytest.mark.slow
 def test_gensim_loss_is_the_authors_cdist_mse():
     config = tiny_config()
-    batch = next(exp.make_batches("gensim", exp.training_source(config, 0), config, 0, HostShard(global_batch=8))(0))
+    batch = next(
+        exp.EXPERIMENT.batches("gensim", config, exp.EXPERIMENT.prepare(config), 0, HostShard(global_batch=8))(0)
+    )
     z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
     loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
     f = batch["features"].astype(np.float64)
@@ -138,9 +144,9 @@ def test_runs_exports_and_oddball_numbers(run):
 
 def test_features_as_embedding_have_zero_regression_error_and_a_human_like_graded_curve():
     """The GenSim target itself (the 22 features as the embedding) is the objective's ceiling."""
-    trials = exp.test_trials(tiny_config(eval_trials_per_condition=10))
+    trials = exp.test_trials(tiny_config(**{"eval.trials_per_condition": 10}))
     f = trials[3].astype(np.float64)
-    assert exp.regression_error(f, trials) == {"reference_pairs": 0.0, "deviant_pairs": 0.0}
+    assert oe.regression_error(f, trials) == {"reference_pairs": 0.0, "deviant_pairs": 0.0}
     # twice the features: every pair's error is its own feature distance, squared
     df = np.linalg.norm(f[:, :, None] - f[:, None, :], axis=-1)
     dev = trials[1]
@@ -148,13 +154,13 @@ def test_features_as_embedding_have_zero_regression_error_and_a_human_like_grade
         df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] not in (i, j)
     ]
     dev_pairs = [df[t, i, j] ** 2 for t in range(len(f)) for i in range(6) for j in range(i + 1, 6) if dev[t] in (i, j)]
-    got = exp.regression_error(2 * f, trials)
+    got = oe.regression_error(2 * f, trials)
     assert got["reference_pairs"] == pytest.approx(np.mean(ref_pairs)) and got["deviant_pairs"] == pytest.approx(
         np.mean(dev_pairs)
     )
-    out = exp.readout(f, trials)
+    out = oe.readout(f, trials)
     graded = out["graded"]
-    assert np.mean(graded) == pytest.approx(exp.human_mean_error(), abs=1e-6)
+    assert np.mean(graded) == pytest.approx(oe.human_mean_error(), abs=1e-6)
     # measured in issue 13 with an independent script: rho(9) 0.96, r humans 0.86, r baboons 0.24
     human = packaged_error_rates()
     from gensim_jax.evaluation.sable_meyer import HUMAN_POPULATIONS, pooled_error_rates, regularity_rank
@@ -175,7 +181,7 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     torch.manual_seed(0)
     path = tmp_path / "cornet_z.pth"
     torch.save({"state_dict": RefCORnetZ().state_dict()}, path)
-    config = tiny_config(model="cornet_z", pretrained=str(path))
+    config = tiny_config(**{"model.name": "cornet_z", "model.pretrained": str(path)})
     model, _, kw = exp.EXPERIMENT.model("supervised", config)
     variables = exp.EXPERIMENT.init_variables("supervised", config, model, seed=0)
     assert kw["num_classes"] == 1011
@@ -185,8 +191,12 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     out = model.apply(variables, np.zeros((2, 32, 32, 3), np.float32))
     assert out["logits"].shape == (2, 1011)
     batch = next(
-        exp.make_batches(
-            "supervised", exp.training_source(config, 0), config, 0, HostShard(global_batch=config.batch_size)
+        exp.EXPERIMENT.batches(
+            "supervised",
+            config,
+            exp.Data(training_source(config.data, 0), ()),
+            0,
+            HostShard(global_batch=config.batch_size),
         )(0)
     )
     assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010
@@ -199,24 +209,25 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
 @pytest.mark.parametrize(
     "bad, match",
     [
-        (dict(objectives=("gensim", "nope")), "objectives"),
-        (dict(model="resnet18"), "CORnet"),
-        (dict(cornet_times=(1, 1, 1)), "cornet_times"),
-        (dict(lr_supervised=0.0), "lr_supervised"),
-        (dict(batch_size=100), "batch_size"),
-        (dict(eval_every=-1), "eval_every"),
-        (dict(readout_target_error=0.9), "readout_target_error"),
+        ({"arms": ("gensim", "nope")}, "arms"),
+        ({"model.name": "resnet18"}, "model.name must be a CORnet"),
+        ({"model.cornet_times": (1, 1, 1)}, "model.cornet_times"),
+        ({"objectives.supervised.learning_rate": 0.0}, "objectives.supervised.learning_rate"),
+        ({"batch_size": 100}, "batch_size"),
+        ({"eval.every": -1}, "eval.every"),
+        ({"eval.readout_target_error": 0.9}, "eval.readout_target_error"),
+        ({"optim.warmup_steps": -1}, "optim.warmup_steps"),
     ],
 )
 def test_bad_config(bad, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=re.escape(match)):
         tiny_config(**bad)
 
 
 @pytest.mark.slow
 def test_reevaluated_exports_reproduce_the_runs_evaluation(run, capsys):
     workdir, results = run
-    assert_exports_reproduce_the_run(workdir, results, results["config"]["objectives"], capsys)
+    assert_exports_reproduce_the_run(workdir, results, results["config"]["arms"], capsys)
 
 
 def test_demo_configs_are_the_cheap_dissociation_protocol():
@@ -225,14 +236,14 @@ def test_demo_configs_are_the_cheap_dissociation_protocol():
     run (network, size, schedule, length, >= 3 runs for a t-test over runs, one evaluation at the end)."""
     demo = exp.EXPERIMENT.get_config("demo")
     sup = exp.EXPERIMENT.get_config("demo_supervised")
-    assert demo.objectives == ("gensim",) and sup.objectives == ("supervised",)
-    assert sup.train_variants == ("reference",)
-    variants = list(demo.train_variants)
+    assert demo.arms == ("gensim",) and sup.arms == ("supervised",)
+    assert sup.data.train_variants == ("reference",)
+    variants = list(demo.data.train_variants)
     assert variants.count("reference") == 3 * (len(variants) - variants.count("reference"))
     assert {v for v in variants if v != "reference"} == {"deviant_1", "deviant_2", "deviant_3", "deviant_4"}
-    same = ("num_runs", "image_size", "num_steps", "schedule", "warmup_steps", "learning_rate", "batch_size", "model")
-    assert all(getattr(demo, k) == getattr(sup, k) for k in same) and demo.num_runs >= 3
-    assert demo.schedule == "warmup_cosine" and 0 < demo.warmup_steps < demo.num_steps
-    assert demo.eval_every == 0 and demo.model == "cornet_z" and demo.pretrained is None
-    stim = q.sample_training_stimuli(0, 4000, variants=demo.train_variants)
+    same = ("num_runs", "data.image_size", "num_steps", "optim", "batch_size", "model")
+    assert all(section_of(demo, k) == section_of(sup, k) for k in same) and demo.num_runs >= 3
+    assert demo.optim.schedule == "warmup_cosine" and 0 < demo.optim.warmup_steps < demo.num_steps
+    assert demo.eval.every == 0 and demo.model.name == "cornet_z" and demo.model.pretrained is None
+    stim = q.sample_training_stimuli(0, 4000, variants=demo.data.train_variants)
     assert abs(np.mean(stim.variant > 0) - 0.25) < 0.03  # variant 0 is the reference

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +12,7 @@ import pytest
 from scipy import stats
 
 from gensim_jax.data import spurious_digits as data
+from gensim_jax.evaluation.spurious_digits import initial_losses
 from gensim_jax.experiments import spurious_digits as sd
 from gensim_jax.training import CenterLoss, create_train_state, load_exported
 from gensim_jax.training.runner import run_experiment
@@ -25,38 +27,39 @@ pytestmark = pytest.mark.slow  # end-to-end trainings
 @pytest.mark.parametrize(
     "overrides, field",
     [
-        (dict(lambdas=(0.0, -1.0)), "lambdas"),
-        (dict(lambdas=()), "lambdas"),
-        (dict(lambdas=(0.5, 0.5)), "lambdas"),
-        (dict(num_runs=0), "num_runs"),
-        (dict(data="mnist"), "data"),
-        (dict(ood="rotated"), "ood"),
-        (dict(per_class=0), "per_class"),
-        (dict(overlap=1.0), "overlap"),
-        (dict(num_backgrounds=10), "num_backgrounds"),
-        (dict(batch_size=5000), "batch_size"),
-        (dict(epochs=0.0), "epochs"),
-        (dict(learning_rate=0.0), "learning_rate"),
-        (dict(confidence=1.5), "confidence"),
-        (dict(model="resnet18"), "model"),
-        (dict(sim_reduction="MSE"), "sim_reduction"),
-        (dict(ce_weight=-1.0), "ce_weight"),
-        (dict(centre_images=5), "centre_images"),
-        (dict(bogus=1), "bogus"),
+        ({"lambdas": (0.0, -1.0)}, "lambdas"),
+        ({"lambdas": ()}, "lambdas"),
+        ({"lambdas": (0.5, 0.5)}, "lambdas"),
+        ({"num_runs": 0}, "num_runs"),
+        ({"data.source": "mnist"}, "data.source"),
+        ({"data.ood": "rotated"}, "data.ood"),
+        ({"data.per_class": 0}, "data.per_class"),
+        ({"data.overlap": 1.0}, "data.overlap"),
+        ({"data.num_backgrounds": 10}, "data.num_backgrounds"),
+        ({"batch_size": 5000}, "batch_size"),
+        ({"epochs": 0.0}, "epochs"),
+        ({"optim.learning_rate": 0.0}, "optim.learning_rate"),
+        ({"eval.confidence": 1.5}, "eval.confidence"),
+        ({"model.name": "resnet18"}, "model.name"),
+        ({"objectives.center.sim_reduction": "MSE"}, "objectives.center.sim_reduction"),
+        ({"objectives.center.ce_weight": -1.0}, "objectives.center.ce_weight"),
+        ({"eval.centre_images": 5}, "eval.centre_images"),
+        ({"bogus": 1}, "bogus"),
+        ({"data.data": "tfds"}, "data.data"),
     ],
 )
 def test_get_config_names_the_bad_field(overrides, field):
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(ValueError, match=re.escape(field)):
         EXP.get_config("cpu_small", **overrides)
 
 
 def test_configs():
     paper = EXP.get_config("paper")
     assert paper.lambdas == (0.0, 0.25, 0.5, 0.75, 10.0, 100.0) and paper.num_runs == 5 and paper.epochs == 10
-    assert paper.model == "lenet5" and paper.data == "tfds" and paper.optimizer == "adam"
-    assert (paper.learning_rate, paper.batch_size) == (1e-3, 64)
+    assert paper.model.name == "lenet5" and paper.data.source == "tfds" and paper.optim.optimizer == "adam"
+    assert (paper.optim.learning_rate, paper.batch_size) == (1e-3, 64)
     small = EXP.get_config("cpu_small", lambdas=[0, 10])
-    assert small.lambdas == (0, 10) and small.data == "synthetic"
+    assert small.lambdas == (0, 10) and small.data.source == "synthetic"
     assert EXP.arms(small) == ("lambda_0", "lambda_10")
     assert EXP.arms(paper) == ("lambda_0", "lambda_0.25", "lambda_0.5", "lambda_0.75", "lambda_10", "lambda_100")
 
@@ -71,18 +74,21 @@ def test_configs():
 
 
 def test_data_config_is_the_experiments_data_fields():
-    config = EXP.get_config("cpu_small", per_class=3, ood="unseen")
+    config = EXP.get_config("cpu_small", **{"data.per_class": 3, "data.ood": "unseen"})
     dc = data.data_config(config)
+    assert dc is config.data
     assert dc == data.data_config(dataclasses.asdict(config))  # from the object or from config.json
-    assert (dc.per_class, dc.ood, dc.data, dc.num_train_images) == (3, "unseen", "synthetic", 1000)
-    with pytest.raises(ValueError, match="per_class"):
+    assert (dc.per_class, dc.ood, dc.source, dc.num_train_images) == (3, "unseen", "synthetic", 1000)
+    with pytest.raises(ValueError, match=r"data\.per_class"):
         data.check_data_config(dataclasses.replace(dc, per_class=0))
+    with pytest.raises(ValueError, match=r"data\.data"):  # a recorded field the section does not have
+        data.data_config({"data": {"data": "tfds"}})
 
 
 def test_paper_config_without_prepared_tfds_says_how_to_prepare(tmp_path):
-    config = EXP.get_config("paper", data_dir=str(tmp_path))
+    config = EXP.get_config("paper", **{"data.data_dir": str(tmp_path)})
     with pytest.raises(FileNotFoundError, match="tfds build mnist cifar10") as err:
-        data.load_arrays(config)
+        data.load_arrays(config.data)
     assert str(tmp_path) in str(err.value) and "download" in str(err.value)
 
 
@@ -122,15 +128,17 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
         "cpu_small",
         lambdas=(0.0, 10.0),
         num_runs=2,
-        num_train_images=40,
-        num_test_images=20,
-        num_backgrounds=30,
-        per_class=2,
         num_steps=4,
         batch_size=8,
-        evals_per_run=2,
-        eval_batch_size=16,
         log_every=2,
+        **{
+            "data.num_train_images": 40,
+            "data.num_test_images": 20,
+            "data.num_backgrounds": 30,
+            "data.per_class": 2,
+            "eval.evals_per_run": 2,
+            "eval.batch_size": 16,
+        },
     )
     results = run_experiment(EXP, config, tmp_path, progress=False)
     for name in ("config.json", "results.json", "spurious_digits.png"):
@@ -180,48 +188,58 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
 
 def test_thesis_mean_config_objective_and_model():
     config = EXP.get_config("thesis_mean")
-    assert (config.sim_reduction, config.torch_init, config.centre_eval, config.num_runs) == ("mean", True, True, 5)
-    assert config.lambdas == sd.LAMBDAS and config.ce_weight == 1.0 and config.data == "synthetic"
+    center = config.objectives.center
+    assert (center.sim_reduction, config.model.torch_init, config.eval.centre_eval, config.num_runs) == (
+        "mean",
+        True,
+        True,
+        5,
+    )
+    assert config.lambdas == sd.LAMBDAS and center.ce_weight == 1.0 and config.data.source == "synthetic"
     obj = EXP.objective("lambda_0.5", config)
     assert (obj.lam, obj.ce_weight, obj.sim_reduction) == (0.5, 1.0, "mean")
     model, name, kwargs = EXP.model("lambda_0.5", config)
     assert model.torch_init and name == "lenet5" and kwargs == {"num_classes": 10, "torch_init": True}
-    off = EXP.get_config("thesis_mean", ce_weight=0, lambdas=[1])
+    off = EXP.get_config("thesis_mean", lambdas=[1], **{"objectives.center.ce_weight": 0})
     assert EXP.objective("lambda_1", off).ce_weight == 0.0 and EXP.arms(off) == ("lambda_1",)
     # the default stays Eq. 11 as written, the runner's default init and CE weight 1
     small = EXP.get_config("cpu_small")
-    assert (small.sim_reduction, small.torch_init, small.ce_weight, small.centre_eval) == ("sum", False, 1.0, False)
+    assert (small.objectives.center, small.model.torch_init, small.eval.centre_eval) == (
+        sd.CenterArm("sum", 1.0),
+        False,
+        False,
+    )
     assert EXP.model("lambda_0", small)[2] == {"num_classes": 10}
 
 
-TINY = dict(
-    num_runs=2,
-    num_train_images=40,
-    num_test_images=20,
-    num_backgrounds=30,
-    per_class=2,
-    batch_size=8,
-    eval_batch_size=16,
-    log_every=2,
-)
+TINY = {
+    "num_runs": 2,
+    "data.num_train_images": 40,
+    "data.num_test_images": 20,
+    "data.num_backgrounds": 30,
+    "data.per_class": 2,
+    "batch_size": 8,
+    "eval.batch_size": 16,
+    "log_every": 2,
+}
 
 
 def test_initial_losses_both_forms():
     config = EXP.get_config("thesis_mean", **TINY)
     data_ = EXP.prepare(config)
-    rows = sd.initial_losses(config, data_, num_batches=2)
+    rows = initial_losses(sd.EXPERIMENT, config, data_, num_batches=2)
     assert [r["seed"] for r in rows] == [0, 1]
     for r in rows:
         # full batches of 8, 84-d embedding: the mean form is the sum over batch x width
         assert r["l_sim_mean"] == pytest.approx(r["l_sim_sum"] / (8 * 84), rel=1e-5)
         assert 0 < r["l_sim_mean"] < 1e-3 and r["ce"] == pytest.approx(np.log(10), abs=0.1)
     with pytest.raises(ValueError, match="num_batches"):
-        sd.initial_losses(config, data_, num_batches=0)
+        initial_losses(sd.EXPERIMENT, config, data_, num_batches=0)
 
 
 def test_cross_entropy_off_run_never_trains_the_classifier(tmp_path):
     """Thesis Fig. 5 (CE weight 0, lambda 1): the classifier gets no gradient, so it stays at its init."""
-    config = EXP.get_config("thesis_mean", ce_weight=0, lambdas=[1], num_steps=4, **TINY)
+    config = EXP.get_config("thesis_mean", lambdas=[1], num_steps=4, **{"objectives.center.ce_weight": 0, **TINY})
     results = run_experiment(EXP, config, tmp_path, progress=False)
     for r, run in enumerate(results["per_run"]["1"]):
         assert {"id_centre_accuracy", "ood_centre_accuracy"} <= set(run)

@@ -36,5 +36,5 @@ def test_plan_errors_are_one_line(capsys):
         main(["plan", "quadrilaterals", "--config", "cpu_small", "--objective", "nope", "--topology", "v5e:2x2"]) == 2
     )
     assert "not an arm" in capsys.readouterr().err
-    assert main(["plan", "quadrilaterals", "--set", "imag_size=3", "--topology", "v5e:2x2"]) == 2
-    assert "imag_size" in capsys.readouterr().err
+    assert main(["plan", "quadrilaterals", "--set", "data.imag_size=3", "--topology", "v5e:2x2"]) == 2
+    assert "unknown key 'data.imag_size'" in capsys.readouterr().err

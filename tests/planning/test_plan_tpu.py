@@ -153,13 +153,12 @@ def test_cornet_z_config_flops_match_the_analytic_count():
     The compiler's FLOPs per example equal the count of the convolutions and the classifier within
     5%; the padded count (every tap of every window) would be 46% higher, so padding is excluded.
     """
-    import dataclasses
-
     from gensim_jax import experiments as registry
     from gensim_jax.training import runner
 
     exp = registry.load("quadrilaterals")
-    cfg = dataclasses.replace(exp.get_config("cpu_small"), image_size=32, batch_size=64, optimizer="sgd", momentum=0.0)
+    sets = {"data.image_size": 32, "batch_size": 64, "optim.optimizer": "sgd", "optim.momentum": 0.0}
+    cfg = exp.get_config("cpu_small", **sets)
     fn, args = runner.abstract_step_inputs(exp, cfg, "supervised")
     params = args[0].params
     # the analytic model is the real one: same kernels, 11 shape classes on the 512-d embedding

@@ -10,8 +10,7 @@ import optax
 import pytest
 
 from gensim_jax.training import CrossEntropy, create_train_state, make_train_step, train
-from gensim_jax.training.experiment import TrainConfig
-from gensim_jax.training.optim import make_optimizer
+from gensim_jax.training.optim import OptimConfig, make_optimizer
 from gensim_jax.training.timing import compiled_flops
 from tests.training._events import event_files, read_events
 from tests.training._tiny import stream, tiny_model, tiny_state
@@ -29,7 +28,7 @@ def _images(factory):
 
 @pytest.mark.slow
 def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_trace(tmp_path):
-    tx = make_optimizer(TrainConfig(learning_rate=0.05, schedule="warmup_cosine", warmup_steps=4), 12)
+    tx = make_optimizer(OptimConfig(learning_rate=0.05, schedule="warmup_cosine", warmup_steps=4), 12)
     state = create_train_state(tiny_model(), tx, 0)
     train(
         state,

@@ -68,7 +68,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     model, _, _ = tiny.model("gensim", config)
     state = create_train_state(
         model,
-        optax.sgd(config.learning_rate, momentum=config.momentum),
+        optax.sgd(config.optim.learning_rate, momentum=config.optim.momentum),
         jax.random.key(0),
         variables=tiny.init_variables("gensim", config, model, 0),
     )
@@ -176,3 +176,39 @@ def test_compute_dtype():
 
     with pytest.raises(ValueError, match="no compute-dtype field"):
         runner.compute_dtype_model(NoDtype(), "bfloat16")
+
+
+@pytest.mark.slow
+def test_an_arms_own_learning_rate_takes_effect_and_config_json_is_nested(tiny, tmp_path):
+    """``objectives.simclr.learning_rate`` trains simclr at its rate while gensim keeps ``optim.learning_rate``
+    (each arm's losses are those of a bare SGD loop at that rate, and not at the other); the run's
+    config.json holds the nested sections and reads back as the same config."""
+    config = tiny.get_config("tiny", num_steps=3, **{"objectives.simclr.learning_rate": 0.02})
+    assert config.optim.learning_rate == 0.05 and config.objectives.gensim.learning_rate is None
+    runner.run_experiment(tiny, config, tmp_path, progress=False)
+    data = tiny.prepare(config)
+
+    def bare_losses(arm, lr):
+        model, _, _ = tiny.model(arm, config)
+        variables = tiny.init_variables(arm, config, model, 0)
+        state = create_train_state(model, optax.sgd(lr, momentum=0.9), jax.random.key(0), variables=variables)
+        objective = tiny.objective(arm, config)
+        stream = iter(tiny.batches(arm, config, data, 0, HostShard(global_batch=config.batch_size))(0))
+        out = []
+        for _ in range(3):
+            state, m = jax.jit(lambda s, b: train_step(s, b, objective))(state, next(stream))
+            out.append(float(m["loss"]))
+        return out
+
+    for arm, lr, other in (("gensim", 0.05, 0.02), ("simclr", 0.02, 0.05)):
+        run_dir = tmp_path / arm / "run0"
+        lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        lines = [x for x in lines if "loss" in x]
+        assert [x["opt/lr"] for x in lines] == pytest.approx([lr] * 3)
+        got = [x["loss"] for x in lines]
+        np.testing.assert_allclose(got, bare_losses(arm, lr), rtol=2e-5)
+        assert abs(got[-1] - bare_losses(arm, other)[-1]) > 1e-4 * abs(got[-1])  # the rate changes the run
+        record = json.loads((run_dir / "config.json").read_text())["config"]
+        assert record["objectives"]["simclr"]["learning_rate"] == 0.02 and record["optim"]["learning_rate"] == 0.05
+    saved = json.loads((tmp_path / "config.json").read_text())["config"]
+    assert tiny.config_from_dict({k: v for k, v in saved.items() if k != "experiment"}) == config

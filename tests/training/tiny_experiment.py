@@ -14,25 +14,40 @@ import numpy as np
 
 from gensim_jax.models import get_model
 from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent
-from gensim_jax.training.experiment import Experiment, TrainConfig
+from gensim_jax.training.experiment import ArmConfig, Experiment, OptimConfig, TrainConfig
 
 IN, FEATURES = 6, 5
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(TrainConfig):
-    objectives: tuple = ("gensim", "simclr")
-    temperature: float = 0.5
+class Data:
     noise: float = 0.3
     num_examples: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class SimCLR(ArmConfig):
+    temperature: float = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class Objectives:
+    gensim: ArmConfig = ArmConfig()
+    simclr: SimCLR = SimCLR()
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(TrainConfig):
+    arms: tuple = ("gensim", "simclr")
     batch_size: int = 16
     num_steps: int = 20
     # SGD, not Adam: the MLP's output bias feeds a BatchNorm, so its exact gradient is zero; Adam would
     # turn float rounding into full-size steps of it, which differ between device layouts
-    optimizer: str = "sgd"
-    learning_rate: float = 0.05
+    optim: OptimConfig = OptimConfig(optimizer="sgd", learning_rate=0.05)
     log_every: int = 1
     checkpoint_every: int = 5
+    data: Data = Data()
+    objectives: Objectives = Objectives()
 
 
 CONFIGS = {"tiny": Config()}
@@ -40,7 +55,7 @@ CONFIGS = {"tiny": Config()}
 
 def _examples(config, seed: int):
     rng = np.random.default_rng(seed)
-    features = (rng.random((config.num_examples, FEATURES)) > 0.5).astype(np.float32)
+    features = (rng.random((config.data.num_examples, FEATURES)) > 0.5).astype(np.float32)
     projection = np.random.default_rng(1234).normal(size=(FEATURES, IN)).astype(np.float32)
     return features, features @ projection
 
@@ -63,7 +78,7 @@ class Tiny(Experiment):
     def objective(self, arm, config):
         if arm == "gensim":
             return GenSimRegression(target=BetaBernoulliTarget(), input_key="x", output="projection")
-        return NTXent(temperature=config.temperature)
+        return NTXent(temperature=config.objectives.simclr.temperature)
 
     def metadata_spec(self, arm, config):  # the Beta-Bernoulli target reads the feature vectors
         return {"features": ((FEATURES,), np.float32)} if arm == "gensim" else {}
@@ -76,7 +91,9 @@ class Tiny(Experiment):
             while True:  # this process's rows: row j of global batch s is stream position s * B + j
                 pos = shard.positions(step)
                 idx = np.random.default_rng((seed, step)).permutation(len(x))[: config.batch_size][shard.rows]
-                noise = [np.random.default_rng((seed, int(p))).normal(scale=config.noise, size=(2, IN)) for p in pos]
+                noise = [
+                    np.random.default_rng((seed, int(p))).normal(scale=config.data.noise, size=(2, IN)) for p in pos
+                ]
                 noise = np.asarray(noise, np.float32)
                 yield {
                     "x": x[idx],

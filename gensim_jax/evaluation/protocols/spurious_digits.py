@@ -68,16 +68,17 @@ def main(argv=None) -> int:
     if experiment != "spurious_digits":
         p.error(f"{workdir} is a {experiment!r} workdir, not spurious_digits")
     if a.data_dir is not None:
-        fields = {**fields, "data_dir": a.data_dir}
-    confidence = float(a.confidence if a.confidence is not None else fields.get("confidence", 0.95))
-    eval_batch_size = int(fields.get("eval_batch_size", 1000))
+        fields = {**fields, "data": {**(fields.get("data") or {}), "data_dir": a.data_dir}}
+    recorded_eval = fields.get("eval") if isinstance(fields.get("eval"), dict) else {}
+    confidence = float(a.confidence if a.confidence is not None else recorded_eval.get("confidence", 0.95))
+    eval_batch_size = int(recorded_eval.get("batch_size", 1000))
     try:
         config = data.data_config(fields)
         data.check_data_config(config)
         if not 0.0 < confidence < 1.0:
             raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
         if eval_batch_size < 1:
-            raise ValueError(f"eval_batch_size must be >= 1, got {eval_batch_size}")
+            raise ValueError(f"eval.batch_size must be >= 1, got {eval_batch_size}")
     except (TypeError, ValueError) as err:
         p.error(f"{cfg_path}: {err}")
     exports = find_exports(workdir)
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
     summary = protocol.summarize(per_run, confidence)
     result = {
         "workdir": str(workdir),
-        "data": config.data,
+        "data": config.source,
         "ood": config.ood,
         "confidence": confidence,
         "num_test": {k: int(len(v[1])) for k, v in sets.items()},
@@ -111,7 +112,10 @@ def main(argv=None) -> int:
 
     def plot(path: str) -> None:
         protocol.plot_accuracy_vs_lambda(
-            summary, path, confidence=confidence, title=f"Spurious digits ({config.data}), re-evaluated: {workdir.name}"
+            summary,
+            path,
+            confidence=confidence,
+            title=f"Spurious digits ({config.source}), re-evaluated: {workdir.name}",
         )
 
     rc = finish(result, a, "spurious_digits", plot)

@@ -1,0 +1,87 @@
+"""The quadrilaterals experiment's training data: rendered quadrilaterals as a source, and each arm's batches.
+
+:func:`training_source` renders the training stimuli of
+:func:`gensim_jax.stimuli.quadrilaterals.sample_training_stimuli` (the test grid held out) once;
+:func:`arm_batches` streams this process's rows of every global batch of an arm
+(:func:`gensim_jax.data.streams.stream`): ``gensim`` images with their 22 geometric features,
+``supervised`` images with their shape label, ``simclr`` two augmented views. Images are ``uint8``
+(normalised inside the training step).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from gensim_jax.data.sources import GreyImageSource
+from gensim_jax.stimuli import quadrilaterals as quads
+
+__all__ = ["arm_batches", "training_source"]
+
+
+def training_source(data: Any, seed: int) -> GreyImageSource:
+    """``data.num_train_images`` rendered training quadrilaterals at ``data.image_size`` (the test grid held out).
+
+    ``data``: the experiment config's ``data`` section (``num_train_images``, ``image_size``,
+    ``train_variants``, ``rotation_range_deg``, ``scale_range``). Metadata: ``label`` (shape index
+    0..10, :data:`~gensim_jax.stimuli.quadrilaterals.SHAPE_NAMES` order) and ``features`` (22 binary
+    geometric features, float32).
+    """
+    n, size = int(data.num_train_images), int(data.image_size)
+    stim = quads.sample_training_stimuli(
+        np.random.default_rng(seed),
+        n,
+        variants=tuple(data.train_variants),
+        rotation_range_deg=tuple(data.rotation_range_deg),
+        scale_range=tuple(data.scale_range),
+    )
+    images = np.empty((n, size, size), np.uint8)
+    vertices = stim.vertices()
+    chunk = 512  # bounds the float32 render buffer (512 x 224 x 224 x 4 B = 100 MB)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        grey = quads.render_quadrilaterals(
+            vertices[start:stop], stim.rotation_deg[start:stop], stim.scale[start:stop], size
+        )
+        images[start:stop] = np.round(grey * 255.0).astype(np.uint8)
+    return GreyImageSource(images, label=stim.shape.astype(np.int32), features=stim.features.astype(np.float32))
+
+
+def arm_batches(
+    arm: str,
+    source: GreyImageSource,
+    seed: int,
+    shard,
+    *,
+    image_size: int,
+    label_offset: int = 0,
+    simclr: Optional[Any] = None,
+):
+    """``position -> iterator`` of this process's rows (``shard``, a :class:`~gensim_jax.training.experiment.HostShard`)
+    of the batches of ``arm``.
+
+    ``gensim``: ``image``, ``features``; ``supervised``: ``image``, ``label`` (plus ``label_offset``:
+    1000 when the 11 classes follow a pretrained ImageNet read-out); ``simclr``: two views by
+    rotation (``simclr.rotation_deg``), random resized crop (``simclr.crop_scale``), flip and blur
+    (``simclr.blur_p``) on a black canvas, ``simclr`` the ``objectives.simclr`` section.
+    """
+    from gensim_jax.data.streams import stream
+
+    if arm == "gensim":
+        return stream("labelled", source, seed=seed, shard=shard, keys=("features",))
+    if arm == "supervised":
+        labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
+        return lambda position: ({**b, "label": b["label"] + label_offset} for b in labelled(position))
+    if arm != "simclr" or simclr is None:
+        raise ValueError(f"arm must be gensim, supervised or simclr (with its simclr section), got {arm!r}")
+    from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
+
+    aug = simclr_augment(
+        (image_size, image_size),
+        crop_scale=tuple(simclr.crop_scale),
+        blur_p=simclr.blur_p,
+        rotation_deg=simclr.rotation_deg,
+        fill_value=0.0,  # black canvas
+    )
+    return stream("views", source, seed=seed, shard=shard, augment=aug)
