@@ -6,7 +6,9 @@ takes seconds; the module shares them through module-scoped fixtures.
 
 import json
 import re
+import warnings
 
+import jax
 import pytest
 
 from gensim_jax import planning
@@ -184,10 +186,6 @@ def test_cornet_z_config_flops_match_the_analytic_count():
 def test_planning_with_a_persistent_compilation_cache_warns_nothing(build, tmp_path):
     # a user's JAX_COMPILATION_CACHE_DIR: the second plan of the same step would find the first one's
     # entry, which a compile for abstract devices cannot load (JAX warned once per entry)
-    import warnings
-
-    import jax
-
     keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
     before = {k: getattr(jax.config, k) for k in keys}
     jax.config.update("jax_compilation_cache_dir", str(tmp_path))
