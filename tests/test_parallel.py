@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from gensim_jax import parallel
+from tests.multiprocess.harness import with_device_count
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,9 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_sharded_and_pmap_steps_equal_the_single_device_step():
     """One subprocess (8 CPU devices) runs every layout; each must match the single-device run."""
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO)
-    )
+    xla_flags = with_device_count(os.environ.get("XLA_FLAGS", ""), 8)
+    env = dict(os.environ, XLA_FLAGS=xla_flags, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
     proc = subprocess.run(
         [sys.executable, str(REPO / "tests" / "_parallel_worker.py")],
         cwd=REPO,

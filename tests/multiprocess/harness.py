@@ -1,6 +1,6 @@
 """Start P worker processes of one JAX run on this machine, collect their output, always clean up.
 
-Each process gets ``JAX_PLATFORMS=cpu`` and ``XLA_FLAGS=--xla_force_host_platform_device_count=D``
+Each process gets ``JAX_PLATFORMS=cpu`` and ``XLA_FLAGS`` with ``--xla_force_host_platform_device_count=D`` (the caller's other XLA flags kept)
 (set before jax is imported, so every process owns ``D`` CPU devices), and, when ``P > 1``, the
 coordinator address ``127.0.0.1:<free port>``, ``--num-processes P`` and ``--process-id i``.  The
 processes run in their own session (a signal sent to one does not reach pytest), every wait is
@@ -101,6 +101,12 @@ class _Proc:
             )
 
 
+def with_device_count(xla_flags: str, devices: int) -> str:
+    """``xla_flags`` (the caller's ``XLA_FLAGS``) with its host device count replaced by ``devices``."""
+    kept = [f for f in xla_flags.split() if not f.startswith("--xla_force_host_platform_device_count")]
+    return " ".join([*kept, f"--xla_force_host_platform_device_count={int(devices)}"])
+
+
 class Cluster:
     """``processes`` copies of ``python ARGS`` forming one JAX run with ``devices`` CPU devices each.
 
@@ -124,10 +130,9 @@ class Cluster:
     ):
         self.processes = int(processes)
         base_env = dict(os.environ)
-        base_env.pop("XLA_FLAGS", None)
         base_env.update(
             JAX_PLATFORMS="cpu",
-            XLA_FLAGS=f"--xla_force_host_platform_device_count={int(devices)}",
+            XLA_FLAGS=with_device_count(base_env.get("XLA_FLAGS", ""), devices),
             PYTHONPATH=str(REPO) + os.pathsep + base_env.get("PYTHONPATH", ""),
             PYTHONUNBUFFERED="1",
             TF_CPP_MIN_LOG_LEVEL="1",

@@ -39,7 +39,7 @@ N = 20  # steps of every run
 K = 10  # save/resume boundary of (b)
 TOL = 1e-5
 RUN_TIMEOUT = 150  # seconds for one run of the (loaded, 2-core) CI machine; far above the ~5-15 s it takes
-HEARTBEAT = 15  # seconds after which JAX declares a silent process dead (test d's setting)
+HEARTBEAT = 6  # seconds after which JAX declares a silent process dead (test d's setting)
 
 
 @pytest.fixture(scope="module")
