@@ -99,7 +99,7 @@ def run(quick: bool = False) -> list[dict]:
     Python overhead dominates); ``--quick``: 100 pairs, tiny sample counts."""
     if quick:
         return [_case(100, 4_000, 200, repeats=2, big_memory=True)]
-    return [_case(1000, 60_000, 1_000, repeats=3, big_memory=True), _case(100, 300_000, 2_000, repeats=3)]
+    return [_case(1000, 60_000, 1_000, repeats=9, big_memory=True), _case(100, 300_000, 2_000, repeats=9)]
 
 
 def _case(num_pairs: int, s_ours: int, s_ref: int, repeats: int, big_memory: bool = False) -> dict:
