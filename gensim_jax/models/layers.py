@@ -133,12 +133,15 @@ SUBSAMPLE_MAX_OUTPUT_PIXELS = IM2COL_MAX_OUTPUT_PIXELS
 def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     """``y[b, i, j, o] = sum_{u, v, c} x_pad[b, s*i + u, s*j + v, c] K[u, v, c, o]`` (NHWC, HWIO).
 
-    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  On XLA:CPU, for an
-    output of at most :data:`IM2COL_MAX_OUTPUT_PIXELS` pixels, it is evaluated as one matrix product
-    of the ``k * k`` shifted (strided) windows of the padded input, concatenated over channels, with
-    the kernel reshaped to ``(k * k * C, O)`` (identical sums; a static choice on shapes, and
-    ``lax.platform_dependent`` on the platform the program is lowered for, so a TPU or GPU program,
-    and the planner's compile for one, keeps the convolution).
+    The convolution of :class:`Conv2d` with symmetric zero padding ``padding``.  On XLA:CPU, for a
+    ``1 x 1`` kernel or an output of at most :data:`IM2COL_MAX_OUTPUT_PIXELS` pixels, it is evaluated
+    as one matrix product of the ``k * k`` shifted (strided) windows of the padded input, concatenated
+    over channels, with the kernel reshaped to ``(k * k * C, O)``: for ``1 x 1`` the (subsampled) input
+    as a ``(B H' W', C)`` matrix.  The products and their gradients need none of the layout
+    transposes XLA:CPU puts around a convolution's kernel gradient (ResNet-50's training step 0.69 ->
+    0.60 s at 64 px and batch 32, 2.33 -> 1.72 s at 224 px and batch 8; docs/PERFORMANCE.md).  The
+    same sums; a static choice on shapes, and ``lax.platform_dependent`` on the platform the program
+    is lowered for, so a TPU or GPU program, and the planner's compile for one, keeps the convolution.
 
     Args:
       x: ``(B, H, W, C)``.  kernel: ``(k, k, C, O)``.  stride, padding: ints.
@@ -155,7 +158,7 @@ def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     def direct(x, kernel):
         return jax.lax.conv_general_dilated(x, kernel, window_strides=(s, s), padding=pads, dimension_numbers=dn)
 
-    if h_out * w_out > IM2COL_MAX_OUTPUT_PIXELS:
+    if h_out * w_out > IM2COL_MAX_OUTPUT_PIXELS and not kh == kw == 1:
         return direct(x, kernel)
 
     def im2col(x, kernel):

@@ -1,4 +1,4 @@
-"""models.layers.strided_conv: the im2col form of tiny outputs equals the direct convolution.
+"""models.layers.strided_conv: the im2col form of tiny outputs and of 1 x 1 kernels equals the direct convolution.
 
 Independent computation: ``jax.lax.conv_general_dilated`` with ``window_strides=(s, s)`` (the
 direct form), values and both gradients, on shapes on both sides of the output-size threshold.
@@ -32,6 +32,10 @@ def _direct(x, w, s, p):
         (4, 3, 1, 0),
         (2, 1, 1, 0),
         (4, 3, 1, 1),
+        # 1 x 1 kernels onto larger outputs (ResNet-50's bottleneck and downsample convolutions)
+        (9, 1, 1, 0),
+        (9, 1, 2, 0),
+        (6, 1, 1, 1),
     ],
 )
 @pytest.mark.slow
@@ -59,6 +63,16 @@ def test_tiny_outputs_take_the_im2col_form_on_the_cpu():
     else:
         assert " convolution(" in compiled(2)
     assert " convolution(" in compiled(8)
+
+
+def test_pointwise_kernels_take_the_matrix_product_on_the_cpu():
+    def compiled(stride):
+        x, w = jnp.ones((2, 16, 16, 8)), jnp.ones((1, 1, 8, 4))
+        step = jax.jit(jax.grad(lambda a, b: jnp.sum(strided_conv(a, b, stride, 0) ** 2), argnums=(0, 1)))
+        return step.lower(x, w).compile().as_text()
+
+    for stride in (1, 2):  # the value and both gradients: dots, no convolution
+        assert (" convolution(" not in compiled(stride)) == (jax.default_backend() == "cpu")
 
 
 def test_threshold_covers_the_cornet_s_it_case():
