@@ -17,14 +17,15 @@ c. SIGTERM (to both processes, or to one): both stop at the same step with a che
 d. SIGKILL of one process: the other exits with JAX's "another task died" error within the
    heartbeat timeout (no hang), and the run resumes from the last complete checkpoint.
 
-All subprocesses share one persistent compilation cache (per test module and pytest worker), which
-halves the start-up of the later runs; every wait is bounded and every child is killed on the way
+All subprocesses share one persistent compilation cache (the test session's, so both pytest workers
+and the other subprocess tests share it too), which halves the start-up of the later runs; every wait is bounded and every child is killed on the way
 out.  The tests that took more than 30 s on the shared 2-core machine are marked ``slow``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -44,8 +45,9 @@ HEARTBEAT = 6  # seconds after which JAX declares a silent process dead (test d'
 
 @pytest.fixture(scope="module")
 def jax_env(tmp_path_factory) -> dict:
-    """A persistent compilation cache shared by the subprocesses of this module."""
-    cache = tmp_path_factory.mktemp("jax_cache")
+    """A persistent compilation cache shared by the subprocesses of this module: the test session's
+    (tests/conftest.py; both pytest workers then share the compiled steps), else one of its own."""
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or tmp_path_factory.mktemp("jax_cache")
     return {
         "JAX_COMPILATION_CACHE_DIR": str(cache),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",

@@ -9,6 +9,7 @@ against the same command in 1 process x 1 device.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,7 @@ def test_two_processes_through_the_cli_equal_one_process(tmp_path):
     # float32 matmuls at full precision in both layouts (as tests/multiprocess/worker.py), so that only the
     # order of the cross-device sums differs
     env = {
-        "JAX_COMPILATION_CACHE_DIR": str(tmp_path / "cache"),
+        "JAX_COMPILATION_CACHE_DIR": os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(tmp_path / "cache"),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_DEFAULT_MATMUL_PRECISION": "highest",
     }
