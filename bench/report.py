@@ -31,6 +31,9 @@ _MODULE = {
     "beta_bernoulli_table": "kernels",
     "hierarchy_table": "kernels",
     "tree_kernel_gram": "kernels",
+    "mc_estimator_gaussian_mixture": "mc_estimator",
+    "input_scaling": "input_scaling",
+    "runner_overhead": "runner_overhead",
 }
 
 
@@ -38,6 +41,8 @@ def _module(bench: str) -> str:
     """The ``--only`` module that prints the line ``bench``."""
     if bench in _MODULE:
         return _MODULE[bench]
+    if bench.startswith("scaling_"):
+        return "scaling"
     if bench.startswith("train_step_"):
         return "training_step"
     if bench.startswith("pipeline_") or bench.endswith(("_render", "_render_only")):

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the benchmark references are PyTorch programs")
 
-from bench import naive_tree_kernel, run_all  # noqa: E402
+from bench import naive_tree_kernel, report, run_all  # noqa: E402
 from bench.geoclidean_programs import random_programs  # noqa: E402
 from gensim_jax.kernels import trees  # noqa: E402
 from gensim_jax.stimuli.geoclidean.grammar import parse_program, parse_tree  # noqa: E402
@@ -54,6 +54,7 @@ def test_run_all_quick_prints_json_lines(capsys):
     assert {ln["bench"] for ln in lines[1:-1]} == {"scaling_gensim_loss_grad", "scaling_beta_bernoulli_table"}
     for line in lines[1:-1]:
         _check_line(line)
+        assert report._module(line["bench"]) == "scaling"  # the report's rerun command names this module
 
 
 def test_random_programs_valid_distinct_and_seeded():

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import mc_estimator
+from bench import mc_estimator, report
 from gensim_jax.kernels import gaussian_mixture as gm
 
 
@@ -37,6 +37,7 @@ def test_quick_run_prints_a_valid_line():
     )
     assert line["max_z_vs_reference"] < 6  # the two estimators agree within their standard errors
     assert 0 < line["jax_temp_bytes_1e6_x_1000"] < 64 * 2**20
+    assert report._module(line["bench"]) == "mc_estimator"  # the report's rerun command names this module
 
 
 def test_numpy_reference_matches_the_closed_form():
