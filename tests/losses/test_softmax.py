@@ -95,24 +95,25 @@ def test_supcon_against_khosla_style_torch_definition():
 
 @pytest.mark.slow
 def test_degenerate_batches_are_finite_and_skip_anchors_without_positives():
+    # jitted: one compile per function instead of one per operation (6.0 s -> 2.3 s idle)
     z = jnp.asarray(np.random.default_rng(6).normal(size=(5, 3)), jnp.float32)
     distinct = jnp.arange(5)
     for fn in (losses.supcon_loss, losses.sincere_loss):
-        v, g = jax.value_and_grad(lambda z: fn(z, distinct))(z)
+        v, g = jax.jit(jax.value_and_grad(lambda z: fn(z, distinct)))(z)
         assert v == 0.0 and np.all(g == 0.0)
-        per = fn(z, jnp.array([0, 0, 1, 2, 3]), reduction="none")
+        per = jax.jit(lambda z: fn(z, jnp.array([0, 0, 1, 2, 3]), reduction="none"))(z)
         assert np.all(np.asarray(per)[2:] == 0.0) and np.all(np.asarray(per)[:2] > 0)
     # all equal labels: SINCERE has no negatives; identical embeddings; a zero embedding
     same = jnp.concatenate([jnp.ones((4, 3)), jnp.zeros((1, 3))])
     for fn in (losses.supcon_loss, losses.sincere_loss):
         for y in (jnp.zeros(5, int), jnp.array([0, 0, 1, 1, 1])):
-            v, g = jax.value_and_grad(lambda z: fn(z, y))(same)
+            v, g = jax.jit(jax.value_and_grad(lambda z: fn(z, y)))(same)
             assert np.isfinite(v) and np.all(np.isfinite(g))
     for fn in (lambda z: losses.ntxent_loss(z, z), lambda z: losses.cross_view_infonce_loss(z, z)):
-        v, g = jax.value_and_grad(fn)(same)
+        v, g = jax.jit(jax.value_and_grad(fn))(same)
         assert np.isfinite(v) and np.all(np.isfinite(g))
     # a single valid example: nothing to contrast
-    v, g = jax.value_and_grad(lambda z: losses.ntxent_loss(z, z, mask=jnp.array([1, 0, 0, 0, 0], bool)))(z)
+    v, g = jax.jit(jax.value_and_grad(lambda z: losses.ntxent_loss(z, z, mask=jnp.array([1, 0, 0, 0, 0], bool))))(z)
     assert np.isfinite(v) and np.all(np.isfinite(g))
 
 
