@@ -20,11 +20,9 @@ machine it needs ``--quick`` (its smoke mode).
 
 Each module runs in a fresh Python process (``--same-process`` runs them all in this one): what one
 benchmark leaves behind -- PyTorch's OpenMP pool after the training steps, TensorFlow's thread pools
-after the input pipelines, a warm or fragmented allocator -- must not time another. (On the idle
-2-core machine the Monte Carlo estimator measured 1.19 s per 10^8 samples x pairs at 16:55 UTC on
-2026-11-25 and 0.35-0.39 s in every fresh process from 17:45 on; in-process after PyTorch convolution steps it had bursts of 0.9-1.2 s
-in 2 of 6 processes and none in 5 later ones, so the cause is not pinned down; separate processes
-take one candidate away.)
+after the input pipelines, a warm or fragmented allocator -- must not time another. (The Monte Carlo
+estimator once measured 3x slower than alone; in-process after PyTorch steps it slowed in 3 of 11
+processes, the cause not pinned down: docs/PERFORMANCE.md, "Re-measured on the idle machine".)
 
 The first line describes the machine (``"bench": "machine"``); every other line is
 ``{"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met", ...}`` with
