@@ -92,8 +92,6 @@ class Config(TrainConfig):
     ``log_every`` 39 = one epoch of steps (10,000 // 256): the loss curve is the per-epoch mean.
     """
 
-    seed: int = 0
-    num_runs: int = 1
     batch_size: int = 256
     epochs: float = 300.0
     optim: OptimConfig = OptimConfig(optimizer="adam", learning_rate=1e-5)  # the paper names no optimiser

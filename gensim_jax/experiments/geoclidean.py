@@ -97,14 +97,11 @@ class EvalConfig:
 class Config(TrainConfig):
     """Appendix M: ResNet-50, Adam, batch 128, 35 epochs over 100,000 images of 224 x 224, 4 runs."""
 
-    seed: int = 0
     num_runs: int = 4
     arms: tuple = OBJECTIVES
     epochs: float = 35.0
-    num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 128
     optim: OptimConfig = OptimConfig(learning_rate=1e-4)  # Adam; the paper does not give the rate
-    checkpoint_every: int = 1000
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     objectives: Objectives = Objectives()

@@ -112,11 +112,9 @@ class EvalConfig:
 class Config(TrainConfig):
     """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
 
-    seed: int = 0
     num_runs: int = 5
     arms: tuple = OBJECTIVES
     epochs: float = 65.0
-    num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 256  # global batch (split over hosts and devices)
     optim: OptimConfig = OptimConfig(learning_rate=1e-3)
     checkpoint_every: int = 5000

@@ -126,14 +126,11 @@ class EvalConfig:
 class Config(TrainConfig):
     """Appendix L: CORnet-S, Adam (5e-4 GenSim/SimCLR, 5e-6 supervised), 13 epochs, 10 runs."""
 
-    seed: int = 0
     num_runs: int = 10
     arms: tuple = OBJECTIVES
     epochs: float = 13.0
-    num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 64  # ours (not given)
     optim: OptimConfig = OptimConfig(learning_rate=5e-4)
-    checkpoint_every: int = 1000
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     objectives: Objectives = Objectives()

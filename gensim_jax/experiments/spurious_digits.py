@@ -95,15 +95,12 @@ class Config(TrainConfig):
     :class:`~gensim_jax.training.experiment.TrainConfig`.
     """
 
-    seed: int = 0
     num_runs: int = 5
     lambdas: tuple = LAMBDAS
     epochs: float = 10.0
-    num_steps: Optional[int] = None  # overrides epochs when set
     batch_size: int = 64  # ours (the thesis does not give it)
     optim: OptimConfig = OptimConfig(optimizer="adam", learning_rate=1e-3)  # ours: PyTorch's Adam default
     log_every: int = 100  # 60,000 / 64 x 10 epochs = 9,380 steps: ~94 loss lines
-    checkpoint_every: int = 1000
     model: ModelConfig = ModelConfig()
     data: DataConfig = DataConfig()
     objectives: Objectives = Objectives()
