@@ -473,15 +473,9 @@ def _final_state(run_dir: Path) -> dict:
 
 @pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
-    # conftest.py sets the float32 matmul precision of this process to "highest"; the runs in
-    # subprocesses get the same setting, so that all three runs compute the same numbers
-    env = dict(
-        os.environ,
-        JAX_PLATFORMS="cpu",
-        PYTHONPATH=str(REPO),
-        TF_CPP_MIN_LOG_LEVEL="3",
-        JAX_DEFAULT_MATMUL_PRECISION="highest",
-    )
+    # the two subprocesses inherit this process's JAX and XLA settings (tests/conftest.py's flags
+    # included), so that all three runs compute the same numbers
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     ref_dir, run_dir = tmp_path / "reference", tmp_path / "killed"
     killed = subprocess.Popen(
         [sys.executable, "-m", "tests.experiments._sigkill", str(KILL_AT), *RUN, "--workdir", str(run_dir)],
