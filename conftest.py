@@ -10,6 +10,7 @@ time (``gensim_jax.data.augment`` and ``gensim_jax.data.imagenet`` import Tensor
 and 550 MB per pytest worker). tests/test_imports.py imports every module.
 """
 
+import os
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,41 @@ def pytest_collection_modifyitems(config, items):
             item.name.startswith(SLOW_DOCTEST_MODULES) or item.name in SLOW_DOCTESTS
         ):
             item.add_marker(pytest.mark.slow)
-    # Slow tests first (a stable sort: each group keeps its order). Under ``-n 2 --dist worksteal`` a
-    # worker that runs out of tests takes half of the other's remaining ones, so the suite ends on
-    # short tests instead of one worker finishing a 60 s test alone.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items[:] = worksteal_order(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def worksteal_order(items: list, workers: int) -> list:
+    """``items`` ordered so that under ``-n WORKERS --dist worksteal`` every worker starts on slow tests
+    and every queue ends on fast ones.
+
+    pytest-xdist's worksteal scheduler gives worker ``i`` the ``i``-th of ``WORKERS`` contiguous chunks
+    of the collection, and a worker that runs out takes the last half of the longest queue. Each chunk
+    here is its share of the slow tests (whole test files, so a module fixture is built once, dealt to
+    the chunk with the fewest slow tests so far) followed by fast tests. With one chunk of slow tests
+    first (the previous order), the other worker stole the slow tests from the back of that chunk and
+    the suite ended on three multi-process tests run one after the other (the other worker idle 13 s).
+    Each group keeps the collection order otherwise.
+    """
+    slow = [it for it in items if it.get_closest_marker("slow") is not None]
+    fast = [it for it in items if it.get_closest_marker("slow") is None]
+    if workers < 2:
+        return slow + fast
+    sizes, left = [], len(items)
+    for i in range(workers):  # the chunk sizes of xdist's first distribution
+        sizes.append(left // (workers - i))
+        left -= sizes[-1]
+    by_file: dict = {}
+    for it in slow:
+        by_file.setdefault(it.nodeid.split("::")[0], []).append(it)
+    chunks = [[] for _ in range(workers)]
+    for group in by_file.values():
+        min(chunks, key=len).extend(group)
+    if any(len(c) > n for c, n in zip(chunks, sizes)):
+        return slow + fast
+    out, rest = [], iter(fast)
+    for chunk, n in zip(chunks, sizes):
+        out += chunk + [next(rest) for _ in range(n - len(chunk))]
+    return out
 
 
 def pytest_ignore_collect(collection_path, config):

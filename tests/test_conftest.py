@@ -21,3 +21,60 @@ def test_an_unchecked_jaxlib_is_asked_whether_it_knows_the_flags():
     assert _xla_knows(list(TEST_XLA_FLAGS), checked=())
     with pytest.warns(UserWarning, match="rejects --xla_cpu_no_such_option=true"):
         assert not _xla_knows(["--xla_cpu_no_such_option=true"], checked=())
+
+
+# ---------------------------------------------------------------- the order of the suite (../conftest.py)
+
+
+def _root_conftest():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("root_conftest", Path(__file__).parents[1] / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Item:
+    def __init__(self, nodeid: str, slow: bool):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return object() if name == "slow" and self.slow else None
+
+    def __repr__(self):
+        return self.nodeid
+
+
+def _items(files: dict) -> list:
+    """``{"a.py": (number of slow tests, number of fast tests)}`` -> items in that order, slow ones first per file."""
+    out = []
+    for f, (n_slow, n_fast) in files.items():
+        out += [_Item(f"{f}::slow{i}", True) for i in range(n_slow)]
+        out += [_Item(f"{f}::fast{i}", False) for i in range(n_fast)]
+    return out
+
+
+def test_every_worksteal_chunk_starts_on_its_share_of_slow_files_and_ends_on_fast_tests():
+    order = _root_conftest().worksteal_order
+    items = _items({"a.py": (5, 3), "b.py": (2, 10), "c.py": (4, 0), "d.py": (1, 6)})
+    got = order(items, 2)
+    assert sorted(map(repr, got)) == sorted(map(repr, items))  # a permutation
+    n = len(items)
+    chunks = [got[: n // 2], got[n // 2 :]]  # what xdist's worksteal hands each of 2 workers first
+    slow_files = []
+    for chunk in chunks:
+        flags = [it.slow for it in chunk]
+        assert flags == sorted(flags, reverse=True)  # slow first, then fast
+        slow_files.append({it.nodeid.split("::")[0] for it in chunk if it.slow})
+    assert not slow_files[0] & slow_files[1]  # no file's slow tests split over two workers
+    assert {len([it for it in c if it.slow]) for c in chunks} == {6}  # a + d against b + c
+    # one worker (or none): all slow tests first, each group in collection order
+    assert order(items, 1) == [it for it in items if it.slow] + [it for it in items if not it.slow]
+
+
+def test_worksteal_order_falls_back_when_slow_tests_fill_a_chunk():
+    items = _items({"a.py": (7, 0), "b.py": (1, 2)})  # 7 slow tests of one file, chunks of 5
+    got = _root_conftest().worksteal_order(items, 2)
+    assert got == [it for it in items if it.slow] + [it for it in items if not it.slow]

@@ -97,7 +97,7 @@ def test_slow_data_triggers_the_input_bound_line_and_fast_data_does_not(tmp_path
     assert err.count("input-bound") == 1 and "prefetch" in err
     # made before the run, only the entries the objective reads: the host hardly waits
     ready = [{"x": b["x"], "label": b["label"]} for b, _ in zip(stream(0, b=256)(0), range(12))]
-    heavy = create_train_state(tiny_model(hidden=4096, embed_dim=256), optax.adam(1e-3), 0)  # ~50 ms steps
+    heavy = create_train_state(tiny_model(hidden=8192, embed_dim=256), optax.adam(1e-3), 0)  # ~80 ms steps
     train(
         heavy,
         CrossEntropy(input_key="x"),
