@@ -10,7 +10,6 @@ time (``gensim_jax.data.augment`` and ``gensim_jax.data.imagenet`` import Tensor
 and 550 MB per pytest worker). tests/test_imports.py imports every module.
 """
 
-import os
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
             item.name.startswith(SLOW_DOCTEST_MODULES) or item.name in SLOW_DOCTESTS
         ):
             item.add_marker(pytest.mark.slow)
-    items[:] = worksteal_order(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    items[:] = worksteal_order(items, int(getattr(config, "workerinput", {}).get("workercount", 1)))
 
 
 def worksteal_order(items: list, workers: int) -> list:

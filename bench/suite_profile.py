@@ -36,8 +36,9 @@ _EVENTS = {
 _T0_ENV = "SUITE_PROFILE_T0"
 
 
-def _worker() -> str:
-    return os.environ.get("PYTEST_XDIST_WORKER", "controller")
+def _worker(config) -> str:
+    """``gw0``, ``gw1``, ... in a pytest-xdist worker, else ``controller``."""
+    return getattr(config, "workerinput", {}).get("workerid", "controller")
 
 
 def _directory() -> Path:
@@ -65,10 +66,10 @@ class _Profile:
         if event == "/jax/compilation_cache/cache_hits":
             self.cache_hits += 1
 
-    def summary(self) -> dict:
+    def summary(self, config) -> dict:
         runs = sorted(self.runs)
         return {
-            "worker": _worker(),
+            "worker": _worker(config),
             "collected_at_s": self.collected,
             "first_test_at_s": runs[0][0] if runs else None,
             "last_test_end_s": runs[-1][1] if runs else None,
@@ -85,12 +86,12 @@ _PROFILE: _Profile | None = None
 
 def _has_workers(config) -> bool:
     """This process is the controller of pytest-xdist workers (it then sees their tests, not its own)."""
-    return "PYTEST_XDIST_WORKER" not in os.environ and bool(getattr(config.option, "numprocesses", None))
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
 
 
 def pytest_configure(config):
     global _PROFILE
-    if "PYTEST_XDIST_WORKER" not in os.environ:  # a new session: the files of an earlier one go
+    if not hasattr(config, "workerinput"):  # a new session: the files of an earlier one go
         for old in _directory().glob("*.json"):
             old.unlink()
     _PROFILE = _Profile()
@@ -118,13 +119,12 @@ def pytest_sessionfinish(session):
         return
     out = _directory()
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{_worker()}.json").write_text(
-        json.dumps({**_PROFILE.summary(), "session_end_s": _PROFILE.now()}, indent=1)
-    )
+    summary = {**_PROFILE.summary(session.config), "session_end_s": _PROFILE.now()}
+    (out / f"{_worker(session.config)}.json").write_text(json.dumps(summary, indent=1))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if "PYTEST_XDIST_WORKER" in os.environ:
+    if hasattr(terminalreporter.config, "workerinput"):
         return
     rows = [json.loads(path.read_text()) for path in sorted(_directory().glob("*.json"))]
     keys = (

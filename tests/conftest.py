@@ -55,8 +55,8 @@ _SESSION_CACHE = None
 
 def pytest_configure(config):
     global _SESSION_CACHE
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # a worker inherits the controller's environment
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker inherits the controller's environment
     flags = os.environ.get("XLA_FLAGS", "")
     added = [f for f in TEST_XLA_FLAGS if f.split("=")[0] not in flags]
     if added and _xla_knows(added):
@@ -99,7 +99,7 @@ def pytest_unconfigure(config):
     clients, torch, every compiled program) took about 7 s that the controller spent waiting."""
     if _SESSION_CACHE is not None:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
-    if os.environ.get("PYTEST_XDIST_WORKER") and "coverage" not in sys.modules:  # coverage saves at exit
+    if hasattr(config, "workerinput") and "coverage" not in sys.modules:  # coverage saves at exit
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(int(getattr(config, "workeroutput", {}).get("exitstatus", 0)))
