@@ -45,8 +45,9 @@ if os.environ.get("CI"):
 
 #: Appended to ``XLA_FLAGS`` for the session (see the module docstring), each unless the caller set it.
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
-#: jaxlib versions known to accept TEST_XLA_FLAGS (requirements.lock's); others are probed.
-CHECKED_JAXLIB = ("0.10.2",)
+#: jaxlib versions known to accept TEST_XLA_FLAGS (requirements.lock's, and make test-min's lower bound);
+#: others are probed.
+CHECKED_JAXLIB = ("0.10.1", "0.10.2")
 
 #: Compiles shorter than this are not written to the cache (reading an entry costs about 10 ms).
 CACHE_MIN_COMPILE_S = "0.3"
