@@ -1,5 +1,5 @@
-"""Repository-level pytest set-up: which docstring examples of the library count as slow, and which
-library modules doctest collection leaves alone.
+"""Repository-level pytest set-up: which docstring examples of the library count as slow, which
+library modules doctest collection leaves alone, and the order the tests run in (:func:`worksteal_order`).
 
 ``--doctest-modules`` (pyproject.toml) runs every ``>>>`` example under ``gensim_jax/``. The examples
 that build and compile a Flax encoder, or draw many Monte Carlo samples, take 1.5-15 s each on a
