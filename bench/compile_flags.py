@@ -35,14 +35,14 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import TEST_XLA_FLAGS as TESTS  # the test session's flags
 
-#: The test session's flags (tests/conftest.py's TEST_XLA_FLAGS; tests/bench/test_compile_flags.py keeps them equal).
-TESTS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+REPO = Path(__file__).resolve().parents[1]
 FLAG_SETS = {"default": (), "level0": TESTS[:1], "tests": TESTS}
 PROGRAMS = ("step:cornet_z", "step:resnet18", "step:cornet_s", "estimator")
 QUICK_PROGRAMS = ("step:cornet_z",)
-_EVENTS = {
+#: JAX's compile-phase events (``jax.monitoring``) and the names this bench and bench.suite_profile give them.
+COMPILE_EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
     "/jax/core/compile/backend_compile_duration": "compile_s",
@@ -100,12 +100,12 @@ def measure(program: str, quick: bool = False) -> dict:
     import jax.monitoring
 
     call = _estimator_program(quick) if program == "estimator" else _step_program(program.split(":")[1], quick)
-    totals = dict.fromkeys(_EVENTS.values(), 0.0)
+    totals = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
     hits = []
 
     def listen(event, duration, **_):
-        if event in _EVENTS:
-            totals[_EVENTS[event]] += duration
+        if event in COMPILE_EVENTS:
+            totals[COMPILE_EVENTS[event]] += duration
 
     def count_hits(event, **_):
         if event == "/jax/compilation_cache/cache_hits":
@@ -162,11 +162,12 @@ def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool 
                 rows.setdefault((row["program"], s), []).append(row)
     lines = []
     for program in programs:
-        base = rows.get((program, sets[0]))
+        base = rows[(program, sets[0])]
         for s in sets:
             got = rows[(program, s)]
             med = {
-                k: round(statistics.median(g[k] for g in got), 4) for k in (*_EVENTS.values(), "first_call_s", "call_s")
+                k: round(statistics.median(g[k] for g in got), 4)
+                for k in (*COMPILE_EVENTS.values(), "first_call_s", "call_s")
             }
             line = {"bench": "compile_flags", "program": program, "flags": s, "xla_flags": " ".join(FLAG_SETS[s])}
             line.update(med, values=sorted({g["value"] for g in got}), repeats=len(got), quick=quick)
@@ -174,7 +175,7 @@ def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool 
                 persistent_cache_hits=sum(g["persistent_cache_hits"] for g in got),
                 xla_flags_seen=sorted({g["xla_flags_seen"] for g in got}),
             )
-            if base is not None and s != sets[0]:
+            if s != sets[0]:
                 line["compile_vs_" + sets[0]] = round(
                     med["compile_s"] / statistics.median(g["compile_s"] for g in base), 3
                 )

@@ -28,11 +28,8 @@ from pathlib import Path
 
 import pytest
 
-_EVENTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
-    "/jax/core/compile/backend_compile_duration": "xla_compile_s",
-}
+from bench.compile_flags import COMPILE_EVENTS
+
 _T0_ENV = "SUITE_PROFILE_T0"
 
 
@@ -49,7 +46,7 @@ class _Profile:
     def __init__(self):
         # the controller's start time, inherited by the workers through the environment
         self.t0 = float(os.environ.setdefault(_T0_ENV, repr(time.time())))
-        self.jax = dict.fromkeys(_EVENTS.values(), 0.0)
+        self.jax = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
         self.cache_hits = 0
         self.collected = None
         self.runs: list = []  # (start, end, nodeid)
@@ -59,8 +56,8 @@ class _Profile:
         return round(time.time() - self.t0, 2)
 
     def on_duration(self, event, duration, **_):
-        if event in _EVENTS:
-            self.jax[_EVENTS[event]] += duration
+        if event in COMPILE_EVENTS:
+            self.jax[COMPILE_EVENTS[event]] += duration
 
     def on_event(self, event, **_):
         if event == "/jax/compilation_cache/cache_hits":
@@ -133,7 +130,7 @@ def pytest_terminal_summary(terminalreporter):
         "last_test_end_s",
         "tests",
         "busy_s",
-        *_EVENTS.values(),
+        *COMPILE_EVENTS.values(),
         "persistent_cache_hits",
     )
     tr = terminalreporter

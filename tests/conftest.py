@@ -103,7 +103,7 @@ def pytest_unconfigure(config):
     if hasattr(config, "workerinput") and "coverage" not in sys.modules:  # coverage saves at exit
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(int(getattr(config, "workeroutput", {}).get("exitstatus", 0)))
+        os._exit(int(config.workeroutput.get("exitstatus", 0)))
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,10 +7,6 @@ from bench import compile_flags
 from tests.conftest import TEST_XLA_FLAGS
 
 
-def test_the_tests_flag_set_is_the_test_sessions():
-    assert compile_flags.TESTS == TEST_XLA_FLAGS
-
-
 @pytest.mark.slow
 def test_quick_run_times_the_flag_set_in_its_own_process():
     (line,) = compile_flags.run(sets=("tests",), programs=("step:cornet_z",), repeats=1, quick=True)
