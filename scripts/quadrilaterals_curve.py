@@ -251,7 +251,7 @@ def final_summary(arms: dict[str, dict[int, list[dict]]], step: int) -> dict | N
         "summary": ob.oddball_summary(graded),
         "summary_argmax": ob.oddball_summary(argmax),
         "temperatures": taus,
-        "config": {"pretrained": None},
+        "config": {"model": {"pretrained": None}},  # as results.json nests it (the note on no pretrained weights)
     }
 
 
