@@ -124,17 +124,11 @@ def objective() -> GenSimRegression:
 
 
 def step_flops(state, batch: dict, obj) -> Optional[float]:
-    """FLOPs of one training step per XLA's cost analysis of the lowered program (None if unavailable)."""
-    lowered = jax.jit(lambda s, b: train_step(s, b, obj)).lower(state, batch)
-    try:
-        cost = lowered.cost_analysis()  # of the lowered program: no second compilation
-    except Exception:  # noqa: BLE001 - cost analysis is optional on some backends
-        return None
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else None
-    if not cost or "flops" not in cost:
-        return None
-    return float(cost["flops"])
+    """FLOPs of one training step: the compiler's cost analysis, never below the HLO count of dots and
+    convolutions (:func:`gensim_jax.training.timing.compiled_flops`; None if unavailable)."""
+    from gensim_jax.training.timing import compiled_flops
+
+    return compiled_flops(jax.jit(lambda s, b: train_step(s, b, obj)), state, batch)
 
 
 def measure(

@@ -7,7 +7,7 @@ Run it with a JAX that has the CUDA plugin (``pip install 'jax[cuda12]==<jax ver
     CUDA_VISIBLE_DEVICES=-1 python scripts/plan_gpu.py --topologies h100:8x8 --batches 65536 --report
 
 The XLA GPU compiler gives memory per device but no cost analysis: FLOPs are the matmuls counted
-from the compiled HLO (:func:`gensim_jax.planning.hlo.matmul_flops`); the step (two-layer
+from the compiled HLO (:func:`gensim_jax.training.hlo.matmul_flops`); the step (two-layer
 perceptron 64 -> 256 -> 128, ``GenSimRegression`` on a class-table target, Adam) is the one
 ``scripts/plan_all_pairs.py`` compiles for TPUs.  The experiments' own steps on GPU topologies:
 ``scripts/plan_experiments.py --topologies h100:1x8 h100:8x8`` (same environment).

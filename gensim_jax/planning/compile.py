@@ -9,7 +9,7 @@ and returns a :class:`CompiledStep` holding:
   bytes), ``cost_analysis()`` (FLOPs and bytes accessed per device, when the backend gives them;
   the XLA GPU compiler gives none) and, when the compiler refuses the program for lack of memory,
   its message;
-* from the compiled HLO text (:mod:`gensim_jax.planning.hlo`): the collectives with their bytes,
+* from the compiled HLO text (:mod:`gensim_jax.training.hlo`): the collectives with their bytes,
   an HBM-traffic estimate, the matmul/convolution FLOPs and the largest arrays.
 """
 
@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 import jax
 import numpy as np
 
-from gensim_jax.planning import hlo
+from gensim_jax.training import hlo
 
 __all__ = ["CompiledStep", "compile_step", "per_device_bytes", "parse_oom"]
 
@@ -181,8 +181,6 @@ def compile_step(
         out.cost = {
             k: float(v) for k, v in ca.items() if k in ("flops", "bytes accessed", "transcendentals", "optimal_seconds")
         }
-        if "flops" in ca:
-            out.flops, out.flops_source = float(ca["flops"]), "compiler cost analysis"
         if "bytes accessed" in ca:
             out.bytes_accessed = float(ca["bytes accessed"])
         if "optimal_seconds" in ca:
@@ -194,8 +192,8 @@ def compile_step(
     out.matmul_flops = hlo.matmul_flops(mod)
     out.largest_arrays = hlo.largest_arrays(mod)
     out.largest_values = hlo.largest_arrays(mod, include_fused=True)
-    if out.flops is None:
-        out.flops, out.flops_source = out.matmul_flops, "counted from the compiled HLO (matmuls and convolutions only)"
+    fl = hlo.program_flops(compiled, mod)
+    out.flops, out.flops_source = fl.flops, fl.source
     if keep_hlo:
         out.hlo_text = text
     return out

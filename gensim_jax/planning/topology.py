@@ -199,10 +199,16 @@ def _tpu_devices(topo: Topology) -> list:
 
 
 def _gpu_devices(topo: Topology) -> list:
+    import importlib
+
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-    try:
-        import jax_plugins.xla_cuda12  # noqa: F401
-    except ImportError:
+    for plugin in ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13"):  # jax[cuda12] or jax[cuda13]
+        try:
+            importlib.import_module(plugin)
+            break
+        except ImportError:
+            continue
+    else:
         raise PlannerSetupError(
             f"planning for {topo.name} needs the XLA CUDA compiler plugin, which is not installed: "
             "pip install 'jax[cuda12]' (the same version as jax; no GPU is needed)"

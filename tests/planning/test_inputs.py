@@ -5,9 +5,9 @@ import sys
 import pytest
 
 from gensim_jax import planning
-from gensim_jax.planning import hlo
 from gensim_jax.planning import max_batch as max_batch_mod
 from gensim_jax.planning.topology import parse_topology
+from gensim_jax.training import hlo
 
 
 @pytest.mark.parametrize(
@@ -61,6 +61,7 @@ def test_missing_libtpu_names_the_extra(monkeypatch):
 
 def test_missing_cuda_plugin_names_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda12", None)
+    monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda13", None)
     with pytest.raises(planning.PlannerSetupError, match=r"pip install 'jax\[cuda12\]'"):
         planning.build_devices("h100:1x8")
 
@@ -237,6 +238,7 @@ def test_plan_cli_without_the_compiler_plugin_is_one_line(monkeypatch, capsys, m
     from gensim_jax.cli import main
 
     monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda13", None)
     assert main(["plan", "gaussian_mixture", "--topology", topology]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fix in err and topology in err
