@@ -314,6 +314,7 @@ def train(
                     profile.maybe_start(step)
                 with profile.annotate(step) if profile else contextlib.nullcontext():
                     state, metrics = timer.step(step_fn, state, batch)
+                timer.watch(metrics)  # when the step ends on the device: perf/device_idle_fraction
                 window.add(metrics)
                 if step == start:
                     with timer.excluded():  # the step's own compiled program, from the compilation cache
@@ -350,6 +351,7 @@ def train(
             ckpt.save(state, {"position": position}, step=step)
     finally:
         bar.close()
+        timer.close()
         if profile:
             profile.close(wait_for=state)
         recorder.close()

@@ -42,6 +42,7 @@ from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.state import create_train_state
 from gensim_jax.training.step import bind_objective, jit_train_step
+from gensim_jax.training.timing import DEFAULT_INPUT_BOUND_HINT, IN_MEMORY_INPUT_BOUND_HINT
 
 __all__ = [
     "run_experiment",
@@ -251,7 +252,8 @@ def run_experiment(
     say(
         f"prepared the data in {time.perf_counter() - t_data:.1f} s; {config.num_runs} run(s) x "
         f"{len(experiment.arms(config))} arm(s) x {steps} steps of {config.batch_size} on "
-        f"{mesh.devices.size} device(s), {jax.process_count()} process(es)"
+        f"{mesh.devices.size} device(s) ({', '.join(sorted({d.device_kind for d in jax.devices()}))}, "
+        f"backend {jax.default_backend()}), {jax.process_count()} process(es)"
     )
 
     evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
@@ -304,6 +306,7 @@ def run_experiment(
                 profile_steps=profile_steps,
                 peak_flops_per_s=peak_flops_per_s,
                 stimuli_key="auto",
+                input_bound_hint=input_bound_hint(data),
                 **dict(train_kwargs or {}),
             )
             seconds = time.perf_counter() - t0
@@ -346,6 +349,13 @@ def run_experiment(
         (workdir / "results.json").write_text(json.dumps(results, indent=2))
         experiment.plot(results, workdir / f"{experiment.name}.png")
     return results
+
+
+def input_bound_hint(data) -> str:
+    """The input-bound warning's advice for what feeds this run: a file reader (``data.source`` is None,
+    e.g. ImageNet's tfds records) gets the tf.data settings, an in-memory source (rendered or generated
+    stimuli gathered in Python) the settings that help it."""
+    return DEFAULT_INPUT_BOUND_HINT if getattr(data, "source", None) is None else IN_MEMORY_INPUT_BOUND_HINT
 
 
 def experiment_source(experiment: Experiment) -> str:
