@@ -2,13 +2,23 @@
 # here, then installs the package on top without resolving again. `make lock` regenerates the lock.
 PYTHON ?= python3
 VENV   := .venv
-PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# PY: the interpreter the targets run. By default .venv's, built from the lock. On a machine without a
+# package index whose Python already has JAX (with CUDA on a GPU node) and the product's dependencies,
+# `make demo PY=python3` (or accel-check, bench) builds no venv and runs the checkout from source.
+PY     ?= $(VENV)/bin/python
+VENV_DEP := $(if $(filter $(VENV)/bin/python,$(PY)),$(STAMP),)
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
 LOCK   := requirements.lock
 PYTEST := $(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 # The one torch the machines here carry as a CPU build (pip's find-links); from PyPI a plain `torch`
 # would be the CUDA build with ~3 GB of nvidia-* wheels.
 TORCH  := torch==2.13.0
+
+# In .venv on a machine with an NVIDIA driver whose JAX does not see a GPU yet: add the CUDA plug-in that
+# matches the locked jax (a Python given as PY is used as it is).
+CUDA_PLUGIN = if [ -n "$(VENV_DEP)" ] && command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then \
+	  $(PY) -m pip install -q "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
 
 .PHONY: venv lock lint test test-fast test-min demo bench accel-check clean
 
@@ -65,13 +75,15 @@ clean:
 # Fig. 2B/2C's double dissociation (docs/results/quadrilaterals.md, "make demo"): GenSim with a quarter
 # of the training images deviants, the supervised baseline on the 11 references, 3 runs each, then
 # both arms pooled into one table and figure (runs/demo/quadrilaterals_demo_final.png).
-demo: $(STAMP)
+demo: $(VENV_DEP)
+	$(CUDA_PLUGIN)
+	@$(PY) -c "import jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
 	$(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
 	$(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
 	$(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
 	    --label demo --label demo --out runs/demo/quadrilaterals.png
 
-bench: $(STAMP)
+bench: $(VENV_DEP)
 	$(PY) -m bench.run_all
 
 # The accelerator acceptance run (bench/accelerator.py, docs/PERFORMANCE.md): loss curves on the
@@ -80,7 +92,6 @@ bench: $(STAMP)
 # locked jax is added to the venv first; a TPU VM has libtpu from the lock. Writes accel_check.jsonl
 # and accel_check.md. On a CPU-only machine: `make accel-check ACCEL_ARGS=--smoke`.
 ACCEL_ARGS ?=
-accel-check: $(STAMP)
-	if command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then \
-	  $(PY) -m pip install -q "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
+accel-check: $(VENV_DEP)
+	$(CUDA_PLUGIN)
 	$(PY) -m bench.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)

@@ -53,13 +53,16 @@ def test_markdown_table_of_hand_made_lines():
             "device": "cuda:0 (H100)",
             "reference_device": "cpu:0 (cpu)",
             "max_rel_deviation": 3e-4,
+            "one_step_update_deviation": [1e-5, 2e-5],
+            "curve_max_rel_deviation": 4.7e-2,
             "tolerance": 0.02,
             "met": True,
         },
         {"bench": "accel_multi_device", "experiment": "e", "config": "cpu_small", "skipped": "one device", "met": True},
     ]
     table = accelerator.markdown_table(lines)
-    assert "| e | cpu_small | float32 | 20 | cuda:0 (H100) | cpu:0 (cpu) | 3.00e-04 | 0.02 | yes |" in table
+    row = "| e | cpu_small | float32 | 20 | cuda:0 (H100) | cpu:0 (cpu) | 3.00e-04 | 2.00e-05 | 4.70e-02 | 0.02 | yes |"
+    assert row in table
     assert "skipped: one device" in table
 
 
@@ -88,6 +91,8 @@ def test_smoke_run_on_two_host_devices(tmp_path):
     assert curve["device"].startswith("cpu:1") and curve["reference_device"].startswith("cpu:0")
     assert len(curve["losses"]) == 3 and all(math.isfinite(x) for x in curve["losses"])
     assert curve["met"] and curve["max_rel_deviation"] <= accelerator.F32_RTOL
+    # each step from the same state on two CPU devices: the same program, the same numbers
+    assert curve["one_step_loss_deviation"] == [0.0] * 3 and curve["one_step_update_deviation"] == [0.0] * 3
     step = by["accel_paper_step"]
     assert "skipped" not in step, step
     assert step["step_s"] > 0 and step["images_per_s"] > 0 and step["compile_s"] > 0 and step["loss_finite"]
@@ -95,5 +100,5 @@ def test_smoke_run_on_two_host_devices(tmp_path):
     multi = by["accel_multi_device"]
     assert multi["num_devices"] == 2 and multi["met"]
     text = table.read_text()
-    assert "max rel. deviation" in text and "images/s" in text and "2x cpu" in text
+    assert "max loss dev." in text and "max rel. deviation" in text and "images/s" in text and "2x cpu" in text
     assert text.strip() in proc.stdout  # the table is printed too

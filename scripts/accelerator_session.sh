@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The device checks of a machine with one NVIDIA GPU, in one call, for a host that has its own Python
+# with JAX + CUDA and no package index (an HPC GPU node, the lent H100): no venv is built; the project
+# runs from the checkout (PYTHONPATH=.) and a missing pure-Python dependency comes as a wheel in .whl/.
+#
+#   OUT=DIR bash scripts/accelerator_session.sh [PART...]
+#
+# PART (default: all, in this order): runner (the runner-level ResNet-50 run of
+# ../shared/measurements/gpu_h100.md, with the device-idle figures), accel (python -m bench.accelerator:
+# loss curves step by step, the paper steps against the planner), cornet (the CORnet-S paper step twice
+# with one persistent compilation cache: the first compiles and autotunes, the second loads the
+# executable, so its peak is the step's own), plan (gensim-jax plan for h100:1x8 through the CUDA
+# plug-in), simclr (the SimCLR arm through the runner with augmentation on the device).
+# Every part has its own time limit and writes under $OUT; a part that fails does not stop the others.
+set -u
+OUT=${OUT:-accel_session}
+PY=${PY:-python3}
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if ! $PY -c "import tensorboardX" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+parts=${*:-runner accel cornet plan}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+$PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())" >> "$OUT/gpu.txt" 2>&1
+stamp() { echo "== $1 $(date -u +%H:%M:%S)"; }
+
+# the measurements file's command: synthetic images in host memory, batch 256, bf16, 100 steps
+RUNNER_SET=(model.name=resnet50 'model.stage_sizes=[3,4,6,3]' data.image_size=224 batch_size=256
+  dtype=bfloat16 data.train_per_leaf=200 num_steps=100 log_every=20 num_runs=1 eval.per_leaf=2)
+
+for part in $parts; do
+  stamp "$part"
+  case $part in
+    runner)
+      timeout 240 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$OUT/runner" \
+        --set "${RUNNER_SET[@]}" > "$OUT/runner.log" 2>&1
+      echo "rc $?"; grep -h '"step"' "$OUT"/runner/*/run*/metrics.jsonl 2>/dev/null | tail -4 | cut -c1-600 ;;
+    simclr)
+      timeout 240 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$OUT/simclr" \
+        --set "${RUNNER_SET[@]}" data.augment=device > "$OUT/simclr.log" 2>&1
+      echo "rc $?"; grep -h '"step"' "$OUT"/simclr/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-600 ;;
+    accel)
+      timeout 330 $PY -m bench.accelerator --skip multi --steps 10 --paper-steps 30 \
+        --out "$OUT/accel.jsonl" --table "$OUT/accel.md" > "$OUT/accel.log" 2>&1
+      echo "rc $?"; cat "$OUT/accel.md" 2>/dev/null ;;
+    cornet)
+      cache=$(mktemp -d)
+      for run in compiled cached; do
+        JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+          timeout 150 $PY -m bench.accelerator --experiments quadrilaterals --skip curves multi --paper-steps 20 \
+          --isolate no --out "$OUT/cornet_$run.jsonl" > "$OUT/cornet_$run.log" 2>&1
+        echo "$run rc $?"
+      done ;;
+    plan)
+      timeout 150 $PY -m gensim_jax.cli plan imagenet_hierarchy --config paper --topology h100:1x8 --json \
+        > "$OUT/plan.json" 2> "$OUT/plan.err"
+      echo "rc $?"; tail -c 600 "$OUT/plan.err"; $PY -c "import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print({k: d.get(k) for k in ('flops_per_step','flops_source','global_batch','memory_per_device_bytes')})" "$OUT/plan.json" ;;
+  esac
+done
+stamp done
