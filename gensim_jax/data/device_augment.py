@@ -10,6 +10,10 @@ the same ``(aug_key, global stream position, view)`` that keys the host's
 ``tf.random.experimental.stateless_split([aug_key, position], views)[v]``
 (:mod:`gensim_jax.data.pipelines`), so a resumed or re-sharded run sees the same views (a view
 depends on the example's global position only, never on the batch or process it lands in). The
+random bits are identical across batch splits and processes; what is computed from them is equal up
+to the float rounding of the compiled program: a step partitioned over other devices may vectorise
+the arithmetic differently, and a pixel at a ``uint8`` rounding boundary then rounds the other way
+(measured: 3 pixels of 38,400 by one level, 8 devices against 1). The
 random numbers differ from TensorFlow's (threefry here, Philox there): the transforms are equal
 given the same parameters, and the parameters have the same distributions (tests/data/test_device_augment.py).
 
