@@ -4,15 +4,18 @@ For an experiment's config, every arm's stream (:meth:`~gensim_jax.training.expe
 is built for process 0 of ``P`` (:class:`~gensim_jax.training.experiment.HostShard`) and timed over
 ``steps`` global batches: the rows that process gathers, renders, augments and decodes in its
 pipeline, and their transfer to the device (``jax.device_put``). The first batch (pipeline start-up)
-is excluded. The time is the process's CPU time (all threads: tf.data's workers build rows ahead of
-the consumer), wall time beside it. With per-process data the work per global batch falls as ``1/P``
+is excluded. The time is the process's CPU time (all threads: tf.data's workers and the numpy
+streams' background thread build rows ahead of the consumer), wall time beside it, each the mean of
+two rounds that take the counts in opposite orders, after an untimed pass that touches the source's
+pages. With per-process data the work per global batch falls as ``1/P``
 where the per-row work dominates; fixed per-batch costs (tf.data scheduling, one transfer) do not
 fall. Each line reports ``ratio = t(P) / t(1)`` (target at P = 4: at most 0.35; ideal 0.25) and the
 bytes a process sends per global batch.
 
 Usage::
 
-    python -m bench.input_scaling                 # quadrilaterals and imagenet_hierarchy cpu_small
+    python -m bench.input_scaling                 # quadrilaterals and imagenet_hierarchy cpu_small, and at 224 px
+    python -m bench.input_scaling --paper-size    # the 224-px cases only (device augmentation)
     python -m bench.input_scaling --quick         # fewer steps
 """
 
@@ -28,13 +31,19 @@ import numpy as np
 from bench._harness import emit
 
 #: ``(experiment, config, overrides)`` measured by default: the two image experiments at their ``cpu_small``
-#: global batch (32) and at 256, where the rows, not the per-batch overheads, carry the work.
+#: global batch (32) and at 256, where the rows, not the per-batch overheads, carry the work, with the
+#: SimCLR views augmented on the host; then at the paper's image size (224) and batch (256) with the views
+#: drawn on the device (``data.augment=device``: the host gathers ``uint8`` rows at the load size, issue 31).
 CASES = (
-    ("quadrilaterals", "cpu_small", {}),
-    ("imagenet_hierarchy", "cpu_small", {}),
-    ("quadrilaterals", "cpu_small", {"batch_size": 256}),
-    ("imagenet_hierarchy", "cpu_small", {"batch_size": 256}),
+    ("quadrilaterals", "cpu_small", {"data.augment": "host"}),
+    ("imagenet_hierarchy", "cpu_small", {"data.augment": "host"}),
+    ("quadrilaterals", "cpu_small", {"batch_size": 256, "data.augment": "host"}),
+    ("imagenet_hierarchy", "cpu_small", {"batch_size": 256, "data.augment": "host"}),
+    ("quadrilaterals", "cpu_small", {"batch_size": 256, "data.image_size": 224, "data.augment": "device"}),
+    ("imagenet_hierarchy", "cpu_small", {"batch_size": 256, "data.image_size": 224, "data.augment": "device"}),
 )
+#: ``--paper-size``: the 224-px cases only (what issue 31's target names)
+PAPER_SIZE = tuple(c for c in CASES if c[2].get("data.image_size") == 224)
 COUNTS = (1, 2, 4)
 TARGET_AT_4 = 0.35
 
@@ -61,9 +70,25 @@ def measure(name: str, config_name: str, overrides: dict, steps: int) -> list[di
     config = experiment.get_config(config_name, **overrides)
     data = experiment.prepare(config)
     lines = []
+    # Warm-up, untimed: one pass of one process over the stream touches every page of the in-memory
+    # source (first touches would otherwise be charged to whichever count runs first).
+    _time_stream(experiment, experiment.arms(config)[0], config, data, HostShard(0, 1, config.batch_size), steps)
     for arm in experiment.arms(config):
+        # two rounds, the counts in opposite orders (1, 2, 4 then 4, 2, 1), averaged: drift of a shared
+        # machine hits every count alike
+        rounds = [
+            {
+                count: _time_stream(experiment, arm, config, data, HostShard(0, count, config.batch_size), steps)
+                for count in order
+            }
+            for order in (COUNTS, COUNTS[::-1])
+        ]
         per = {
-            count: _time_stream(experiment, arm, config, data, HostShard(0, count, config.batch_size), steps)
+            count: (
+                float(np.mean([r[count][0] for r in rounds])),
+                float(np.mean([r[count][1] for r in rounds])),
+                rounds[0][count][2],
+            )
             for count in COUNTS
         }
         cpu1, wall1, bytes1 = per[1]
@@ -78,6 +103,8 @@ def measure(name: str, config_name: str, overrides: dict, steps: int) -> list[di
                         "experiment": name,
                         "config": config_name,
                         "arm": arm,
+                        "size": int(config.data.image_size),
+                        "augment": config.data.augment,
                         "global_batch": config.batch_size,
                         "processes": count,
                         "steps": steps,
@@ -97,17 +124,20 @@ def measure(name: str, config_name: str, overrides: dict, steps: int) -> list[di
     return lines
 
 
-def run(quick: bool = False):
+def run(quick: bool = False, paper_size: bool = False):
     steps = 5 if quick else 30
-    for name, config_name, overrides in CASES:
+    for name, config_name, overrides in PAPER_SIZE if paper_size else CASES:
+        if quick and overrides.get("data.image_size") == 224:
+            overrides = {**overrides, "data.image_size": 64}  # the smoke run keeps the path, not the size
         yield from measure(name, config_name, overrides, steps)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--paper-size", action="store_true", help="only the 224-px cases with device augmentation")
     args = parser.parse_args(argv)
-    for line in run(quick=args.quick):
+    for line in run(quick=args.quick, paper_size=args.paper_size):
         emit(line)
 
 

@@ -4,7 +4,8 @@
 stimuli and the evaluation protocols. The extras (see pyproject.toml and the README's Install section):
 
 * ``models``: flax (:mod:`gensim_jax.models`);
-* ``train``: ``models`` + optax, orbax-checkpoint, tqdm, tensorboardX (:mod:`gensim_jax.training`);
+* ``train``: ``models`` + ``eval`` + optax, orbax-checkpoint, tqdm, tensorboardX (:mod:`gensim_jax.training`:
+  a run evaluates its encoder and draws its figures, so training needs what ``eval`` brings);
 * ``data``: tensorflow-cpu, tensorflow-datasets (the tf.data parts of :mod:`gensim_jax.data`);
 * ``eval``: scikit-learn, matplotlib, pillow (decoding, figures, reading benchmark PNGs);
 * ``torch``: torch, safetensors (reading PyTorch checkpoints);

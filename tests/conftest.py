@@ -38,8 +38,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# CI runs the same examples every time (a red CI must mean a change, not a new random draw);
-# locally hypothesis keeps exploring.
+# CI runs the same examples every time (a red CI must mean a change, not a new random draw; derandomize
+# also turns off the example database, so nothing found in one clone is replayed); locally hypothesis
+# keeps exploring. .ci/run exports CI=true; the pytest-xdist workers inherit it and import this file too
+# (tests/test_conftest.py checks both).
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")

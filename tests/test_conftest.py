@@ -78,3 +78,86 @@ def test_worksteal_order_falls_back_when_slow_tests_fill_a_chunk():
     items = _items({"a.py": (7, 0), "b.py": (1, 2)})  # 7 slow tests of one file, chunks of 5
     got = _root_conftest().worksteal_order(items, 2)
     assert got == [it for it in items if it.slow] + [it for it in items if not it.slow]
+
+
+# ---------------------------------------------------------------- hypothesis's profile
+
+_PROBE = """
+import os
+from pathlib import Path
+
+from hypothesis import given, settings, strategies as st
+
+OUT = Path(os.environ["PROBE_OUT"])
+
+
+def _record(name, x):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(OUT / f"{name}.{worker}", "a") as f:
+        f.write(f"{settings.default.derandomize} {x}\\n")
+
+
+@settings(max_examples=8)
+@given(st.integers(0, 2**62))
+def test_a(x):
+    _record("a", x)
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**62))
+def test_b(x):
+    _record("b", x)
+"""
+
+
+@pytest.mark.slow
+def test_ci_runs_property_tests_derandomized_in_every_worker_and_development_explores(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from hypothesis._settings import _CI_VARS
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "test_probe.py").write_text(_PROBE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    base = {k: v for k, v in os.environ.items() if k not in _CI_VARS and k != "PYTEST_ADDOPTS"}
+    base["PYTHONPATH"] = str(repo)
+
+    def run(ci: bool) -> dict:
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        out.mkdir()
+        env = {**base, "PROBE_OUT": str(out), **({"CI": "true"} if ci else {})}
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.conftest",
+            "-n",
+            "2",
+            "--dist",
+            "load",
+        ]
+        proc = subprocess.run(
+            [*cmd, "-c", str(tmp_path / "pytest.ini"), str(tmp_path / "test_probe.py")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        files = sorted(out.iterdir())
+        assert {f.name.split(".")[1] for f in files} == {"gw0", "gw1"}  # each worker ran one property test
+        return {f.name.split(".")[0]: f.read_text().split("\n") for f in files}
+
+    ci1, ci2 = run(ci=True), run(ci=True)
+    assert all(line.startswith("True ") for lines in ci1.values() for line in lines if line)
+    assert ci1 == ci2  # the same examples on every CI run
+    dev1, dev2 = run(ci=False), run(ci=False)
+    assert all(line.startswith("False ") for lines in dev1.values() for line in lines if line)
+    assert sorted(sum(dev1.values(), [])) != sorted(sum(dev2.values(), []))  # development keeps exploring

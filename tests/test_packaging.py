@@ -1,9 +1,12 @@
-"""Packaging: the lock covers pyproject.toml, extras fail by name, and the core wheel works alone.
+"""Packaging: the lock covers pyproject.toml, extras fail by name, the core wheel works alone, and the
+training extras train.
 
 The wheel test builds gensim-jax, installs it *without extras* into a fresh virtual environment
 (jax, numpy and scipy only), runs every docstring example of the similarities, kernels and losses
 there, and checks that importing a module of an extra says which ``pip install 'gensim-jax[EXTRA]'``
-brings it.
+brings it. The extras that README documents for training are checked without a venv: a child interpreter
+that sees only the distributions ``pip install 'gensim-jax[train,data]'`` would install (the closure of
+pyproject.toml's requirements over the installed metadata) trains an experiment.
 """
 
 from __future__ import annotations
@@ -190,3 +193,136 @@ def test_core_wheel_installs_and_runs_without_extras(tmp_path):
     assert "pip install 'gensim-jax[models]'" in res["errors"]["gensim_jax.models"]
     assert "pip install 'gensim-jax[data]'" in res["errors"]["gensim_jax.data.augment"]
     assert "pip install 'gensim-jax[eval]'" in res["errors"]["gensim_jax.evaluation.figures"]
+
+
+# ------------------------------------------------------------ the documented extras train
+
+
+def _install_closure(extras: tuple[str, ...]) -> set[str]:
+    """Canonical names of the distributions that ``pip install 'gensim-jax[EXTRAS]'`` installs: the
+    requirements of pyproject.toml (core + the extras, following ``gensim-jax[...]`` self-references),
+    then, transitively, the requirements that the installed distributions declare (their markers
+    evaluated here, with the extras asked of them)."""
+    from importlib import metadata
+
+    project = PYPROJECT["project"]
+    todo = [Requirement(r) for r in project["dependencies"]]
+    pending, done = list(extras), set()
+    while pending:
+        extra = pending.pop()
+        if extra in done:
+            continue
+        done.add(extra)
+        for text in project["optional-dependencies"][extra]:
+            req = Requirement(text)
+            if canonicalize_name(req.name) == "gensim-jax":
+                pending += sorted(req.extras)
+            else:
+                todo.append(req)
+    asked: dict[str, set[str]] = {}
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        new = ({""} | set(req.extras)) - asked.get(name, set())
+        if not new:
+            continue
+        asked.setdefault(name, set()).update(new)
+        try:
+            declared = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue  # not installed here, so nothing here can import it either
+        for text in declared:
+            sub = Requirement(text)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in new):
+                todo.append(sub)
+    return set(asked) | {"gensim-jax"}
+
+
+def _modules_outside(dists: set[str]) -> list[str]:
+    """Top-level import names installed here that only distributions outside ``dists`` provide."""
+    from importlib import metadata
+
+    out = []
+    for module, providers in metadata.packages_distributions().items():
+        if not {canonicalize_name(p) for p in providers} & dists:
+            out.append(module)
+    return sorted(out)
+
+
+#: sitecustomize.py for a child interpreter: the top-level modules it lists are not found on sys.path (the
+#: path finder is wrapped), so ``import`` fails and ``importlib.util.find_spec`` answers None, as if their
+#: distributions were not installed; at exit the ones loaded anyway are written to a file.
+_BLOCKER = """
+import atexit, importlib.machinery, json, os, sys
+
+BLOCKED = frozenset({blocked!r})
+
+
+class _Hidden:
+    def __init__(self, finder):
+        self.finder = finder
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            return None
+        return self.finder.find_spec(name, path, target)
+
+    def __getattr__(self, attr):
+        return getattr(self.finder, attr)
+
+
+sys.meta_path[:] = [_Hidden(f) if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
+_BEFORE = set(sys.modules)  # e.g. setuptools' _distutils_hack, loaded by a .pth file before this ran
+
+
+@atexit.register
+def _report():
+    with open(os.environ["BLOCKER_REPORT"], "w") as f:
+        json.dump(sorted({{m.partition(".")[0] for m in set(sys.modules) - _BEFORE}} & BLOCKED), f)
+"""
+
+
+def _run_with_extras(
+    extras: tuple[str, ...], args: list[str], tmp_path: Path
+) -> tuple[subprocess.CompletedProcess, list]:
+    """``gensim-jax ARGS`` in a child interpreter that can import only what ``pip install
+    'gensim-jax[EXTRAS]'`` would install (every other installed distribution is hidden)."""
+    blocked = _modules_outside(_install_closure(extras))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_BLOCKER.format(blocked=blocked))
+    report = tmp_path / "loaded_outside.json"
+    env = {**__import__("os").environ, "PYTHONPATH": f"{site}:{REPO}", "BLOCKER_REPORT": str(report)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "gensim_jax.cli", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return proc, __import__("json").loads(report.read_text()) if report.exists() else None
+
+
+def test_install_closure_follows_extras_and_metadata():
+    train = _install_closure(("train",))
+    assert {"flax", "optax", "orbax-checkpoint", "tqdm", "tensorboardx", "jax", "numpy", "scipy"} <= train
+    assert {"scikit-learn", "matplotlib", "pillow"} <= train  # train includes eval: a run scores and draws
+    assert {"msgpack", "jaxlib"} <= train  # flax's and jax's own requirements
+    assert "tensorflow-cpu" not in train and "torch" not in train and "nltk" not in train
+    assert {"tensorflow-cpu", "tensorflow-datasets"} <= _install_closure(("train", "data"))
+    assert "torch" in _install_closure(("all",))
+    hidden = _modules_outside(train)
+    assert {"tensorflow", "torch", "nltk", "hypothesis", "chex"} <= set(hidden)
+    assert not {"PIL", "matplotlib", "sklearn", "optax", "flax", "jax", "numpy"} & set(hidden)
+
+
+@pytest.mark.slow
+def test_train_and_data_extras_train_an_experiment(tmp_path):
+    """README's install line, ``pip install 'gensim-jax[train,data]'``, trains and evaluates quadrilaterals
+    (issue 32: it stopped at step 0 asking for the eval extra's PIL)."""
+    args = ["train", "quadrilaterals", "--config", "cpu_small", "--set", "num_steps=2", "num_runs=1"]
+    proc, outside = _run_with_extras(("train", "data"), [*args, "--workdir", str(tmp_path / "run")], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert outside == [], f"the run loaded {outside}, which [train,data] does not install"
+    assert (tmp_path / "run" / "results.json").is_file() and (tmp_path / "run" / "quadrilaterals.png").is_file()

@@ -39,9 +39,19 @@ class GeoclideanSource(GreyImageSource):
         return self.arrays["image"][..., 0]
 
 
-def arm_batches(arm: str, source: GeoclideanSource, seed: int, shard, *, image_size: int, simclr: Optional[Any] = None):
+def arm_batches(
+    arm: str,
+    source: GeoclideanSource,
+    seed: int,
+    shard,
+    *,
+    image_size: int,
+    simclr: Optional[Any] = None,
+    augment: str = "host",
+):
     """``position -> iterator`` of this process's rows (``shard``) of the batches of ``arm`` (images ``uint8``,
-    normalised in the step); ``simclr``: the ``objectives.simclr`` section (``crop_scale``, ``blur_p``)."""
+    normalised in the step); ``simclr``: the ``objectives.simclr`` section (``crop_scale``, ``blur_p``);
+    ``augment="device"``: the SimCLR images once with their ``augment_seed``, the views drawn in the step."""
     from gensim_jax.data.streams import stream
 
     if arm == "gensim":
@@ -50,6 +60,8 @@ def arm_batches(arm: str, source: GeoclideanSource, seed: int, shard, *, image_s
         return stream("triplets", source, seed=seed, shard=shard, group_key="program_id")
     if arm != "simclr" or simclr is None:
         raise ValueError(f"arm must be gensim, class_triplet or simclr (with its simclr section), got {arm!r}")
+    if augment == "device":
+        return stream("views", source, seed=seed, shard=shard, device_augment=True)
     from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
 
     aug = simclr_augment((image_size, image_size), crop_scale=tuple(simclr.crop_scale), blur_p=simclr.blur_p)

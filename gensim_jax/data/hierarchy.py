@@ -78,9 +78,20 @@ class HierarchySource(ArraySource):
         return self.label
 
 
-def arm_batches(arm: str, seed: int, shard, *, data: Any, simclr: Any, source: Optional[HierarchySource] = None):
+def arm_batches(
+    arm: str,
+    seed: int,
+    shard,
+    *,
+    data: Any,
+    simclr: Any,
+    source: Optional[HierarchySource] = None,
+    augment: str = "host",
+):
     """``position -> iterator`` of this process's rows (``shard``) of the batches of ``arm`` (images ``uint8``,
-    normalised in the step): ImageNet when ``data.dataset == "imagenet2012"``, else ``source``."""
+    normalised in the step): ImageNet when ``data.dataset == "imagenet2012"``, else ``source``.
+    ``augment="device"`` (synthetic source): the SimCLR images once with their ``augment_seed``, the views
+    drawn in the step (:func:`gensim_jax.data.device_augment.simclr_preset` ``("imagenet", ...)``)."""
     if arm not in STREAMS:
         raise ValueError(f"arm must be one of {tuple(STREAMS)}, got {arm!r}")
     if data.dataset == "imagenet2012":
@@ -101,6 +112,8 @@ def arm_batches(arm: str, seed: int, shard, *, data: Any, simclr: Any, source: O
         raise ValueError("the synthetic dataset needs its HierarchySource (source=...)")
     from gensim_jax.data.streams import stream
 
+    if arm == "simclr" and augment == "device":
+        return stream("views", source, seed=seed, shard=shard, keys=("label",), device_augment=True)
     aug = None
     if arm == "simclr":  # TensorFlow: imported by the SimCLR arm only
         from gensim_jax.data.augment import simclr_augment

@@ -57,6 +57,7 @@ def arm_batches(
     image_size: int,
     label_offset: int = 0,
     simclr: Optional[Any] = None,
+    augment: str = "host",
 ):
     """``position -> iterator`` of this process's rows (``shard``, a :class:`~gensim_jax.training.experiment.HostShard`)
     of the batches of ``arm``.
@@ -64,7 +65,9 @@ def arm_batches(
     ``gensim``: ``image``, ``features``; ``supervised``: ``image``, ``label`` (plus ``label_offset``:
     1000 when the 11 classes follow a pretrained ImageNet read-out); ``simclr``: two views by
     rotation (``simclr.rotation_deg``), random resized crop (``simclr.crop_scale``), flip and blur
-    (``simclr.blur_p``) on a black canvas, ``simclr`` the ``objectives.simclr`` section.
+    (``simclr.blur_p``) on a black canvas, ``simclr`` the ``objectives.simclr`` section; with
+    ``augment="device"`` the images are sent once with their ``augment_seed`` and the step draws the
+    views (:func:`gensim_jax.data.device_augment.simclr_preset` ``("quadrilaterals", ...)``).
     """
     from gensim_jax.data.streams import stream
 
@@ -75,6 +78,8 @@ def arm_batches(
         return lambda position: ({**b, "label": b["label"] + label_offset} for b in labelled(position))
     if arm != "simclr" or simclr is None:
         raise ValueError(f"arm must be gensim, supervised or simclr (with its simclr section), got {arm!r}")
+    if augment == "device":
+        return stream("views", source, seed=seed, shard=shard, device_augment=True)
     from gensim_jax.data.augment import simclr_augment  # TensorFlow: imported by the SimCLR arm only
 
     aug = simclr_augment(

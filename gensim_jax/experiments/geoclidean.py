@@ -63,6 +63,7 @@ class DataConfig:
     image_size: int = 224
     num_train_images: int = 100_000
     benchmark_dir: Optional[str] = None
+    augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,9 +189,10 @@ class Geoclidean(ImageExperiment):
     Config = Config
     CONFIGS = CONFIGS
     OBJECTIVES = OBJECTIVES
+    AUGMENT_PRESET = "geoclidean"
 
     def validate(self, config: Config) -> Config:
-        super().validate(config)
+        config = super().validate(config)
         self.check_batch_size(config, config.data.num_train_images)
         if config.eval.threshold not in (*fewshot.THRESHOLD_RULES, "all"):
             raise ValueError(
@@ -241,7 +243,7 @@ class Geoclidean(ImageExperiment):
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
         kw = {"image_size": config.data.image_size, "simclr": config.objectives.simclr}
-        return arm_batches(arm, data.source, seed, shard, **kw)
+        return arm_batches(arm, data.source, seed, shard, augment=config.data.augment, **kw)
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
         return ge.evaluate_suites(embed, data.suites, eval_rules(config))

@@ -69,6 +69,7 @@ class DataConfig:
     branching: tuple = (2, 3, 3)  # synthetic class tree
     train_per_leaf: int = 24  # synthetic training images per class
     synthetic_noise: float = 0.1  # pixel-noise standard deviation of the synthetic images
+    augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,9 +237,17 @@ class ImagenetHierarchy(ImageExperiment):
     Config = Config
     CONFIGS = CONFIGS
     OBJECTIVES = OBJECTIVES
+    AUGMENT_PRESET = "imagenet"
 
     def validate(self, config: Config) -> Config:
-        super().validate(config)
+        if config.data.dataset == "imagenet2012" and config.data.augment == "device":
+            raise ValueError(
+                "data.augment='device' needs data.dataset='synthetic' for now: the tfds ImageNet stream "
+                "decodes, crops and flips on the host (set data.augment=host or auto)"
+            )
+        if config.data.dataset == "imagenet2012" and config.data.augment == "auto":
+            config = with_overrides(config, {"data.augment": "host"})  # the tfds stream augments on the host
+        config = super().validate(config)
         data, ev, simclr = config.data, config.eval, config.objectives.simclr
         transform = config.objectives.gensim.target_transform
         if transform not in TARGET_TRANSFORMS:
@@ -304,7 +313,7 @@ class ImagenetHierarchy(ImageExperiment):
 
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
         kw = {"data": config.data, "simclr": config.objectives.simclr, "source": data.source}
-        return hierarchy_data.arm_batches(arm, seed, shard, **kw)
+        return hierarchy_data.arm_batches(arm, seed, shard, augment=config.data.augment, **kw)
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` (deterministic: one entry) and ``initial``: the encoder of the first objective before

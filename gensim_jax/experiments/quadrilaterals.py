@@ -73,6 +73,7 @@ class DataConfig:
     train_variants: tuple = ("reference",)
     rotation_range_deg: tuple = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
     scale_range: tuple = (0.85, 1.15)  # covers the test scales 0.875..1.125
+    augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,9 +280,10 @@ class Quadrilaterals(ImageExperiment):
     Config = Config
     CONFIGS = CONFIGS
     OBJECTIVES = OBJECTIVES
+    AUGMENT_PRESET = "quadrilaterals"
 
     def validate(self, config: Config) -> Config:
-        super().validate(config)
+        config = super().validate(config)
         self.check_batch_size(config, config.data.num_train_images)
         model, variants, ev = config.model, config.data.train_variants, config.eval
         if not model.name.startswith("cornet_"):
@@ -329,7 +331,7 @@ class Quadrilaterals(ImageExperiment):
     def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
         offset = IMAGENET_CLASSES if config.model.pretrained else 0  # the 11 classes follow ImageNet's 1,000
         kw = {"image_size": config.data.image_size, "label_offset": offset, "simclr": config.objectives.simclr}
-        return arm_batches(arm, data.source, seed, shard, **kw)
+        return arm_batches(arm, data.source, seed, shard, augment=config.data.augment, **kw)
 
     def baselines(self, config: Config, data: Data) -> dict:
         kw = model_kwargs(None, config)

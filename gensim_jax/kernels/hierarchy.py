@@ -250,7 +250,9 @@ def log_similarity_from_path(neg_log_probs, separation_depth):
     root) gives ``log s = 0`` (independent sampling, see module docstring). Takes the
     per-level form directly, so a uniform tree of depth 20 and branching 1000 needs only
     ``neg_log_probs = full(20, log(1000))``. Pure; works under ``jit``, ``vmap`` and
-    ``grad`` (finite gradients, also at ``K = 0``).
+    ``grad`` (finite gradients, also at ``K = 0``). The value is never negative: each
+    term ``prod 1/p_j >= 1`` makes ``s >= 1``, so a result a few ulps below 0 (rounding in
+    ``logsumexp - log K``) is clamped to 0, leaving the gradient that of the formula.
 
     Args:
       neg_log_probs: ``(..., D)`` float, ``-log p_j >= 0`` of the edges along the path
@@ -304,7 +306,10 @@ def log_similarity_from_path(neg_log_probs, separation_depth):
     first = jnp.where(kcol > 0, cum[..., :1], jnp.zeros_like(cum[..., :1]))
     rest = jnp.where(levels[1:] <= kcol, cum[..., 1:], -jnp.inf)
     lse = jax.nn.logsumexp(jnp.concatenate([first, rest], axis=-1), axis=-1)
-    return lse - jnp.log(jnp.maximum(k, 1).astype(x.dtype))
+    out = lse - jnp.log(jnp.maximum(k, 1).astype(x.dtype))
+    # Every term is >= 1, so log s >= 0 exactly; the difference of two rounded logs can be a
+    # few ulps below 0. Clamp the value only: the gradient stays the unclamped one.
+    return out + jax.lax.stop_gradient(jnp.maximum(out, 0) - out)
 
 
 def _ancestors(tree: Tree, nodes: np.ndarray, width: int) -> np.ndarray:
@@ -352,16 +357,35 @@ def lca_depth(tree: Tree, nodes_a, nodes_b=None) -> np.ndarray:
     return out
 
 
-def _prefix_log_sums(tree: Tree, nodes: np.ndarray, width: int) -> np.ndarray:
-    """``(C, width)``: entry ``k`` is ``log sum_{k'=1..k} 1/(p_1..p_k')`` along each
-    node's path (entry 0 is 0 by the K = 0 convention; entries past a node's depth are
-    never read)."""
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """``log(exp(x) - 1)`` for ``x >= 0``, accurate at both ends (``-inf`` at ``x = 0``)."""
+    big = np.maximum(x, 30.0)  # each branch only sees the arguments where it is taken
+    with np.errstate(divide="ignore"):
+        small = np.log(np.expm1(np.minimum(x, 30.0)))
+    return np.where(x > 30.0, big + np.log1p(-np.exp(-big)), small)
+
+
+def _eq4_by_depth(tree: Tree, nodes: np.ndarray, width: int) -> np.ndarray:
+    """``(C, width)``: entry ``k`` is Eq. 4's ``log s`` for separation depth ``K = k`` on
+    each node's path (entry 0 is 0 by the K = 0 convention; entries past a node's depth
+    are never read). A table entry is a gather from this array, so entries with the same
+    LCA depth on the same shared path are the same float.
+
+    Every term of Eq. 4 is ``exp(c_k) >= 1`` with ``c_k = sum_{j<=k} -log p_j >= 0``, so
+    ``s = 1 + (1/K) sum_k (exp(c_k) - 1)`` and ``log s = log1p(y)``,
+    ``y = (1/K) sum_k expm1(c_k) >= 0``. It is computed as
+    ``logaddexp(0, log y)`` with ``log y = logsumexp_k log expm1(c_k) - log K`` (finite
+    for any depth); ``logaddexp(0, z) = max(0, z) + log1p(exp(-|z|))`` is ``>= 0`` in
+    floating point too, so no entry is negative by construction (a difference
+    ``logsumexp_k c_k - log K`` of two separately rounded terms can be: ``-2.2e-16``
+    for a chain of three edges with ``p = 1``)."""
     anc = _ancestors(tree, nodes, width)
     neg_log_p = np.where(anc[:, 1:] >= 0, -tree.log_edge_prob[np.maximum(anc[:, 1:], 0)], 0.0)
-    cum = np.cumsum(neg_log_p, axis=1)
+    cum = np.cumsum(np.maximum(neg_log_p, 0.0), axis=1)  # c_k >= 0 (the max turns -0.0 into 0.0)
     out = np.zeros((nodes.size, width))
     if width > 1:
-        out[:, 1:] = np.logaddexp.accumulate(cum, axis=1)
+        log_sum = np.logaddexp.accumulate(_log_expm1(cum), axis=1)  # log sum_{k'<=k} expm1(c_k')
+        out[:, 1:] = np.logaddexp(0.0, log_sum - np.log(np.arange(1, width)))
     return out
 
 
@@ -390,17 +414,18 @@ def log_similarity_pairs(tree: Tree, nodes_a, nodes_b) -> np.ndarray:
     width = int(max(tree.depth[a].max(), tree.depth[b].max())) + 1
     anc_a, anc_b = _ancestors(tree, a, width), _ancestors(tree, b, width)
     k = np.sum((anc_a[:, 1:] == anc_b[:, 1:]) & (anc_a[:, 1:] >= 0), axis=1)
-    prefix = _prefix_log_sums(tree, a, width)
-    return prefix[np.arange(a.size), k] - np.log(np.maximum(k, 1))
+    return _eq4_by_depth(tree, a, width)[np.arange(a.size), k]
 
 
 def log_similarity_table(tree: Tree, nodes=None) -> np.ndarray:
     """Precomputed ``C x C`` table of log generative similarity (paper Eq. 4) for a class set.
 
-    Computed once on the host, vectorised (ancestor matrix -> LCA depth -> prefix
-    log-sum-exp of the cumulative ``-log p``); a jitted training step then only gathers
-    from it with :func:`gather_log_similarity`. Symmetric; the diagonal uses ``K`` =
-    depth of the class itself.
+    Computed once on the host, vectorised (ancestor matrix -> LCA depth -> Eq. 4 per
+    depth along each class's path -> gather); a jitted training step then only gathers
+    from it with :func:`gather_log_similarity`. Exactly (not only up to rounding):
+    symmetric, every entry ``>= 0`` (``s >= 1``, see ``_eq4_by_depth``), 0 for pairs
+    diverging at the root, and equal entries for equal LCA depth in each row. The
+    diagonal uses ``K`` = depth of the class itself.
 
     Args:
       tree: a :class:`Tree`.
@@ -418,9 +443,8 @@ def log_similarity_table(tree: Tree, nodes=None) -> np.ndarray:
     if c.ndim != 1 or c.size == 0:
         raise ValueError(f"nodes must be a non-empty 1-D array of node ids, got shape {c.shape}")
     k = lca_depth(tree, c)
-    prefix = _prefix_log_sums(tree, c, int(tree.depth[c].max()) + 1)
-    table = np.take_along_axis(prefix, k, axis=1) - np.log(np.maximum(k, 1))
-    return table
+    by_depth = _eq4_by_depth(tree, c, int(tree.depth[c].max()) + 1)
+    return np.take_along_axis(by_depth, k, axis=1)
 
 
 def gather_log_similarity(table, labels_a, labels_b=None):

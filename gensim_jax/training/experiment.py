@@ -21,6 +21,8 @@ What a declaration provides (methods with a default are optional):
 ``objective(arm, config)`` the :class:`~gensim_jax.training.objectives.Objective`
 ``batches(arm, ..., shard)`` ``position -> iterator`` of THIS process's rows of every global batch
                            (:class:`HostShard`; deterministic, resumable)
+``device_augment(arm, ...)`` the random augmentation the jitted step draws (default none;
+                           :class:`ImageExperiment`: the SimCLR preset when ``data.augment`` is ``device``)
 ``num_steps(config, data)`` optimizer steps of one run (default: ``num_steps`` or epochs x examples)
 ``evaluate_run(...)``      the evaluation of one trained run (a JSON-able dict)
 ``baselines(...)``         evaluations of untrained references (pixels, initial network)
@@ -298,6 +300,12 @@ class Experiment:
         """
         raise TypeError(f"{type(self).__name__} must define batches(arm, config, data, seed, shard)")
 
+    def device_augment(self, arm: str, config):
+        """The augmentation the jitted step applies to ``arm``'s batches before normalising them
+        (a hashable :class:`~gensim_jax.data.device_augment.DeviceAugment`), or None (default: the
+        batches arrive ready, augmented on the host if at all)."""
+        return None
+
     def metadata_spec(self, arm: str, config) -> dict:
         """``{key: (per-example shape, dtype)}`` of the metadata the objective reads besides labels and table ids
         (feature vectors, counts, points): what :meth:`batch_spec` cannot know without data. Default none."""
@@ -380,23 +388,67 @@ class ImageExperiment(Experiment):
     Batches carry the images as ``uint8`` in ``[0, 255]`` (:meth:`input_dtype`), normalised with the
     ImageNet statistics inside the jitted step (``preprocess="imagenet"``; override
     :meth:`export_info` for another normalisation); ``model.init`` sees one float32 image.
+
+    Random augmentation: a config whose ``data`` section has ``augment`` (``"auto"``, ``"host"``,
+    ``"device"``; :func:`gensim_jax.data.device_augment.resolve_augment` turns ``auto`` into one of
+    the others by the JAX backend, and :meth:`validate` stores the resolved value, so the saved config
+    says which ran) and a class with :attr:`AUGMENT_PRESET` draws the ``simclr`` arm's views on the
+    device when it is ``device`` (:meth:`device_augment`); the batches then carry ``image`` at the
+    load size and ``augment_seed`` instead of the views (:meth:`batch_spec`).
     """
 
     #: the smallest image size the encoders take
     MIN_IMAGE_SIZE = 32
+    #: :func:`gensim_jax.data.device_augment.simclr_preset` kind of the ``simclr`` arm's views (None: no device views)
+    AUGMENT_PRESET: Optional[str] = None
 
     def image_size(self, config) -> int:
         """The side of the square input images (default ``config.data.image_size``)."""
         return int(config.data.image_size)
 
     def validate(self, config) -> Any:
-        """The :class:`Experiment` checks and ``image_size(config) >= MIN_IMAGE_SIZE``."""
-        super().validate(config)
+        """The :class:`Experiment` checks, ``image_size(config) >= MIN_IMAGE_SIZE`` and ``data.augment``
+        (returns the config with ``data.augment`` resolved: ``auto`` becomes ``host`` or ``device``)."""
+        config = super().validate(config)
         if self.image_size(config) < self.MIN_IMAGE_SIZE:
             raise ValueError(
                 f"data.image_size must be >= {self.MIN_IMAGE_SIZE} (the encoders' input), got {self.image_size(config)}"
             )
+        data = getattr(config, "data", None)
+        if data is not None and hasattr(data, "augment"):
+            from gensim_jax.data.device_augment import resolve_augment
+
+            resolved = resolve_augment(data.augment)
+            if resolved != data.augment:
+                config = dataclasses.replace(config, data=dataclasses.replace(data, augment=resolved))
         return config
+
+    def device_augment(self, arm: str, config):
+        """The :attr:`AUGMENT_PRESET` views of the ``simclr`` arm when ``data.augment`` resolves to ``device``, else None."""
+        data = getattr(config, "data", None)
+        mode = getattr(data, "augment", "host")
+        if self.AUGMENT_PRESET is None or arm != "simclr" or mode == "host":
+            return None
+        from gensim_jax.data.device_augment import resolve_augment, simclr_preset
+
+        if resolve_augment(mode) != "device":
+            return None
+        return simclr_preset(self.AUGMENT_PRESET, self.image_size(config), config.objectives.simclr)
+
+    def batch_spec(self, arm: str, config) -> dict:
+        """:meth:`Experiment.batch_spec`; with a :meth:`device_augment`, its views replaced by what the host sends:
+        ``image`` ``uint8`` at the load size (``image_size`` square, 3 channels) and ``augment_seed`` ``(2,)``."""
+        spec = super().batch_spec(arm, config)
+        augment = self.device_augment(arm, config)
+        if augment is None:
+            return spec
+        s = self.image_size(config)
+        mask = spec.pop("mask")
+        for k in augment.output_keys:
+            spec.pop(k, None)
+        spec.update(augment.input_spec((s, s, 3)))
+        spec["mask"] = mask
+        return spec
 
     def check_batch_size(self, config, num_train_images: int) -> None:
         """``ValueError`` unless ``2 <= batch_size <= num_train_images`` (the training images of ``data``)."""

@@ -141,9 +141,10 @@ class StepCache:
         self.mesh, self.fsdp = mesh, fsdp
         self._steps: dict = {}
 
-    def get(self, state, objective, preprocess: str = "imagenet") -> Callable:
+    def get(self, state, objective, preprocess: str = "imagenet", augment=None) -> Callable:
         key = (
             preprocess,
+            augment,
             state.apply_fn,
             state.tx,
             jax.tree.structure(objective),
@@ -153,7 +154,7 @@ class StepCache:
         jitted = self._steps.get(key)
         if jitted is None:
             jitted = self._steps[key] = jit_train_step(
-                mesh=self.mesh, state=state, fsdp=self.fsdp, preprocess=preprocess
+                mesh=self.mesh, state=state, fsdp=self.fsdp, preprocess=preprocess, augment=augment
             )
         return bind_objective(jitted, objective)
 
@@ -302,7 +303,7 @@ def run_experiment(
                 eval_every=eval_every,
                 eval_fn=eval_fn,
                 progress=progress,
-                step_fn=steps_cache.get(state, objective, preprocess),
+                step_fn=steps_cache.get(state, objective, preprocess, experiment.device_augment(arm, config)),
                 profile_steps=profile_steps,
                 peak_flops_per_s=peak_flops_per_s,
                 stimuli_key="auto",
@@ -435,4 +436,9 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
         lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), experiment.objective(arm, config)
     )
     preprocess = str(experiment.export_info(arm, config).get("preprocess", "none"))
-    return (lambda st, bt, obj: train_step(st, bt, obj, preprocess=preprocess)), (state, batch, objective)
+    augment = experiment.device_augment(arm, config)
+    return (lambda st, bt, obj: train_step(st, bt, obj, preprocess=preprocess, augment=augment)), (
+        state,
+        batch,
+        objective,
+    )

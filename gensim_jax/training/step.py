@@ -20,7 +20,10 @@ BatchNorm likewise sees micro-batch statistics; its running statistics are updat
 
 Images cross from the host to the device as ``uint8`` (a quarter of the bytes of float32) and are
 normalised inside the step (:func:`normalize_inputs`), as the experiment's ``preprocess`` names it:
-the same name an export carries, so training and evaluation normalise alike.
+the same name an export carries, so training and evaluation normalise alike.  With a device
+augmentation (``augment``, a :class:`gensim_jax.data.device_augment.DeviceAugment`; ``data.augment =
+"device"``) the host sends each example's ``uint8`` image at its load size and its ``augment_seed``, and
+the step draws the random views first, inside the same program, before normalising them.
 """
 
 from __future__ import annotations
@@ -142,6 +145,7 @@ def train_step(
     objective: Objective,
     accum_steps: int = 1,
     preprocess: str = "imagenet",
+    augment: Callable | None = None,
 ) -> tuple[TrainState, dict[str, Array]]:
     """One optimizer step of ``objective`` on ``batch`` (pure; jit it, e.g. with :func:`make_train_step`).
 
@@ -151,12 +155,16 @@ def train_step(
       objective: an :class:`~gensim_jax.training.objectives.Objective`.
       accum_steps: number of micro-batches (static); see the module docstring for its semantics.
       preprocess: how ``uint8`` entries are normalised (static; :func:`normalize_inputs`).
+      augment: optional ``augment(batch) -> batch`` applied first (static; e.g. a
+        :class:`~gensim_jax.data.device_augment.DeviceAugment`, keyed by the batch's ``augment_seed``).
 
     Returns:
       ``(new_state, metrics)``; metrics are scalars: ``loss``, ``grad_norm`` and the objective's own
       (e.g. ``accuracy``), averaged over micro-batches.
     """
     _check_objective(objective)
+    if augment is not None:
+        batch = augment(batch)
     batch = normalize_inputs(batch, preprocess, objective.input_keys)
     key = step_key(state)
     if accum_steps == 1:
@@ -203,6 +211,7 @@ def jit_train_step(
     donate: bool = True,
     compiler_options: Mapping[str, Any] | None = None,
     preprocess: str = "imagenet",
+    augment: Callable | None = None,
 ) -> Callable:
     """The jitted ``step(state, batch, objective) -> (state, metrics)`` with the objective as an argument.
 
@@ -211,7 +220,8 @@ def jit_train_step(
     (:class:`gensim_jax.training.runner.StepCache` shares it between runs).  Without ``mesh``: plain
     ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug options, e.g.
     :data:`CPU_EIGEN_CONV_OPTIONS`) go to ``jax.jit``; ``preprocess`` normalises ``uint8`` entries
-    (:func:`normalize_inputs`).  With ``mesh`` (:mod:`gensim_jax.parallel`):
+    (:func:`normalize_inputs`); ``augment`` (static) draws device augmentations first (:func:`train_step`).
+    With ``mesh`` (:mod:`gensim_jax.parallel`):
     the batch on the data axes, the state replicated (or FSDP-sharded with ``fsdp=True``; ``state``,
     concrete or abstract, gives the shardings), the objective and metrics replicated.
     """
@@ -221,7 +231,7 @@ def jit_train_step(
 
     def step(st, batch, obj):
         _check_objective(obj)
-        return train_step(st, batch, obj, accum_steps, preprocess)
+        return train_step(st, batch, obj, accum_steps, preprocess, augment)
 
     kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
     if mesh is None:

@@ -93,3 +93,14 @@ def test_input_scaling_lines_and_bytes_per_process():
         _check_line(line)
         # each process sends only its rows: exactly 1/P of the one-process bytes (uint8 images)
         assert line["bytes_per_process"] * line["params"]["processes"] == line["bytes_one_process"]
+
+
+@pytest.mark.slow
+def test_device_augment_lines():
+    from bench import device_augment
+
+    lines = list(device_augment.run(size=32, batch=4))
+    assert [ln["params"]["preset"] for ln in lines] == ["imagenet", "quadrilaterals", "geoclidean"]
+    for line in lines:
+        _check_line(line)
+        assert line["views_per_s"] == pytest.approx(8 / line["batch_s"], rel=1e-3)

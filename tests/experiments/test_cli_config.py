@@ -242,9 +242,11 @@ def test_with_overrides_replaces_nested_fields_and_names_unknown_ones():
     "name", ["quadrilaterals", "geoclidean", "imagenet_hierarchy", "spurious_digits", "gaussian_mixture"]
 )
 def test_config_json_round_trips_through_config_from_dict(name):
-    """What a run writes (``dataclasses.asdict``, through JSON) reads back as the same nested config."""
+    """What a run writes (``dataclasses.asdict`` of the validated config, through JSON) reads back as the same
+    nested config (validation resolves ``data.augment="auto"``, so a run records which augmentation ran)."""
     experiment = registry.load(name)
     for config_name, config in experiment.CONFIGS.items():
+        config = experiment.validate(config)
         recorded = json.loads(json.dumps(dataclasses.asdict(config)))
         assert isinstance(recorded["optim"], dict)  # nested, not flat
         assert experiment.config_from_dict(recorded) == config, config_name

@@ -242,13 +242,52 @@ def test_monotone_in_lca_depth_along_each_path(seed, n):
         order = np.argsort(lca[i], kind="stable")
         k, s = lca[i][order], table[i][order]
         same = k[1:] == k[:-1]
-        assert np.all(np.abs(s[1:] - s[:-1])[same] < 1e-12)  # same LCA, same value
+        assert np.all((s[1:] == s[:-1])[same])  # same LCA, exactly the same value
         assert np.all((s[1:] - s[:-1])[~same] > -1e-12)  # deeper LCA, never smaller
         # edges with p < 1 make it strictly larger
         path = path_up(parents, leaves[i])
         strict = ~same & np.array([probs[path[kk]] < 1 for kk in k[1:]], dtype=bool)
         assert np.all((s[1:] - s[:-1])[strict] > 0)
         assert np.all(s[k == 0] == 0.0) and np.all(s >= 0)
+
+
+def test_chain_of_certain_edges_is_exactly_zero():
+    # Found by hypothesis (seed 493, n 4 above): the chain 0 -> 1 -> 2 -> 3 with p = 1 on
+    # every edge. Eq. 4 gives s = (1 + 1 + 1) / 3 = 1 at K = 3, but logsumexp([0, 0, 0]) - log 3
+    # rounded to -2.2e-16.
+    tree = H.Tree.from_parents([-1, 0, 1, 2], [1.0, 1.0, 1.0, 1.0])
+    assert H.log_similarity_table(tree).tolist() == [[0.0]]
+    nodes = np.arange(4)
+    table = H.log_similarity_table(tree, nodes)
+    assert np.all(table == 0.0)  # s = 1 at every LCA depth, no entry below 0
+    assert H.log_similarity_pairs(tree, nodes, nodes).tolist() == [0.0] * 4
+    # the same with a certain chain above an uncertain split: entries >= 0, exact per LCA depth
+    tree = H.Tree.from_parents([-1, 0, 1, 2, 3, 3], [1, 1, 1, 1, 0.25, 0.75])
+    table = H.log_similarity_table(tree)
+    assert table[0, 1] == table[1, 0] == 0.0
+    np.testing.assert_allclose(np.diag(table), [eq4_loop([1, 1, 1, 0.25]), eq4_loop([1, 1, 1, 0.75])], rtol=1e-12)
+    got = H.log_similarity_from_path(jnp.zeros((4, 3)), jnp.arange(4))
+    assert np.asarray(got).tolist() == [0.0] * 4
+
+
+def test_table_is_never_negative_and_exact_per_lca_depth_on_many_trees():
+    # Many small random trees, a third of the edges certain (p = 1, -log p = 0: the case that rounds).
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(2, 12))
+        parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+        probs = np.where(rng.random(n) < 0.33, 1.0, rng.uniform(0.05, 1.0, n))
+        probs = np.array([1.0 if parents.count(parents[v]) == 1 else min(probs[v], 1 / n) for v in range(n)])
+        probs[0] = 1.0
+        tree = H.Tree.from_parents(parents, probs)
+        nodes = np.arange(n)
+        table, lca = H.log_similarity_table(tree, nodes), H.lca_depth(tree, nodes)
+        assert np.all(table >= 0) and np.all(table == table.T)
+        for i in range(n):
+            for k in np.unique(lca[i]):
+                assert np.unique(table[i][lca[i] == k]).size == 1
+            for j in range(n):
+                assert table[i, j] == pytest.approx(log_s_loop(parents, probs, i, j), rel=1e-12, abs=1e-15)
 
 
 def test_monotone_in_lca_depth_for_a_regular_tree():
