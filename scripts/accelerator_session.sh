@@ -7,10 +7,11 @@
 #
 # PART (default: all, in this order): runner (the runner-level ResNet-50 run of
 # ../shared/measurements/gpu_h100.md, with the device-idle figures), accel (python -m bench.accelerator:
-# loss curves step by step, the paper steps against the planner), cornet (the CORnet-S paper step twice
-# with one persistent compilation cache: the first compiles and autotunes, the second loads the
-# executable, so its peak is the step's own), plan (gensim-jax plan for h100:1x8 through the CUDA
-# plug-in), simclr (the SimCLR arm through the runner with augmentation on the device).
+# loss curves step by step, the paper steps against the planner), cornet (the CORnet-S paper step again
+# with accel's persistent compilation cache: accel compiled and autotuned it, this run loads the
+# executable, so its peak is the step's own; run it after accel), plan (gensim-jax plan for h100:1x8 through the CUDA
+# plug-in), simclr (the SimCLR arm through the runner with augmentation on the device). accel runs its
+# steps with a persistent compilation cache (JAX_CACHE, else a fresh folder) that cornet then reads.
 # Every part has its own time limit and writes under $OUT; a part that fails does not stop the others.
 set -u
 OUT=${OUT:-accel_session}
@@ -20,38 +21,48 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 if ! $PY -c "import tensorboardX" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
-parts=${*:-runner accel cornet plan}
+parts=${*:-runner simclr accel cornet plan}
+cache=${JAX_CACHE:-$(mktemp -d)}  # one persistent compilation cache: accel's paper steps fill it, cornet reads it
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 $PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())" >> "$OUT/gpu.txt" 2>&1
 stamp() { echo "== $1 $(date -u +%H:%M:%S)"; }
 
 # the measurements file's command: synthetic images in host memory, batch 256, bf16, 100 steps
 RUNNER_SET=(model.name=resnet50 'model.stage_sizes=[3,4,6,3]' data.image_size=224 batch_size=256
-  dtype=bfloat16 data.train_per_leaf=200 num_steps=100 log_every=20 num_runs=1 eval.per_leaf=2)
+  dtype=bfloat16 data.train_per_leaf=100 num_steps=100 log_every=20 num_runs=1 eval.per_leaf=2)
 
 for part in $parts; do
   stamp "$part"
   case $part in
     runner)
-      timeout 240 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$OUT/runner" \
+      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$OUT/runner" \
         --set "${RUNNER_SET[@]}" > "$OUT/runner.log" 2>&1
-      echo "rc $?"; grep -h '"step"' "$OUT"/runner/*/run*/metrics.jsonl 2>/dev/null | tail -4 | cut -c1-600 ;;
+      echo "rc $?"; grep -h '"step"' "$OUT"/runner/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-700 ;;
     simclr)
-      timeout 240 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$OUT/simclr" \
+      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$OUT/simclr" \
         --set "${RUNNER_SET[@]}" data.augment=device > "$OUT/simclr.log" 2>&1
-      echo "rc $?"; grep -h '"step"' "$OUT"/simclr/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-600 ;;
+      echo "rc $?"; grep -h '"step"' "$OUT"/simclr/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-700 ;;
     accel)
-      timeout 330 $PY -m bench.accelerator --skip multi --steps 10 --paper-steps 30 \
+      JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+        timeout 290 $PY -m bench.accelerator --skip multi --steps 6 --paper-steps 25 \
         --out "$OUT/accel.jsonl" --table "$OUT/accel.md" > "$OUT/accel.log" 2>&1
       echo "rc $?"; cat "$OUT/accel.md" 2>/dev/null ;;
-    cornet)
-      cache=$(mktemp -d)
-      for run in compiled cached; do
-        JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-          timeout 150 $PY -m bench.accelerator --experiments quadrilaterals --skip curves multi --paper-steps 20 \
-          --isolate no --out "$OUT/cornet_$run.jsonl" > "$OUT/cornet_$run.log" 2>&1
-        echo "$run rc $?"
-      done ;;
+    cornet)  # the quadrilaterals paper step again, its executable from accel's cache: no autotuning
+      JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
+        timeout 100 $PY -m bench.accelerator --experiments quadrilaterals --skip curves multi --paper-steps 25 \
+        --isolate no --out "$OUT/cornet_cached.jsonl" > "$OUT/cornet_cached.log" 2>&1
+      echo "rc $?"; $PY - "$OUT" <<'PYEOF'
+import json, sys
+for f in ("accel.jsonl", "cornet_cached.jsonl"):
+    try:
+        rows = [json.loads(t) for t in open(f"{sys.argv[1]}/{f}") if '"accel_paper_step"' in t]
+    except OSError:
+        continue
+    for r in rows:
+        if r.get("experiment") == "quadrilaterals":
+            print(f, {k: r.get(k) for k in r if k.startswith("memory") or k in ("step_s", "compilation_cache")})
+PYEOF
+      ;;
     plan)
       timeout 150 $PY -m gensim_jax.cli plan imagenet_hierarchy --config paper --topology h100:1x8 --json \
         > "$OUT/plan.json" 2> "$OUT/plan.err"
