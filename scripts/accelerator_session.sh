@@ -16,7 +16,8 @@
 set -u
 OUT=${OUT:-accel_session}
 PY=${PY:-python3}
-mkdir -p "$OUT"
+WORK=${WORK:-$(mktemp -d)}  # run directories (checkpoints, events); $OUT gets the few files worth keeping
+mkdir -p "$OUT" "$WORK"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 if ! $PY -c "import tensorboardX" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -35,13 +36,15 @@ for part in $parts; do
   stamp "$part"
   case $part in
     runner)
-      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$OUT/runner" \
+      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$WORK/runner" \
         --set "${RUNNER_SET[@]}" > "$OUT/runner.log" 2>&1
-      echo "rc $?"; grep -h '"step"' "$OUT"/runner/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-700 ;;
+      echo "rc $?"; cat "$WORK"/runner/*/run*/metrics.jsonl > "$OUT/runner_metrics.jsonl" 2>/dev/null
+      grep -h '"perf/' "$OUT/runner_metrics.jsonl" | tail -3 | cut -c1-800 ;;
     simclr)
-      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$OUT/simclr" \
+      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$WORK/simclr" \
         --set "${RUNNER_SET[@]}" data.augment=device > "$OUT/simclr.log" 2>&1
-      echo "rc $?"; grep -h '"step"' "$OUT"/simclr/*/run*/metrics.jsonl 2>/dev/null | tail -3 | cut -c1-700 ;;
+      echo "rc $?"; cat "$WORK"/simclr/*/run*/metrics.jsonl > "$OUT/simclr_metrics.jsonl" 2>/dev/null
+      grep -h '"perf/' "$OUT/simclr_metrics.jsonl" | tail -3 | cut -c1-800 ;;
     accel)
       JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
         timeout 290 $PY -m bench.accelerator --skip multi --steps 6 --paper-steps 25 \
