@@ -21,6 +21,12 @@ Rows (``"bench": "input_imagenet_stream"``):
   Inception box per view, bilinear to 224; the device flips and colours). Variants of the decode:
   ``dct_method="INTEGER_FAST"`` and libjpeg's DCT-domain downscaling (``ratio=2``, half the side:
   most ImageNet images then fall below 224 px, so it only suits smaller load sizes).
+* ``"source": "prepared ..."`` (device augmentation): the same JPEGs made once into records of
+  images pre-resized to ``L x L`` (:func:`gensim_jax.data.prepared.prepare_records`: JPEG at
+  quality 90 with ``L`` 256 or 160, or raw ``uint8`` at 256); the host reads, shuffles and decodes
+  them (:func:`~gensim_jax.data.prepared.prepared_dataset`). These rows also state the records'
+  disk cost per image, its total for ImageNet-1k's 1.28 M training images, and the one-time
+  preparation rate (images per CPU second).
 
 Each row is timed twice over: with the pipeline confined to one thread (``"threads": 1``:
 ``tf.data.Options.threading.private_threadpool_size = 1`` and ``max_intra_op_parallelism = 1``,
@@ -155,6 +161,33 @@ def device_host_part(views: int, n: int, host_work: str, seed: int = 0):
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
+def prepared_host_part(directory: str, n: int, seed: int = 0):
+    """The host's part from records of :func:`gensim_jax.data.prepared.prepare_records`: read, shuffle
+    (undecoded records), decode the stored ``L x L`` image (or parse raw pixels), batch."""
+    from gensim_jax.data._tf import tf
+    from gensim_jax.data.prepared import prepared_dataset
+
+    ds = prepared_dataset(directory, "train", shuffle_buffer=n, seed=seed).repeat().batch(BATCH, drop_remainder=True)
+    options = tf.data.Options()
+    options.deterministic = True
+    return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def prepare(tmp: str, load_size: int, fmt: str, quality: int = 90) -> tuple[str, dict]:
+    """Prepared records of the mocked ``imagenet2012`` in ``tmp``; their manifest entry and the one-time
+    preparation rate (images per CPU second)."""
+    from gensim_jax.data.prepared import prepare_records
+
+    out = os.path.join(tmp, f"prepared-{load_size}-{fmt}")
+    c0 = time.process_time()
+    entry = prepare_records(None, out, split="train", load_size=load_size, fmt=fmt, quality=quality)
+    entry["prepare_images_per_cpu_s"] = round(entry["examples"] / (time.process_time() - c0), 1)
+    return out, entry
+
+
+#: ``(views, load_size, format)`` of the rows read from prepared records (device augmentation).
+PREPARED_CASES = ((1, LOAD_SIZE, "jpeg"), (2, LOAD_SIZE, "jpeg"), (1, 160, "jpeg"), (1, LOAD_SIZE, "raw"))
+
 HOST_WORK = {
     "resize": f"decode+resize to {LOAD_SIZE}x{LOAD_SIZE} (one image for all views)",
     "resize_fast": f"decode (INTEGER_FAST DCT)+resize to {LOAD_SIZE}x{LOAD_SIZE}",
@@ -202,11 +235,11 @@ def eager_reference(jpegs: list[bytes], count: int, seed: int = 0) -> float:
     return (time.process_time() - c0) / count
 
 
-def _line(views, augment, threads, host_work, timing, ref_s, stats, n) -> dict:
+def _line(views, augment, threads, host_work, timing, ref_s, stats, n, source="tfds jpeg", prepared=None) -> dict:
     per_core = timing["images"] / timing["cpu_s"]
     target = TARGETS[views] if augment == "device" else None
     ours_s = 1.0 / per_core
-    return {
+    out = {
         "bench": "input_imagenet_stream",
         "params": {
             "views": views,
@@ -214,6 +247,7 @@ def _line(views, augment, threads, host_work, timing, ref_s, stats, n) -> dict:
             "size": SIZE,
             "threads": threads,
             "host_work": host_work,
+            "source": source,
             "batch": BATCH,
             "source_images": n,
         },
@@ -233,6 +267,11 @@ def _line(views, augment, threads, host_work, timing, ref_s, stats, n) -> dict:
         "jpeg_mean_hw": [stats["mean_height"], stats["mean_width"]],
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
+    if prepared is not None:
+        out["prepared_kb_per_image"] = round(prepared["bytes_per_image"] / 1e3, 2)
+        out["prepared_imagenet_train_gb"] = round(prepared["imagenet_train_bytes"] / 1e9, 1)
+        out["prepare_images_per_cpu_s"] = prepared["prepare_images_per_cpu_s"]
+    return out
 
 
 #: ``(views, augment, host_work)`` of the default rows; the decode variants run with views 1 only.
@@ -268,6 +307,18 @@ def run(quick: bool = False, n: int | None = None, seconds: float | None = None,
                         ds, host_work = device_host_part(views, n, work), HOST_WORK[work]
                     timing = time_stream(ds, t, seconds, warmup_batches=1 if quick else 2, min_batches=2)
                     yield _line(views, augment, t, host_work, timing, ref_s, stats, n)
+            prepared = {}
+            for views, load_size, fmt in PREPARED_CASES:
+                if (load_size, fmt) not in prepared:
+                    prepared[load_size, fmt] = prepare(tmp, load_size, fmt)
+                directory, entry = prepared[load_size, fmt]
+                what = "decode" if fmt == "jpeg" else "parse"
+                host_work = f"{what} prepared {load_size}x{load_size} (one image for all views)"
+                source = f"prepared {fmt} {load_size}" + (" q90" if fmt == "jpeg" else "")
+                for t in threads:
+                    ds = prepared_host_part(directory, n)
+                    timing = time_stream(ds, t, seconds, warmup_batches=1 if quick else 2, min_batches=2)
+                    yield _line(views, "device", t, host_work, timing, ref_s, stats, n, source, entry)
 
 
 def main(argv=None) -> None:

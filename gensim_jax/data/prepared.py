@@ -203,17 +203,23 @@ def prepared_dataset(
     *,
     process_index: int = 0,
     process_count: int = 1,
+    shuffle_buffer: int = 0,
+    seed: int = 0,
     num_parallel_calls=None,
 ):
     """Records of :func:`prepare_records`, decoded: ``{"image": uint8 (L, L, 3), "label", "height", "width"}``.
 
-    In stored order; process ``process_index`` of ``process_count`` keeps every ``process_count``-th
-    record from its ``process_index``-th. Shuffling, batching and augmentation are the caller's.
+    Process ``process_index`` of ``process_count`` keeps every ``process_count``-th record from its
+    ``process_index``-th; in stored order, or shuffled before decoding (the records, not decoded images,
+    wait in the buffer) by a ``shuffle_buffer`` seeded with ``seed``, reshuffled on each pass.
+    Batching and augmentation are the caller's.
 
     Args:
       directory: ``out_dir`` of :func:`prepare_records`.
       split: the prepared split.
       process_index, process_count: this process's records.
+      shuffle_buffer: records in the shuffle buffer (0: stored order).
+      seed: seed of the shuffle.
       num_parallel_calls: parallel decodes (default ``tf.data.AUTOTUNE``).
     """
     if int(process_count) <= 0 or not 0 <= int(process_index) < int(process_count):
@@ -224,6 +230,8 @@ def prepared_dataset(
     ds = tf.data.TFRecordDataset(files)
     if int(process_count) > 1:
         ds = ds.shard(int(process_count), int(process_index))
+    if int(shuffle_buffer) > 0:
+        ds = ds.shuffle(int(shuffle_buffer), seed=int(seed), reshuffle_each_iteration=True)
 
     def decode(record):
         ex = tf.io.parse_single_example(record, _SPEC)

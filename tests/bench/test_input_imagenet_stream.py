@@ -20,7 +20,7 @@ KEYS = {"bench", "params", "ours_s", "reference", "reference_s", "ratio", "targe
 @pytest.mark.slow
 def test_quick_run_prints_the_issue_rows():
     lines = list(S.run(quick=True, n=32, seconds=0.0, threads=(1,)))
-    assert len(lines) == len(S.CASES)
+    assert len(lines) == len(S.CASES) + len(S.PREPARED_CASES)
     mean_kb = imagenet_jpegs.summary(imagenet_jpegs.imagenet_like_jpegs(32))["mean_kb"]
     for line, (views, augment, work) in zip(lines, S.CASES):
         assert KEYS <= set(line), line
@@ -43,6 +43,23 @@ def test_quick_run_prints_the_issue_rows():
             else:  # one load-size image, whatever the number of views
                 expected = [S.LOAD_SIZE, S.LOAD_SIZE, 3]
         assert line["output_shape"] == expected, (views, augment, work)
+        assert p["source"] == "tfds jpeg"
+    for line, (views, load_size, fmt) in zip(lines[len(S.CASES) :], S.PREPARED_CASES):
+        p = line["params"]
+        assert (p["views"], p["augment"], p["source"].split()[:3]) == (
+            views,
+            "device",
+            ["prepared", fmt, str(load_size)],
+        )
+        assert line["output_shape"] == [load_size, load_size, 3]
+        assert line["met"] == (line["images_per_s_per_core"] >= S.TARGETS[views])
+        # disk cost: raw pixels plus a record's few bytes; a JPEG of L x L far less than raw
+        raw = 3 * load_size**2 / 1e3
+        if fmt == "raw":
+            assert raw < line["prepared_kb_per_image"] < raw + 0.2
+        else:
+            assert 0 < line["prepared_kb_per_image"] < raw / 2
+        assert line["prepared_imagenet_train_gb"] == pytest.approx(line["prepared_kb_per_image"] * 1.281167, rel=1e-2)
 
 
 @pytest.mark.slow

@@ -81,6 +81,9 @@ def test_round_trip_equals_a_pil_resize_of_the_originals(tmp_path, fmt, mean_tol
     # processes take interleaved records, together all of them once
     p1 = [int(ex["label"]) for ex in P.prepared_dataset(str(tmp_path), process_index=1, process_count=2)]
     assert p1 == [7, 21]
+    shuffled = [int(ex["label"]) for ex in P.prepared_dataset(str(tmp_path), shuffle_buffer=5, seed=1)]
+    assert sorted(shuffled) == [7 * i for i in range(5)] and shuffled != sorted(shuffled)
+    assert shuffled == [int(ex["label"]) for ex in P.prepared_dataset(str(tmp_path), shuffle_buffer=5, seed=1)]
 
 
 def test_clear_errors_on_missing_or_bad_input(tmp_path, capsys):
