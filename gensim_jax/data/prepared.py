@@ -246,15 +246,19 @@ def prepared_dataset(
     return ds.map(decode, num_parallel_calls=calls, deterministic=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gensim_jax.data.prepared``: :func:`prepare_records` from the command line."""
+def main(argv: Sequence[str] | None = None, prog: str = "python -m gensim_jax.data.prepared") -> int:
+    """``python -m gensim_jax.data.prepared``: :func:`prepare_records` from the command line.
+
+    Errors end as one line on stderr with exit status 2 (:func:`gensim_jax.cli.run_command`); a front end
+    that forwards its arguments here passes its own ``prog``.
+    """
     import argparse
     import sys
 
     from gensim_jax.cli import run_command
 
     parser = argparse.ArgumentParser(
-        prog="python -m gensim_jax.data.prepared",
+        prog=prog,
         description="Write tfds imagenet2012 resized to a fixed load size as TFRecords (once; see the module doc).",
     )
     parser.add_argument("--data-dir", required=True, help="tfds data directory holding the prepared imagenet2012")
@@ -285,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0
 
-    return run_command(run, list(sys.argv[1:] if argv is None else argv), "python -m gensim_jax.data.prepared")
+    return run_command(run, list(sys.argv[1:] if argv is None else argv), prog)
 
 
 if __name__ == "__main__":
