@@ -33,6 +33,7 @@ _MODULE = {
     "tree_kernel_gram": "kernels",
     "mc_estimator_gaussian_mixture": "mc_estimator",
     "input_scaling": "input_scaling",
+    "input_imagenet_stream": "input_imagenet_stream",
     "runner_overhead": "runner_overhead",
 }
 

@@ -13,8 +13,10 @@ Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch
 (data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
 CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``), ``mc_estimator``
 (the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples), ``input_scaling``
-(host input work per process of one global batch at 1, 2 and 4 processes), ``runner_device_idle``
-(the run's device-idle figure against a simulated accelerator whose idle time is known).
+(host input work per process of one global batch at 1, 2 and 4 processes), ``input_imagenet_stream``
+(the ImageNet training stream on ImageNet-sized JPEGs: images per second per host core, host and device
+augmentation), ``runner_device_idle`` (the run's device-idle figure against a simulated accelerator
+whose idle time is known).
 ``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
 several devices vs one; ``make accel-check``) runs only when named with ``--only``: on a CPU-only
 machine it needs ``--quick`` (its smoke mode).
@@ -52,6 +54,7 @@ MODULES = (
     "scaling",
     "inputs",
     "input_scaling",
+    "input_imagenet_stream",
     "training_step",
     "runner_overhead",
     "runner_device_idle",
