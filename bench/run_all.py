@@ -13,10 +13,12 @@ Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch
 (data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
 CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``), ``mc_estimator``
 (the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples), ``input_scaling``
-(host input work per process of one global batch at 1, 2 and 4 processes).
+(host input work per process of one global batch at 1, 2 and 4 processes), ``device_augment`` (the
+SimCLR presets jitted vs the host's TensorFlow views per core).
+``augment_default`` (host vs device augmentation per SimCLR step through the runner, minutes) and
 ``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
-several devices vs one; ``make accel-check``) runs only when named with ``--only``: on a CPU-only
-machine it needs ``--quick`` (its smoke mode).
+several devices vs one; ``make accel-check``) run only when named with ``--only``; on a CPU-only
+machine ``accelerator`` needs ``--quick`` (its smoke mode).
 
 Each module runs in a fresh Python process (``--same-process`` runs them all in this one): what one
 benchmark leaves behind -- PyTorch's OpenMP pool after the training steps, TensorFlow's thread pools
@@ -51,11 +53,12 @@ MODULES = (
     "scaling",
     "inputs",
     "input_scaling",
+    "device_augment",
     "training_step",
     "runner_overhead",
     "mc_estimator",
 )
-OPTIONAL = ("accelerator",)  # run only when named in --only
+OPTIONAL = ("accelerator", "augment_default")  # run only when named in --only
 
 
 def main(argv=None) -> int:
