@@ -16,10 +16,12 @@ CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full`
 (host input work per process of one global batch at 1, 2 and 4 processes), ``input_imagenet_stream``
 (the ImageNet training stream on ImageNet-sized JPEGs: images per second per host core, host and device
 augmentation), ``runner_device_idle`` (the run's device-idle figure against a simulated accelerator
-whose idle time is known).
+whose idle time is known), ``device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views
+per core).
+``augment_default`` (host vs device augmentation per SimCLR step through the runner, minutes) and
 ``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
-several devices vs one; ``make accel-check``) runs only when named with ``--only``: on a CPU-only
-machine it needs ``--quick`` (its smoke mode).
+several devices vs one; ``make accel-check``) run only when named with ``--only``; on a CPU-only
+machine ``accelerator`` needs ``--quick`` (its smoke mode).
 
 Each module runs in a fresh Python process (``--same-process`` runs them all in this one): what one
 benchmark leaves behind -- PyTorch's OpenMP pool after the training steps, TensorFlow's thread pools
@@ -55,12 +57,13 @@ MODULES = (
     "inputs",
     "input_scaling",
     "input_imagenet_stream",
+    "device_augment",
     "training_step",
     "runner_overhead",
     "runner_device_idle",
     "mc_estimator",
 )
-OPTIONAL = ("accelerator",)  # run only when named in --only
+OPTIONAL = ("accelerator", "augment_default")  # run only when named in --only
 
 
 def main(argv=None) -> int:
