@@ -11,7 +11,9 @@ import math
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark references are PyTorch programs")
+from tests._optional import importorskip
+
+importorskip("torch", "torch")  # the benchmark references are PyTorch programs
 
 from bench import naive_tree_kernel, report, run_all  # noqa: E402
 from bench.geoclidean_programs import random_programs  # noqa: E402
