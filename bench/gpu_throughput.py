@@ -130,8 +130,6 @@ def step_flops(state, batch: dict, obj) -> Optional[float]:
         cost = lowered.cost_analysis()  # of the lowered program: no second compilation
     except Exception:  # noqa: BLE001 - cost analysis is optional on some backends
         return None
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else None
     if not cost or "flops" not in cost:
         return None
     return float(cost["flops"])

@@ -328,8 +328,6 @@ def compiled_flops(fn, *args, **kwargs) -> Optional[float]:
         analysis = lower(*args, **kwargs).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - cost analysis is optional on some backends
         return None
-    if isinstance(analysis, (list, tuple)):  # older JAX: one dict per program
-        analysis = analysis[0] if analysis else None
     if not isinstance(analysis, Mapping):
         return None
     flops = analysis.get("flops")
