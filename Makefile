@@ -20,7 +20,7 @@ TORCH  := torch==2.13.0
 CUDA_PLUGIN = if [ -n "$(VENV_DEP)" ] && command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c "import jax, sys; sys.exit(jax.default_backend() != 'gpu')" 2>/dev/null; then \
 	  $(PY) -m pip install -q "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')"; fi
 
-.PHONY: venv lock lint test test-fast test-min demo bench accel-check clean
+.PHONY: venv lock lint test test-fast test-min test-latest demo bench accel-check clean
 
 venv: $(STAMP)
 
@@ -69,8 +69,27 @@ test-min:
 	.venv-min/bin/pip freeze --exclude-editable > .venv-min/installed.txt
 	.venv-min/bin/python -m pytest -q -n 2 -m "not slow" -p no:cacheprovider tests gensim_jax
 
+# The newest versions pyproject.toml allows of every extra but torch, on Python >= 3.12 (jax >= 0.11 and
+# flax >= 0.12.9 need it), in .venv-latest, then the fast tests: checks that the code runs on what a
+# fresh `pip install` resolves today. No torch: the only CPU build of it here is for Python 3.11 (TORCH
+# above); on 3.12 pip would take the CUDA build, so the tests that need torch skip, naming the extra.
+# The default is pyenv's 3.12 where there is one (its `python3.12` shim fails unless 3.12 is selected).
+PYTHON_LATEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
+# pyproject.toml's test tools: the extra `test` without its gensim-jax[...] line (which brings torch)
+TEST_TOOLS = $(shell $(PYTHON) -c "import tomllib; t = tomllib.load(open('pyproject.toml', 'rb')); \
+  print(' '.join(repr(r) for r in t['project']['optional-dependencies']['test'] if not r.startswith('gensim-jax')))")
+test-latest:
+	@$(PYTHON_LATEST) -c "import sys; sys.exit(sys.version_info < (3, 12))" 2>/dev/null || \
+	  { echo "test-latest needs Python >= 3.12: set PYTHON_LATEST=/path/to/python3.12"; exit 1; }
+	rm -rf .venv-latest
+	$(PYTHON_LATEST) -m venv .venv-latest
+	.venv-latest/bin/pip install -q --upgrade pip
+	.venv-latest/bin/pip install -q -e '.[models,train,data,eval,wordnet,tpu]' $(TEST_TOOLS)
+	.venv-latest/bin/pip freeze --exclude-editable > .venv-latest/installed.txt
+	.venv-latest/bin/python -m pytest -q -n 2 -m "not slow" -p no:cacheprovider tests gensim_jax
+
 clean:
-	rm -rf $(VENV) .venv-min .venv-lock .pytest_cache build *.egg-info
+	rm -rf $(VENV) .venv-min .venv-latest .venv-lock .pytest_cache build *.egg-info
 
 # Fig. 2B/2C's double dissociation (docs/results/quadrilaterals.md, "make demo"): GenSim with a quarter
 # of the training images deviants, the supervised baseline on the 11 references, 3 runs each, then

@@ -19,8 +19,9 @@ values agree with the default compile to float rounding (``python -m bench.compi
 step's loss 2.60085320 against 2.60085391); a statistic that divides by a near-zero spread, such as
 BatchNorm over 2 images, can magnify that rounding (the CORnet-S step there: 3.1021 against 3.0772).
 A caller who sets either flag keeps its value; ``make bench`` and the library never see them. A jaxlib
-other than the ones they were checked on is asked first (one subprocess) whether it knows them; an
-unknown flag would abort every compile.
+other than the ones they were checked on is asked first (one subprocess per flag) whether it knows each;
+an unknown flag would abort every compile, so one it rejects is left out (jaxlib 0.12 has no
+``xla_cpu_use_fusion_emitters``: its MLIR fusion emitters are the only ones).
 
 Tests run at JAX's default matmul precision, as users' code does on GPU/TPU (where float32 matmuls
 may use TF32/bfloat16 passes); a test that compares against a float64 or PyTorch reference to a
@@ -48,8 +49,8 @@ if os.environ.get("CI"):
 
 #: Appended to ``XLA_FLAGS`` for the session (see the module docstring), each unless the caller set it.
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
-#: jaxlib versions known to accept TEST_XLA_FLAGS (requirements.lock's, and make test-min's lower bound);
-#: others are probed.
+#: jaxlib versions known to accept all of TEST_XLA_FLAGS (requirements.lock's, and make test-min's lower
+#: bound); others are probed flag by flag.
 CHECKED_JAXLIB = ("0.10.1", "0.10.2")
 
 #: Compiles shorter than this are not written to the cache (reading an entry costs about 10 ms).
@@ -62,8 +63,8 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         return  # a pytest-xdist worker inherits the controller's environment
     flags = os.environ.get("XLA_FLAGS", "")
-    added = [f for f in TEST_XLA_FLAGS if f.split("=")[0] not in flags]
-    if added and _xla_knows(added):
+    added = xla_accepts([f for f in TEST_XLA_FLAGS if f.split("=")[0] not in flags])
+    if added:
         os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return  # a cache chosen by the caller is kept
@@ -77,22 +78,28 @@ def pytest_configure(config):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", float(CACHE_MIN_COMPILE_S))
 
 
-def _xla_knows(flags, checked=CHECKED_JAXLIB) -> bool:
-    """Whether this jaxlib's XLA accepts ``flags`` (it aborts on an unknown one): yes for the ``checked``
-    versions, else asked of a fresh interpreter that starts the CPU backend with them."""
+def xla_accepts(flags, checked=CHECKED_JAXLIB) -> list[str]:
+    """The ``flags`` that this jaxlib's XLA accepts (it aborts on an unknown one), in their order: all of
+    them for the ``checked`` versions, else each asked of a fresh interpreter that starts the CPU backend
+    with it; a warning names those rejected (the tests compile without them)."""
     from importlib.metadata import version
 
     if version("jaxlib") in checked:
-        return True
-    env = {**os.environ, "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), *flags]), "JAX_PLATFORMS": "cpu"}
-    probe = subprocess.run(
-        [sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True, timeout=120
-    )
-    if probe.returncode != 0:
-        warnings.warn(
-            f"jaxlib {version('jaxlib')} rejects {' '.join(flags)}: the tests compile with XLA's defaults", stacklevel=2
+        return list(flags)
+    accepted = []
+    for flag in flags:
+        env = {**os.environ, "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), flag]), "JAX_PLATFORMS": "cpu"}
+        probe = subprocess.run(
+            [sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True, timeout=120
         )
-    return probe.returncode == 0
+        if probe.returncode == 0:
+            accepted.append(flag)
+    rejected = [f for f in flags if f not in accepted]
+    if rejected:
+        warnings.warn(
+            f"jaxlib {version('jaxlib')} rejects {' '.join(rejected)}: the tests compile without it", stacklevel=2
+        )
+    return accepted
 
 
 @pytest.hookimpl(trylast=True)

@@ -174,9 +174,7 @@ def compile_step(
             + mem["generated_code_size_in_bytes"]
         )
         out.memory = mem
-    ca = compiled.cost_analysis()
-    if isinstance(ca, (list, tuple)):
-        ca = ca[0] if ca else None
+    ca = compiled.cost_analysis()  # a dict (or None where the backend gives none)
     if ca:
         out.cost = {
             k: float(v) for k, v in ca.items() if k in ("flops", "bytes accessed", "transcendentals", "optimal_seconds")

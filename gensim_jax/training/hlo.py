@@ -475,8 +475,6 @@ def program_flops(compiled, mod: Optional[HloModule] = None) -> ProgramFlops:
         ca = compiled.cost_analysis()
     except Exception:  # noqa: BLE001 - some backends have no cost analysis
         ca = None
-    if isinstance(ca, (list, tuple)):  # older JAX: one dict per program
-        ca = ca[0] if ca else None
     if isinstance(ca, dict) and "flops" in ca:
         try:
             compiler = float(ca["flops"])

@@ -11,12 +11,11 @@ import math
 
 import pytest
 
-pytest.importorskip("torch", reason="the benchmark references are PyTorch programs")
-
-from bench import naive_tree_kernel, report, run_all  # noqa: E402
-from bench.geoclidean_programs import random_programs  # noqa: E402
-from gensim_jax.kernels import trees  # noqa: E402
-from gensim_jax.stimuli.geoclidean.grammar import parse_program, parse_tree  # noqa: E402
+from bench import naive_tree_kernel, report, run_all
+from bench.geoclidean_programs import random_programs
+from gensim_jax.kernels import trees
+from gensim_jax.stimuli.geoclidean.grammar import parse_program, parse_tree
+from tests._optional import needs_torch  # the timed references and bench's machine line are PyTorch's
 
 KEYS = {"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met"}
 
@@ -30,6 +29,7 @@ def _check_line(line):
 
 
 @pytest.mark.slow
+@needs_torch
 @pytest.mark.parametrize("name", ["losses", "kernels", "inputs"])
 def test_module_quick(name):
     lines = importlib.import_module(f"bench.{name}").run(quick=True)
@@ -47,6 +47,7 @@ def test_module_quick(name):
                 assert line[key] <= tol, (line["bench"], key, line[key])
 
 
+@needs_torch
 def test_run_all_quick_prints_json_lines(capsys):
     assert run_all.main(["--quick", "--only", "scaling"]) == 0
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]

@@ -13,7 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="the benchmark reference is a PyTorch program")
+from tests._optional import importorskip
+
+torch = importorskip("torch", "torch")  # the benchmark reference is a PyTorch program
 
 from bench import training_step  # noqa: E402
 from tests.reference.torch_models import n_params  # noqa: E402

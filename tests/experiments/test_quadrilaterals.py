@@ -18,6 +18,7 @@ from gensim_jax.training.config import section_of
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
 from gensim_jax.training.runner import run_experiment
+from tests._optional import importorskip
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 
@@ -174,7 +175,7 @@ def test_features_as_embedding_have_zero_regression_error_and_a_human_like_grade
 
 @pytest.mark.slow
 def test_pretrained_supervised_head_is_extended(tmp_path):
-    import torch
+    torch = importorskip("torch", "torch")
 
     from tests.reference.torch_models import RefCORnetZ
 

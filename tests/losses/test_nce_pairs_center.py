@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from gensim_jax import losses
+from tests._optional import importorskip
 from tests.losses import reference as ref
 
 
@@ -142,7 +143,7 @@ class TestCenterSimilarityForms(chex.TestCase):
 @pytest.mark.slow
 def test_mean_form_equals_torch_mse_loss_with_batch_centres():
     """PyTorch's nn.MSELoss() (reduction="mean") between z and its class centres, gradients included."""
-    import torch
+    torch = importorskip("torch", "torch")
 
     rng = np.random.default_rng(6)
     z = rng.normal(size=(12, 5)).astype(np.float32)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from gensim_jax import losses
+from tests._optional import importorskip
 from tests.losses import reference as ref
 
 
@@ -39,7 +40,7 @@ def test_gensim_loss_from_embeddings_uses_the_cosine_matrix(layout):
 
 @pytest.mark.slow
 def test_distance_regression_matches_authors_cdist_form():
-    torch = pytest.importorskip("torch")
+    torch = importorskip("torch", "torch")
     rng = np.random.default_rng(2)
     z = rng.normal(size=(10, 16)).astype(np.float32)
     f = rng.integers(0, 2, size=(10, 22)).astype(np.float32)

@@ -6,6 +6,7 @@ import optax
 import pytest
 
 from gensim_jax import losses
+from tests._optional import importorskip
 from tests.losses import reference as ref
 
 
@@ -75,7 +76,7 @@ def test_sincere_pair_average_is_optax_ntxent_with_labels():
 @pytest.mark.slow
 def test_supcon_against_khosla_style_torch_definition():
     """SupCon L_out written as Khosla et al.'s reference does it (mask algebra in PyTorch)."""
-    torch = pytest.importorskip("torch")
+    torch = importorskip("torch", "torch")
     rng = np.random.default_rng(5)
     z = rng.normal(size=(10, 6)).astype(np.float32)
     y = np.array([0, 1, 0, 2, 1, 0, 2, 3, 1, 0])

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 RTOL = 1e-4
 
@@ -31,6 +35,8 @@ def assert_close_relative(actual, expected, rtol: float = RTOL, what: str = "") 
 
 def torch_outputs(model: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(logits, embedding) of a reference model with ``embed`` and a final linear layer."""
+    import torch  # here, not at the top: the torch-free tests of tests/models import this module too
+
     head = model.fc if hasattr(model, "fc") else model.decoder.linear
     with torch.no_grad():
         emb = model.embed(torch.from_numpy(x))

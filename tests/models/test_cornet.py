@@ -5,14 +5,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 
 from gensim_jax.models import cornet_s, get_model, load_pretrained, param_count, torch_to_flax
-from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
+from tests._optional import HAS_TORCH, needs_torch
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 
-REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS}
+REFS = dict.fromkeys(["cornet_z", "cornet_rt", "cornet_s"])  # name -> the reference PyTorch class
+if HAS_TORCH:
+    import torch
+
+    from tests.reference.torch_models import RefCORnetRT, RefCORnetS, RefCORnetZ, randomize_
+
+    REFS = {"cornet_z": RefCORnetZ, "cornet_rt": RefCORnetRT, "cornet_s": RefCORnetS}
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +36,7 @@ def cornet_s_pair(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,batch", [("cornet_z", 2), ("cornet_rt", 2), ("cornet_s", 1)])
+@needs_torch
 def test_cornet_matches_reference(name, batch, cornet_s_pair):
     """Logits and embeddings equal the reference model's at 224x224 (random weights and norm stats)."""
     if name == "cornet_s":
@@ -49,6 +55,7 @@ def test_cornet_matches_reference(name, batch, cornet_s_pair):
 
 
 @pytest.mark.parametrize("name", sorted(REFS))
+@needs_torch
 def test_cornet_parameter_count_equals_reference(name):
     with torch.device("meta"):
         n_torch = sum(p.numel() for p in REFS[name]().parameters())
@@ -72,6 +79,7 @@ def test_cornet_s_state_layout():
 
 
 @pytest.mark.slow
+@needs_torch
 def test_cornet_s_train_mode_matches_reference(cornet_s_pair):
     """Jitted train mode = the reference in train mode: batch statistics at every time step, and the
     running means of every BatchNorm updated as PyTorch does (eval mode is the 224x224 test)."""

@@ -7,16 +7,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 from scipy import stats
 
 from gensim_jax.models import LeNet5, lenet5, load_pretrained, param_count
 from gensim_jax.models.layers import torch_default_bias_init
-from tests.reference.torch_models import RefLeNet5, n_params, randomize_
+from tests._optional import HAS_TORCH, needs_torch
+
+if HAS_TORCH:
+    import torch
+
+    from tests.reference.torch_models import RefLeNet5, n_params, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, random_variables
 
 
+@needs_torch
 def test_lenet_parameter_count_is_thesis_value():
     """Thesis 003 Sec. 3.2 reports 62,006 parameters; the PyTorch definition agrees."""
     model = lenet5()
@@ -24,6 +29,7 @@ def test_lenet_parameter_count_is_thesis_value():
     assert param_count(v) == 62_006 == n_params(RefLeNet5())
 
 
+@needs_torch
 def test_lenet_matches_torch():
     torch.manual_seed(0)
     ref = randomize_(RefLeNet5())
@@ -102,6 +108,7 @@ def test_lenet_torch_init_is_uniform_on_inverse_sqrt_fan_in():
 
 
 @pytest.mark.slow
+@needs_torch
 def test_lenet_torch_init_matches_a_fresh_torch_lenet():
     """Same support and distribution as the parameters of a freshly built ``RefLeNet5`` (nn.Conv2d / nn.Linear)."""
     torch.manual_seed(0)

@@ -5,21 +5,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 
 from gensim_jax.models import load_pretrained, param_count, two_layer_perceptron
-from tests.reference.torch_models import n_params, ref_mlp
+from tests._optional import HAS_TORCH, needs_torch
+
+if HAS_TORCH:
+    import torch
+
+    from tests.reference.torch_models import n_params, ref_mlp
 
 from ._compare import random_variables
 
 
 @pytest.mark.slow
+@needs_torch
 def test_mlp_parameter_count():
     model = two_layer_perceptron()
     v = model.init(jax.random.key(0), model.example_input())
     assert param_count(v) == 129 == n_params(ref_mlp())
 
 
+@needs_torch
 def test_mlp_matches_numpy_and_torch():
     torch.manual_seed(0)
     ref = ref_mlp()

@@ -5,10 +5,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
 
 from gensim_jax.models import get_model, load_pretrained, param_count, resnet, torch_to_flax
-from tests.reference.torch_models import randomize_, tv_resnet
+from tests._optional import HAS_TORCH, needs_torch
+
+if HAS_TORCH:
+    import torch
+
+    from tests.reference.torch_models import randomize_, tv_resnet
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 
@@ -24,6 +28,7 @@ def resnet18_pair():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("depth,batch", [(18, 2), (50, 1)])
+@needs_torch
 def test_resnet_matches_torchvision_layout(depth, batch, tmp_path):
     """Logits and embeddings equal the PyTorch model's at 224x224 (random weights and BN stats).
     ResNet-50 goes through a safetensors file and the one-call loader."""
@@ -48,6 +53,7 @@ def test_resnet_matches_torchvision_layout(depth, batch, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("depth", [18, 34, 50, 101, 152])
+@needs_torch
 def test_resnet_parameter_count_equals_torch(depth):
     with torch.device("meta"):
         n_torch = sum(p.numel() for p in tv_resnet(depth).parameters())
@@ -57,6 +63,7 @@ def test_resnet_parameter_count_equals_torch(depth):
 
 
 @pytest.mark.slow
+@needs_torch
 def test_resnet_train_mode_matches_torch_and_updates_batchnorm(resnet18_pair):
     """Jitted train mode = PyTorch train mode (batch statistics); running means update as PyTorch's;
     jitted eval mode leaves the statistics untouched."""
@@ -91,6 +98,7 @@ def test_resnet_train_mode_matches_torch_and_updates_batchnorm(resnet18_pair):
 
 
 @pytest.mark.slow
+@needs_torch
 def test_resnet_bfloat16_compute_float32_params(resnet18_pair):
     """bfloat16 compute: jitted train mode keeps float32 statistics; eval outputs are float32 and
     close to the float32 PyTorch reference."""

@@ -7,7 +7,6 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-import torch
 
 from gensim_jax.models import (
     CheckpointMismatchError,
@@ -17,7 +16,12 @@ from gensim_jax.models import (
     normalize_imagenet,
     torch_to_flax,
 )
-from tests.reference.torch_models import RefCORnetZ, randomize_
+from tests._optional import HAS_TORCH, needs_torch
+
+if HAS_TORCH:
+    import torch
+
+    from tests.reference.torch_models import RefCORnetZ, randomize_
 
 from ._compare import assert_close_relative, flax_outputs, nchw_to_nhwc, torch_outputs
 
@@ -38,6 +42,7 @@ def _leaves_equal(a, b):
 
 
 @pytest.mark.slow
+@needs_torch
 def test_reference_cornet_checkpoint_file_one_call(tmp_path, cornet_z_ref):
     """A file in the reference format ({'state_dict': {'module.' + key: ...}, 'epoch', 'optimizer'})
     loads with torch.load(weights_only=True) in one call and reproduces the reference outputs."""
@@ -58,6 +63,7 @@ def test_reference_cornet_checkpoint_file_one_call(tmp_path, cornet_z_ref):
     assert_close_relative(emb, t_emb, what="embed")
 
 
+@needs_torch
 def test_safetensors_equals_pth(tmp_path, cornet_z_ref):
     from safetensors.torch import save_file
 
@@ -74,6 +80,7 @@ def test_safetensors_equals_pth(tmp_path, cornet_z_ref):
     _leaves_equal(torch_to_flax(model, a), torch_to_flax(model, b))
 
 
+@needs_torch
 def test_layout_conversion_is_explicit(cornet_z_ref):
     """Conv OIHW -> HWIO and linear (out, in) -> (in, out), checked entry by entry."""
     v = torch_to_flax(get_model("cornet_z"), cornet_z_ref.state_dict())
@@ -85,6 +92,7 @@ def test_layout_conversion_is_explicit(cornet_z_ref):
     assert np.asarray(v["params"]["classifier"]["kernel"])[3, 11] == lin[11, 3]
 
 
+@needs_torch
 def test_strict_lists_missing_and_unexpected_keys(cornet_z_ref):
     model = get_model("cornet_z")
     sd = dict(cornet_z_ref.state_dict())
@@ -101,6 +109,7 @@ def test_strict_lists_missing_and_unexpected_keys(cornet_z_ref):
 
 
 @pytest.mark.slow
+@needs_torch
 def test_non_strict_initialises_missing_weights():
     from tests.reference.torch_models import ref_mlp
 
@@ -118,6 +127,7 @@ def test_non_strict_initialises_missing_weights():
 
 
 @pytest.mark.slow
+@needs_torch
 def test_shape_mismatch_and_heads(cornet_z_ref):
     sd = cornet_z_ref.state_dict()
     with pytest.raises(CheckpointMismatchError, match="extend_classifier"):
@@ -134,6 +144,7 @@ def test_shape_mismatch_and_heads(cornet_z_ref):
     assert np.std(np.asarray(v["params"]["projector"]["dense_0"]["kernel"])) > 0
 
 
+@needs_torch
 def test_batchnorm_statistics_imported():
     """running_mean/var -> batch_stats mean/var; num_batches_tracked is ignored."""
     from tests.reference.torch_models import tv_resnet
@@ -151,6 +162,7 @@ def test_batchnorm_statistics_imported():
     np.testing.assert_array_equal(v["params"]["layer1_1"]["bn2"]["scale"], sd["layer1.1.bn2.weight"].numpy())
 
 
+@needs_torch
 def test_load_state_dict_errors(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_state_dict(tmp_path / "nope.pth")

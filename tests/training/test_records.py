@@ -11,6 +11,7 @@ from PIL import Image
 
 from gensim_jax.training import records
 from gensim_jax.training.records import RunRecorder, image_grid, similarity_scatter_image
+from tests._optional import needs_torch
 from tests.training._events import event_files, read_events
 
 
@@ -187,6 +188,7 @@ def test_closed_recorder_refuses_to_write(tmp_path):
 
 
 @pytest.mark.slow
+@needs_torch
 def test_the_writer_does_not_import_torch(tmp_path):
     code = (
         "import sys; from gensim_jax.training.records import RunRecorder\n"
