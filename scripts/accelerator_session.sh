@@ -30,7 +30,7 @@ stamp() { echo "== $1 $(date -u +%H:%M:%S)"; }
 
 # the measurements file's command: synthetic images in host memory, batch 256, bf16, 100 steps
 RUNNER_SET=(model.name=resnet50 'model.stage_sizes=[3,4,6,3]' data.image_size=224 batch_size=256
-  dtype=bfloat16 data.train_per_leaf=100 num_steps=100 log_every=20 num_runs=1 eval.per_leaf=2)
+  dtype=bfloat16 data.train_per_leaf=100 num_steps=100 log_every=20 num_runs=1 eval.per_leaf=3)
 
 for part in $parts; do
   stamp "$part"

@@ -195,7 +195,7 @@ CONFIGS["deviants"] = with_overrides(
 #: same network, schedule and length on the paper's training set, the 11 references (with the
 #: deviants labelled as their reference it becomes invariant to them and its oddball error nears
 #: chance; docs/results/quadrilaterals.md). 3 runs each, evaluated once at the end; docs/results
-#: holds 5 runs. SimCLR, the slowest objective (host-side augmentation), is left to ``cpu_small``.
+#: holds 5 runs. SimCLR, the slowest objective (two augmented views per image), is left to ``cpu_small``.
 CONFIGS["demo"] = with_overrides(
     CONFIGS["deviants"],
     {

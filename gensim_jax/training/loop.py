@@ -25,8 +25,10 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import queue
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
@@ -102,25 +104,89 @@ def _produced_by() -> dict:
     return {"gensim_jax": package_version(), "commit": short_commit({"git": git_state()})}
 
 
+#: The interpreter's thread switch interval during a run (Python's default is 5 ms).
+_SWITCH_INTERVAL_S = 0.001
+
+
+class _HostProducer:
+    """Iterates ``host_batches`` on a background thread, up to ``depth`` batches ahead of the consumer.
+
+    The loop's main thread blocks at each log boundary's fetch (it waits for the device) and at
+    checkpoints and evaluations; a stream built in the consumer's thread would stop meanwhile, and the
+    device would then wait for the next batch after every fetch.  Here the host keeps building
+    batches through those waits (the stream's own order, one producer).  An exception of the stream
+    is raised in the consumer, as it would have been there; :meth:`close` stops the thread.
+    """
+
+    _END = object()
+
+    def __init__(self, host_batches: Iterator, depth: int):
+        self._queue: queue.Queue = queue.Queue(maxsize=max(int(depth), 1))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(host_batches,), name="gensim-jax-host-batches", daemon=True
+        )
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, host_batches: Iterator) -> None:
+        try:
+            for batch in host_batches:
+                if not self._put(("batch", batch)):
+                    return
+            self._put(("end", None))
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, which raises it
+            self._put(("error", e))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        kind, value = self._queue.get()
+        if kind == "batch":
+            return value
+        self._queue.put((kind, value))  # every later call ends the same way
+        if kind == "error":
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        self._stop.set()
+        while True:  # unblock a producer waiting on a full queue
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._thread.join(timeout=5.0)
+
+
 def _prefetch(host_batches: Iterator, to_device: Callable, depth: int, ended: Callable[[int], str]) -> Iterator:
     """Device batches of ``host_batches``, ``depth`` of them transferred ahead of the one yielded.
 
     JAX dispatches asynchronously, so transfers issued while a step runs overlap it.  A stream that
     ends early raises ``ValueError(ended(number of batches consumed))``.
     """
-    queue: collections.deque = collections.deque()
+    queue_: collections.deque = collections.deque()
     consumed = 0
     exhausted = False
     while True:
-        while not exhausted and len(queue) <= max(depth, 0):
+        while not exhausted and len(queue_) <= max(depth, 0):
             try:
-                queue.append(to_device(next(host_batches)))
+                queue_.append(to_device(next(host_batches)))
             except StopIteration:
                 exhausted = True
-        if not queue:
+        if not queue_:
             raise ValueError(ended(consumed))
         consumed += 1
-        yield queue.popleft()
+        yield queue_.popleft()
 
 
 def read_metrics(workdir) -> list[dict]:
@@ -207,7 +273,8 @@ def train(
         (single process), ``SystemExit(130)`` (else return with ``preempted=True``).
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
       prefetch: host batches put on the device ahead of the step that needs them (the transfer
-        overlaps the running step).
+        overlaps the running step); the host stream itself runs on a background thread, ``prefetch
+        + 1`` batches ahead, so that it goes on while the loop waits for the device.
       tensorboard: write TensorBoard event files beside ``metrics.jsonl`` (same tags and values).
       profile_steps: ``"START:END"``: a ``jax.profiler`` trace of those steps in ``workdir/plugins/profile``.
       peak_flops_per_s: the device's peak, for ``perf/mfu`` (FLOPs from the compiled step).
@@ -285,6 +352,11 @@ def train(
         desc="train",
     )
     step = start
+    producer: Optional[_HostProducer] = None
+    # the completion watcher, the host producer and the loop share the GIL: a thread that a device
+    # completion wakes takes it within this interval, which bounds the error of the idle-time figures
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, _SWITCH_INTERVAL_S))
     try:
         # multi-host: JAX's preemption sync manager owns SIGTERM and orbax makes all hosts agree on
         # the step; single process: our own SIGTERM/SIGINT flag
@@ -298,8 +370,9 @@ def train(
                     with timer.excluded():
                         recorder.write_images(0, {"train/stimuli": image_grid(_displayable(first[key][:16]))})
                 host_batches = itertools.chain([first], host_batches)
+            producer = _HostProducer(host_batches, depth=max(prefetch, 1) + 1)
             device_batches = _prefetch(
-                host_batches,
+                producer,
                 to_device,
                 prefetch,
                 lambda consumed: f"the data stream ended at position {position + consumed} before step {num_steps}",
@@ -350,8 +423,11 @@ def train(
         if not preempted:
             ckpt.save(state, {"position": position}, step=step)
     finally:
+        sys.setswitchinterval(switch_interval)
         bar.close()
         timer.close()
+        if producer is not None:
+            producer.close()
         if profile:
             profile.close(wait_for=state)
         recorder.close()
