@@ -459,8 +459,7 @@ def product_args(argv: tuple) -> Optional[tuple[str, list[str]]]:
 def is_usage(args: list[str]) -> bool:
     """A usage line: optional parts in brackets, ``...``, alternatives or an ALL-CAPS positional."""
     return any(
-        "[" in a.replace("=[", "").replace("'[", "")
-        and not a.startswith(("arms=", "lambdas=", "data."))
+        ("=" not in a and (a.startswith("[") or a.endswith("]")))  # [--workdir DIR]; not arms=["simclr"]
         or "..." in a
         or a == "|"
         or (PLACEHOLDER.match(a) and (i == 0 or args[i - 1] not in ("--workdir", "--out", "--export", "--set")))
@@ -745,23 +744,54 @@ def test_a_set_key_that_is_no_field_fails_print_config():
         check_command(cmd)
 
 
+def mark_problems(path: Path) -> list[str]:
+    """What is wrong with the ``docs-test`` marks of ``path``: each must be ``skip REASON`` right before a block."""
+    problems, text = [], path.read_text()
+    for m in MARK.finditer(text):
+        where = f"{path.name}:{text[: m.start()].count(chr(10)) + 1}"
+        words = m.group(1).split()
+        if words[:1] != ["skip"]:
+            problems.append(f"{where}: a docs-test mark is `skip REASON`, got {m.group(0)!r}")
+        elif len(words) < 4:
+            problems.append(f"{where}: a skip mark must say why the block cannot run here: {m.group(0)!r}")
+        after = text[m.end() :].lstrip("\n").split("\n", 1)[0]
+        if not after.strip().startswith("```"):
+            problems.append(f"{where}: the mark is not right before a block")
+    return problems
+
+
 def test_every_mark_is_a_skip_with_a_reason():
-    for path in DOC_FILES:
-        text = path.read_text()
-        for m in MARK.finditer(text):
-            line = text[: m.start()].count("\n") + 1
-            words = m.group(1).split()
-            assert words[:1] == ["skip"], f"{rel(path)}:{line}: a docs-test mark is `skip REASON`, got {m.group(0)!r}"
-            assert len(words) >= 4, f"{rel(path)}:{line}: a skip mark must say why the block cannot run here"
-            after = text[m.end() :].lstrip("\n").split("\n", 1)[0]
-            assert after.strip().startswith("```"), f"{rel(path)}:{line}: the mark is not right before a block"
+    assert [p for path in DOC_FILES for p in mark_problems(path)] == []
+    assert any(b.mark for b in ALL_BLOCKS)  # the marks are found where they are
 
 
-def test_a_mark_without_a_reason_is_found(tmp_path):
+def test_a_mark_without_a_reason_or_block_is_an_error(tmp_path):
     doc = tmp_path / "x.md"
-    doc.write_text("<!-- docs-test: skip -->\n```python\n1/0\n```\n")
-    (block,) = fenced_blocks(doc)
-    assert block.mark == "skip" and len(block.mark.split()) < 4
+    doc.write_text(
+        "<!-- docs-test: skip -->\n```python\n1/0\n```\n\n<!-- docs-test: skip needs a GPU here -->\ntext\n\n"
+        "<!-- docs-test: ignore because it is long -->\n```python\n1/0\n```\n"
+        "<!-- docs-test: skip needs a downloaded checkpoint -->\n```python\n1/0\n```\n"
+    )
+    problems = mark_problems(doc)
+    assert [p.split(":", 2)[1] for p in problems] == ["1", "6", "9"], problems
+    assert "say why" in problems[0] and "not right before" in problems[1] and "skip REASON" in problems[2]
+    assert [b.mark for b in fenced_blocks(doc)] == [
+        "skip",
+        "ignore because it is long",
+        "skip needs a downloaded checkpoint",
+    ]
+
+
+def test_print_config_validates_without_building_anything(tmp_path):
+    workdir = tmp_path / "w"
+    status, out, err = run_cli(
+        ["train", "quadrilaterals", "--config", "demo", "--workdir", str(workdir), "--print-config"]
+    )
+    assert status == 0 and json.loads(out)["num_steps"] > 1 and not workdir.exists()
+    status, _, err = run_cli(
+        ["train", "quadrilaterals", "--config", "demo", "--set", "optim.learning_rate=-1", "--print-config"]
+    )
+    assert status == 2 and "learning_rate" in err
 
 
 # ---------------------------------------------------------------------------------------------
