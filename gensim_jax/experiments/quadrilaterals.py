@@ -42,7 +42,7 @@ from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment
 OBJECTIVES = ("gensim", "supervised", "simclr")
 PRETRAINED_NOTE = (
     "No pretrained weights can be downloaded here, so the CORnet is trained from scratch. The paper "
-    "fine-tunes the ImageNet CORnet-S; with its PyTorch checkpoint: python -m train quadrilaterals "
+    "fine-tunes the ImageNet CORnet-S; with its PyTorch checkpoint: gensim-jax train quadrilaterals "
     "--config paper --set model.pretrained=/path/to/cornet_s-1d3f7974.pth"
 )
 NUM_SHAPES = len(quads.SHAPE_NAMES)
