@@ -878,11 +878,20 @@ def demo_path_mentions() -> list[tuple[str, str]]:
 
 
 def run_demo_recipe(workdir: Path) -> list[list[str]]:
-    """``make demo``'s recipe, from the Makefile, run in ``workdir`` with one step, one run and a few images."""
+    """``make demo``'s recipe, as ``make -n`` expands it with this interpreter as ``PY``, run in ``workdir``
+    with one step, one run and a few images (a line that is not a Python command runs in bash as it is)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    expanded = subprocess.run(
+        ["make", "-s", "-n", "demo", f"PY={sys.executable}"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert expanded.returncode == 0, expanded.stderr
     ran = []
-    for line in makefile_targets()["demo"]:
-        words = [sys.executable if w == "$(PY)" else w for w in shlex.split(line)]
+    for line in expanded.stdout.replace("\\\n", " ").splitlines():
+        words = shlex.split(line)
+        if not words:
+            continue
+        if words[0] != sys.executable:
+            words = ["bash", "-c", line]
         words = [str(ROOT / w) if w.endswith(".py") and (ROOT / w).is_file() else w for w in words]
         if words[1:3] == ["-m", "train"]:
             words += ["--set", *DEMO_SET]
