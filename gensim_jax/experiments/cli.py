@@ -343,8 +343,9 @@ def main(argv=None) -> int:
             steps = ", ".join(f"{ck.relative_to(workdir)} at step {s[-1]}" for ck, s in found[:4])
             print(f"resuming {workdir}: {steps}", file=sys.stderr)
             _warn_config_changes(workdir, config)
-        else:
-            print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
+        else:  # `make demo` passes --resume on a fresh clone too: continue if interrupted, else start
+            why = "no such directory" if not workdir.exists() else "no checkpoint in it"
+            print(f"--resume: nothing to resume in {workdir} ({why}); starting a new run there", file=sys.stderr)
     try:
         results = runner.run_experiment(
             experiment,

@@ -432,6 +432,39 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
     assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "fresh")]) == 0
 
 
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("data.imag_size=64", ["(did you mean data.image_size"]),
+        ("optim=adam", ["optim is a section; set its fields: optim."]),
+        ("zzzz=1", ["no field is close; the top-level names: seed", "data.*", "optim.*"]),
+    ],
+)
+def test_an_unknown_key_names_a_few_close_keys_not_every_field(item, words, no_training, capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["geoclidean", "--config", "cpu_small", "--set", item, "--workdir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    for w in words:
+        assert w in err, (w, err)
+    fields = list(_config.field_types(registry.load("geoclidean").Config))
+    named = [f for f in fields if "." in f and f in err]  # fields inside sections
+    assert len(fields) > 40 and len(named) <= 3, named  # issue 32: every field on one 1 kB line
+    assert len(err) < 400, len(err)
+
+
+def test_resume_of_a_workdir_without_checkpoints_starts_fresh_saying_so_in_one_line(no_training, capsys, tmp_path):
+    # make demo passes --resume on a fresh clone (to continue an interrupted demo), so it starts a new run
+    argv = ["geoclidean", "--config", "cpu_small", "--resume", "--workdir"]
+    assert main([*argv, str(tmp_path / "new")]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main([*argv, str(tmp_path / "empty")]) == 0
+    assert [w.name for _, w in no_training] == ["new", "empty"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"--resume: nothing to resume in {tmp_path / 'new'} (no such directory); starting a new run there",
+        f"--resume: nothing to resume in {tmp_path / 'empty'} (no checkpoint in it); starting a new run there",
+    ]
+
+
 # -- the default config on a machine without an accelerator ---------------------------------------------
 
 
