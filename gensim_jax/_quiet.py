@@ -8,6 +8,10 @@
   a block runs (TensorFlow's ``oneDNN custom operations are on`` and absl's ``All log messages
   before absl::InitializeLog()``, which ``TF_CPP_MIN_LOG_LEVEL`` no longer silences); every other
   line is passed on.
+* :func:`quiet_libtpu_env`: on a machine without TPU chips, the environment that keeps an installed
+  ``libtpu`` from printing ``E0000 ... unexpected worker hostname ... TPU_WORKER_HOSTNAMES`` (and a
+  ``could not determine TPU accelerator type`` line) when JAX starts; the command-line entry points,
+  ``import gensim_jax`` (when JAX is not imported yet) and the test session call it.
 
 Standard library only.
 """
@@ -20,7 +24,13 @@ import sys
 import tempfile
 from typing import Iterator, Sequence
 
-__all__ = ["native_stdout_to_stderr", "filtered_native_stderr", "NATIVE_NOTICES"]
+__all__ = [
+    "native_stdout_to_stderr",
+    "filtered_native_stderr",
+    "quiet_libtpu_env",
+    "NATIVE_NOTICES",
+    "LIBTPU_QUIET_ENV",
+]
 
 #: Substrings of the native notice lines that :func:`filtered_native_stderr` drops.
 NATIVE_NOTICES = (
@@ -29,6 +39,41 @@ NATIVE_NOTICES = (
     "This TensorFlow binary is optimized to use available CPU instructions",
     "To enable the following instructions:",
 )
+
+
+#: What libtpu reads at start-up instead of asking the (absent) TPU metadata server. Without a
+#: hostname and an accelerator type it prints an ``E0000 ... INVALID_ARGUMENT`` line and a warning
+#: before JAX falls back to the CPU. Compile-only TPU topologies (``gensim-jax plan``) do not read them.
+LIBTPU_QUIET_ENV = (
+    ("TPU_SKIP_MDS_QUERY", "1"),
+    ("TPU_WORKER_HOSTNAMES", "localhost"),
+    ("TPU_WORKER_ID", "0"),
+    ("TPU_ACCELERATOR_TYPE", "v5litepod-4"),
+)
+#: Device nodes of TPU chips (as in :data:`gensim_jax.parallel.TPU_DEVICE_GLOBS`).
+_TPU_DEVICE_GLOBS = ("/dev/accel*", "/dev/vfio/[0-9]*")
+
+
+def quiet_libtpu_env(environ=None, device_globs=_TPU_DEVICE_GLOBS) -> list:
+    """Set :data:`LIBTPU_QUIET_ENV` (each only when unset) on a machine without TPU device nodes.
+
+    On a TPU VM (``/dev/accel*`` or ``/dev/vfio/N``) nothing is set, so libtpu finds its chips and its
+    pod as usual; a variable the caller set is never changed. Must run before JAX starts a backend.
+    One worker named ``localhost`` is not a pod slice (:func:`gensim_jax.parallel.initialize_distributed`
+    looks for several).
+
+    Returns:
+      the names it set.
+    """
+    import glob
+
+    env = os.environ if environ is None else environ
+    if any(glob.glob(g) for g in device_globs):
+        return []
+    added = [k for k, _ in LIBTPU_QUIET_ENV if k not in env]
+    for k, v in LIBTPU_QUIET_ENV:
+        env.setdefault(k, v)
+    return added
 
 
 def native_stdout_to_stderr() -> bool:

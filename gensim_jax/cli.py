@@ -174,9 +174,10 @@ def _prepare_process() -> None:
     """Settings of a command-line process: native stdout to stderr (Gloo), quieter TensorFlow, one-line warnings."""
     import warnings
 
-    from gensim_jax._quiet import native_stdout_to_stderr
+    from gensim_jax._quiet import native_stdout_to_stderr, quiet_libtpu_env
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    quiet_libtpu_env()  # no libtpu start-up errors on a machine without TPUs (before JAX is imported)
     native_stdout_to_stderr()
     # a warning is one line, "warning: MESSAGE", not the file, line and source of the warn() call
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {_one_line(message)}\n"

@@ -62,6 +62,9 @@ def pytest_configure(config):
     global _SESSION_CACHE
     if hasattr(config, "workerinput"):
         return  # a pytest-xdist worker inherits the controller's environment
+    from gensim_jax._quiet import quiet_libtpu_env
+
+    quiet_libtpu_env()  # no libtpu start-up errors from the workers and the subprocesses (no TPU here)
     flags = os.environ.get("XLA_FLAGS", "")
     added = xla_accepts([f for f in TEST_XLA_FLAGS if f.split("=")[0] not in flags])
     if added:

@@ -113,7 +113,8 @@ def bad_inputs(d: Path) -> list[tuple[list[str], str]]:
         (["eval"], "gensim-jax eval: error: a protocol is required"),
         (["eval", "nope"], "gensim-jax eval: error: unknown protocol 'nope'"),
         (["eval", "oddball"], "gensim-jax eval oddball: error: one of the arguments --trials --export is required"),
-        (["eval", "oddball", "--export", str(d / "missing")], f"{d / 'missing'} is not an export"),
+        (["eval", "oddball", "--export", str(d / "missing")], f"error: no such directory: {d / 'missing'}"),
+        (["eval", "export", "--export", str(d / "missing")], f"error: no such directory: {d / 'missing'}"),
         (["eval", "oddball", "--export", str(d / "empty")], f"{d / 'empty'} is not an export"),
         (["eval", "oddball", "--export", str(d / "damaged_export")], f"{d / 'damaged_export'} is not an export"),
         (["eval", "oddball", "--export", str(d / "json_export")], f"{d / 'json_export'} is a damaged export"),
@@ -223,9 +224,7 @@ def test_core_only_train_and_list_models_are_one_line():
 def test_shims_name_the_command_typed_and_debug_shows_the_traceback(tmp_path):
     done = _console(["oddball", "--export", str(tmp_path / "missing")], module="eval")
     assert done.returncode == 2
-    assert done.stderr.strip() == f"python -m eval oddball: error: {tmp_path / 'missing'} is not an export: " + (
-        "variables.msgpack is missing"
-    )
+    assert done.stderr.strip() == f"python -m eval oddball: error: no such directory: {tmp_path / 'missing'}"
     done = _console(["nope"], module="train")
     assert done.returncode == 2 and done.stderr.startswith("python -m train: error: unknown experiment 'nope'")
     done = _console(["oddball", "--help"], module="eval")

@@ -48,3 +48,41 @@ def test_importing_tensorflow_prints_no_onednn_notice():
     done = _python("from gensim_jax.data._tf import tf; print(tf.__version__)")
     assert done.returncode == 0, done.stderr
     assert "oneDNN" not in done.stderr and "absl::InitializeLog" not in done.stderr, done.stderr
+
+
+def test_quiet_libtpu_env_sets_only_what_is_unset_and_nothing_on_a_tpu_vm(tmp_path):
+    from gensim_jax._quiet import LIBTPU_QUIET_ENV, quiet_libtpu_env
+
+    env = {"TPU_WORKER_HOSTNAMES": "10.0.0.1,10.0.0.2"}  # the caller's pod stays the caller's
+    added = quiet_libtpu_env(env, device_globs=(str(tmp_path / "accel*"),))
+    assert added == [k for k, _ in LIBTPU_QUIET_ENV if k != "TPU_WORKER_HOSTNAMES"]
+    assert env["TPU_WORKER_HOSTNAMES"] == "10.0.0.1,10.0.0.2" and env["TPU_ACCELERATOR_TYPE"] == "v5litepod-4"
+    (tmp_path / "accel0").touch()  # a TPU VM's device node: libtpu is left to find its chips
+    env = {}
+    assert quiet_libtpu_env(env, device_globs=(str(tmp_path / "accel*"),)) == [] and env == {}
+
+
+@pytest.mark.slow
+def test_importing_gensim_jax_keeps_libtpu_start_up_errors_off_stderr():
+    """Issue 32: ``E0000 ... unexpected worker hostname ... TPU_WORKER_HOSTNAMES`` on every script that
+    imported JAX with libtpu installed. ALLOW_MULTIPLE_LIBTPU_LOAD makes libtpu start even while another
+    process (a pytest worker) holds its lock file."""
+    import glob
+
+    pytest.importorskip("libtpu")
+    from gensim_jax._quiet import _TPU_DEVICE_GLOBS, LIBTPU_QUIET_ENV
+
+    if any(glob.glob(g) for g in _TPU_DEVICE_GLOBS):
+        pytest.skip("a TPU VM: libtpu starts its chips here, quietly")
+
+    env = {k: v for k, v in os.environ.items() if k not in dict(LIBTPU_QUIET_ENV) and k != "JAX_PLATFORMS"}
+    env.update(PYTHONPATH=str(REPO), ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+
+    def run(code):
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+    bare = run("import jax; print(jax.default_backend())")
+    assert bare.returncode == 0 and "TPU_WORKER_HOSTNAMES" in bare.stderr  # the noise, when nothing prevents it
+    quiet = run("import gensim_jax, jax; print(jax.default_backend())")
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "cpu"
+    assert "E0000" not in quiet.stderr and "TPU" not in quiet.stderr, quiet.stderr

@@ -7,6 +7,9 @@ In a checkout ``python -m train`` is the same command.  EXPERIMENT is a module o
 so lists are ``[16,8]`` and strings need no quotes), ``--objective NAME`` (repeatable or a comma
 list; sets ``arms``), ``--model NAME`` (sets ``model.name``), ``--print-config`` (print the resolved
 config and exit), ``--resume`` (continue the run whose checkpoints are in the workdir).
+Without ``--config`` the experiment's default (``paper``) is chosen, except on a machine without an
+accelerator (JAX's backend is the CPU) when the experiment has smaller configs: there the paper run
+(days of CPU) must be named, ``--config paper``, and the error says its size and the configs to try.
 Multi-process runs: ``--coordinator HOST:PORT --num-processes P --process-id I``, or nothing on a
 SLURM / TPU-pod / Open MPI cluster, whose environment ``jax.distributed`` reads.  Every argument is
 checked before anything is built or compiled; a bad one is one line on stderr and exit status 2.
@@ -235,6 +238,27 @@ def _warn_config_changes(workdir: Path, config) -> None:
         print(f"warning: --resume with a config that differs from {path}: {changes}", file=sys.stderr)
 
 
+#: Configs offered instead of ``paper`` on a machine without an accelerator, when the experiment has them.
+SMALL_CONFIGS = ("cpu_small", "demo")
+
+
+def check_default_on_cpu(experiment, config_name: str, named: bool, config, backend: str) -> None:
+    """:class:`ConfigError` when ``paper`` was chosen by default (``named`` False) on a machine without an
+    accelerator (``backend == "cpu"``) and the experiment has another config: one line with the run's size,
+    ``--config paper`` to run it anyway, and the small configs to try."""
+    others = [c for c in experiment.CONFIGS if c != "paper"]
+    if named or config_name != "paper" or backend != "cpu" or not others:
+        return
+    from gensim_jax.training.runner import describe_size
+
+    small = [c for c in SMALL_CONFIGS if c in others] or others
+    raise ConfigError(
+        f"no --config given, and the default of {experiment.name}, paper, is {describe_size(experiment, config)}: "
+        f"a run for GPUs/TPUs, and this machine has none (JAX's backend is cpu); try "
+        f"{' or '.join(f'--config {c}' for c in small)}, or name --config paper to run it here anyway"
+    )
+
+
 def _initialize_distributed(args) -> None:
     explicit = [args.coordinator, args.num_processes, args.process_id]
     if any(v is not None for v in explicit) and not all(v is not None for v in explicit):
@@ -286,6 +310,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         experiment = registry.load(args.experiment)
+        named = args.config is not None
         if args.config is None:
             args.config = experiment.default_config()
         workdir = Path(args.workdir or f"runs/{experiment.name}-{args.config}")
@@ -306,10 +331,11 @@ def main(argv=None) -> int:
         ProfileWindow.parse(args.profile_steps, workdir)  # checks START:END
         if args.peak_tflops is not None and not args.peak_tflops > 0:
             raise ConfigError(f"--peak-tflops must be positive, got {args.peak_tflops}")
+        import jax
+
+        check_default_on_cpu(experiment, args.config, named, config, jax.default_backend())
     except (ValueError, TypeError) as err:
         parser.error(str(err))
-
-    import jax
 
     is_main = jax.process_index() == 0
     if args.resume and is_main:
@@ -317,8 +343,9 @@ def main(argv=None) -> int:
             steps = ", ".join(f"{ck.relative_to(workdir)} at step {s[-1]}" for ck, s in found[:4])
             print(f"resuming {workdir}: {steps}", file=sys.stderr)
             _warn_config_changes(workdir, config)
-        else:
-            print(f"--resume: no checkpoint in {workdir}; starting a new run", file=sys.stderr)
+        else:  # `make demo` passes --resume on a fresh clone too: continue if interrupted, else start
+            why = "no such directory" if not workdir.exists() else "no checkpoint in it"
+            print(f"--resume: nothing to resume in {workdir} ({why}); starting a new run there", file=sys.stderr)
     try:
         results = runner.run_experiment(
             experiment,

@@ -207,7 +207,7 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
       ConfigError: an item without ``=``, a key that is not a field (with close matches), a key
         given twice, or a value of the wrong type.
     """
-    from gensim_jax.training.config import close_keys
+    from gensim_jax.training.config import unknown_key_hint
 
     types_ = field_types(config_cls)
     out: dict = {}
@@ -217,11 +217,9 @@ def parse_overrides(config_cls, items, *, experiment: str = "the experiment") ->
         if not sep or not key:
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
         if key not in types_:
-            close = close_keys(key, types_)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
             raise ConfigError(
                 f"--set expects KEY=VALUE with KEY a (dotted) field of {experiment}'s Config: unknown key "
-                f"{key!r}{hint}; fields: {', '.join(types_)}"
+                f"{key!r}{unknown_key_hint(key, types_)}; the experiment's --help lists every field"
             )
         if key in out:
             raise ConfigError(f"--set {key} given twice")

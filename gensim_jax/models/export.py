@@ -102,12 +102,17 @@ def load_exported(directory) -> tuple[Any, dict, dict]:
     """``(model, variables, metadata)`` of an export made by :func:`export_variables`.
 
     Raises:
-      FileNotFoundError: ``directory`` lacks ``variables.msgpack`` or ``model.json``.
+      FileNotFoundError: ``directory`` does not exist (``no such directory: DIR``), is a file, or lacks
+        ``variables.msgpack`` or ``model.json``.
       ValueError: the stored variables do not fit the rebuilt model's structure and shapes.
     """
     from gensim_jax.models import get_model
 
     directory = Path(directory)
+    if not directory.exists():
+        raise FileNotFoundError(f"no such directory: {directory}")
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not an export: it is a file, not a directory")
     for name in (VARIABLES_FILE, MODEL_FILE):
         if not (directory / name).is_file():
             raise FileNotFoundError(f"{directory} is not an export: {name} is missing")

@@ -156,22 +156,11 @@ device_description_str: "{desc}"
 
 
 def _quiet_libtpu_env() -> None:
-    """On a machine without TPUs, tell libtpu not to look for them (it would print a page of warnings).
+    """On a machine without TPUs, tell libtpu not to look for them (it would print a page of warnings);
+    :func:`gensim_jax._quiet.quiet_libtpu_env`. On a TPU VM nothing is set, so the local TPUs keep working."""
+    from gensim_jax._quiet import quiet_libtpu_env
 
-    Compile-only topologies do not depend on these variables; on a TPU VM (``/dev/accel*`` or
-    ``/dev/vfio``) nothing is set, so the local TPUs keep working.
-    """
-    import glob
-
-    if glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"):
-        return
-    for k, v in (
-        ("TPU_SKIP_MDS_QUERY", "1"),
-        ("TPU_WORKER_HOSTNAMES", "localhost"),
-        ("TPU_WORKER_ID", "0"),
-        ("TPU_ACCELERATOR_TYPE", "v5litepod-4"),
-    ):
-        os.environ.setdefault(k, v)
+    quiet_libtpu_env()
 
 
 def _tpu_devices(topo: Topology) -> list:

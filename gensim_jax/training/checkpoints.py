@@ -33,6 +33,7 @@ host stop at the same step.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -68,6 +69,40 @@ def _describe(err: BaseException) -> str:
     if len(text) > _MAX_ERROR_CHARS:
         text = text[:_MAX_ERROR_CHARS] + " ..."
     return f"{type(err).__name__}: {text}"
+
+
+def _is_closed_loop_callback(unraisable) -> bool:
+    """Whether an unraisable exception is ``RuntimeError('Event loop is closed')`` from asyncio's
+    ``call_soon_threadsafe``: what a tensorstore read of a failed orbax restore raises when it completes."""
+    if unraisable.exc_type is not RuntimeError or str(unraisable.exc_value) != "Event loop is closed":
+        return False
+    tb, last = unraisable.exc_traceback, None
+    while tb is not None:
+        last, tb = tb.tb_frame, tb.tb_next
+    return last is not None and last.f_code.co_name == "_check_closed" and "asyncio" in last.f_code.co_filename
+
+
+def _drop_closed_loop_callbacks() -> None:
+    """Keep the late callbacks of a failed restore off stderr (process-wide, chained to the current hook).
+
+    orbax runs a restore on a fresh event loop and closes it as soon as the restore raises
+    (``orbax.checkpoint._src.asyncio_utils._run_sync_via_new_loop``: ``run_until_complete`` then
+    ``close``), while tensorstore is still reading the step's other arrays. Each of those reads, when it
+    completes, schedules its result on the closed loop, and Python prints ``Exception ignored in: None
+    ... RuntimeError: Event loop is closed`` (pytest: a ``PytestUnraisableExceptionWarning``). The restore's
+    own error is raised (or a fallback to an older step handles it), so from the first restore on exactly
+    that exception is dropped; any other unraisable exception goes to the previous hook.
+    """
+    current = sys.unraisablehook
+    if getattr(current, "_drops_closed_loop_callbacks", False):
+        return
+
+    def hook(unraisable):
+        if not _is_closed_loop_callback(unraisable):
+            current(unraisable)
+
+    hook._drops_closed_loop_callbacks = True
+    sys.unraisablehook = hook
 
 
 def _abstract(tree):
@@ -209,6 +244,8 @@ class Checkpointer:
 
     def _restore_step(self, target, step: int) -> tuple[Any, dict]:
         target_dict = flax.serialization.to_state_dict(target)
+        # before, not after, the restore: a late read can complete while orbax's error is still propagating
+        _drop_closed_loop_callbacks()
         restored = self.manager.restore(
             step,
             args=ocp.args.Composite(

@@ -36,6 +36,7 @@ from typing import Any, Mapping, Optional
 __all__ = [
     "ArmConfig",
     "close_keys",
+    "unknown_key_hint",
     "field_paths",
     "flatten",
     "from_dict",
@@ -171,14 +172,37 @@ def close_keys(key: str, known, n: int = 3) -> list:
     return list(dict.fromkeys(out))[:n]
 
 
+def unknown_key_hint(key: str, known) -> str:
+    """What an error about the unknown field ``key`` adds: the first fields of a section given as a field,
+    else `` (did you mean A, B?)`` with at most three :func:`close_keys`, else the top-level names (a section
+    as ``name.*``); never every field.
+
+    Example:
+      >>> unknown_key_hint("optim.lr", ["seed", "optim.learning_rate", "data.image_size"])
+      ' (did you mean optim.learning_rate?)'
+      >>> unknown_key_hint("zzz", ["seed", "optim.learning_rate", "optim.momentum", "data.image_size"])
+      ' (no field is close; the top-level names: seed, optim.*, data.*)'
+      >>> unknown_key_hint("optim", ["seed", "optim.learning_rate", "optim.momentum"])
+      ' (optim is a section; set its fields: optim.learning_rate, optim.momentum)'
+    """
+    known = list(known)
+    inside = [k for k in known if k.startswith(key + ".")]
+    if inside:
+        more = ", ..." if len(inside) > 3 else ""
+        return f" ({key} is a section; set its fields: {', '.join(inside[:3])}{more})"
+    close = close_keys(key, known)
+    if close:
+        return f" (did you mean {', '.join(close)}?)"
+    top = dict.fromkeys(k.split(".")[0] + (".*" if "." in k else "") for k in known)
+    return f" (no field is close; the top-level names: {', '.join(top)})"
+
+
 def _check_keys(config, keys) -> None:
     leaves = list(flatten(config))
     known = set(leaves) | set(_sections(config))
     for key in keys:
         if key not in known:
-            close = close_keys(key, leaves)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise ValueError(f"unknown config field {key!r}{hint}; fields: {', '.join(leaves)}")
+            raise ValueError(f"unknown config field {key!r}{unknown_key_hint(key, leaves)}")
 
 
 def _expand(config, overrides: Mapping[str, Any], prefix: str = "") -> dict:

@@ -6,7 +6,8 @@ and on a SLURM or TPU-pod cluster:
 
 1. the device mesh from the config (``mesh_data x mesh_fsdp``; one device is a mesh of one), with
    the global ``batch_size`` checked against the devices and processes;
-2. ``workdir/config.json`` (process 0), then the experiment's shared data (``prepare``);
+2. ``workdir/config.json`` (process 0), the run's size (:func:`describe_size`), then the experiment's
+   shared data (``prepare``) and baselines under a status line that counts the seconds;
 3. for every run ``r`` (seed ``seed + r``) and every arm: the encoder in the compute ``dtype``,
    the optimizer of the config (:mod:`~gensim_jax.training.optim`), the state, ONE jitted step per
    model, optimizer and objective structure (scalar hyperparameters such as a temperature or a
@@ -17,14 +18,20 @@ and on a SLURM or TPU-pod cluster:
    ``<run>/export`` (process 0) and evaluated;
 5. ``results.json`` and the figure (process 0).
 
+Once the first steps of an arm's first run are timed (steps 2-4: the first compiles), one line
+estimates the duration of the whole call at that rate (:class:`DurationEstimate`).
+
 Multi-process runs call :func:`gensim_jax.parallel.initialize_distributed` before anything touches
 a device (the CLI does, from flags or from the SLURM / TPU / Open MPI environment).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -53,7 +60,130 @@ __all__ = [
     "abstract_step_inputs",
     "evaluate_export",
     "experiment_source",
+    "describe_size",
+    "DurationEstimate",
 ]
+
+
+def _steps_or_none(experiment: Experiment, config, data=None) -> Optional[int]:
+    """Optimizer steps of one run, or None when they depend on data not prepared yet (an epoch of a dataset)."""
+    try:
+        return int(experiment.num_steps(config, data))
+    except (AttributeError, TypeError, KeyError, ValueError):
+        return None
+
+
+def describe_size(experiment: Experiment, config, data=None) -> str:
+    """What a call of :func:`run_experiment` trains, in one phrase: ``"10 runs x 3 arms x 2,235 steps of 64
+    examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"... x 90 epochs in batches of 256"``."""
+    runs, arms, batch = int(config.num_runs), len(experiment.arms(config)), int(config.batch_size)
+    steps = _steps_or_none(experiment, config, data)
+    head = f"{runs:,} run{'s' * (runs != 1)} x {arms} arm{'s' * (arms != 1)}"
+    if steps is None:
+        return f"{head} x {getattr(config, 'epochs', '?')} epochs in batches of {batch:,}"
+    return f"{head} x {steps:,} steps of {batch:,} examples ({runs * arms * steps * batch:,} examples)"
+
+
+def format_duration(seconds: float) -> str:
+    """``"40 s"``, ``"12 min"``, ``"3 h 05 min"``, ``"2 d 4 h"``."""
+    s = max(float(seconds), 0.0)
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s / 60:.0f} min"
+    if s < 86400:
+        return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+    return f"{int(s // 86400)} d {int(s % 86400 // 3600)} h"
+
+
+class DurationEstimate:
+    """The duration of a whole :func:`run_experiment` call, from the first timed steps of each arm.
+
+    :meth:`wrap` returns the step function of an arm's first run with steps ``2 .. 1 + n`` timed
+    (``n = min(3, steps - 2)``; the first step compiles): the state is waited for before step 2 and
+    after step ``1 + n`` (two synchronisations, the steps between run as usual), so the rate includes
+    the input pipeline's waits.  Then ``say`` gets one line: this arm's seconds a step and the whole call
+    at ``runs x steps x (sum of the arms' rates)``, an arm not timed yet counted at the mean rate so far.
+    With ``say=None`` (no progress output) nothing is timed and the step functions are returned as they are.
+    """
+
+    def __init__(self, say: Optional[Callable[[str], None]], runs: int, arms: Iterable[str], steps: int):
+        self.say, self.runs, self.arms, self.steps = say, int(runs), tuple(arms), int(steps)
+        self.rates: dict = {}
+
+    def total_seconds(self) -> Optional[float]:
+        if not self.rates:
+            return None
+        mean = sum(self.rates.values()) / len(self.rates)
+        return self.runs * self.steps * sum(self.rates.get(a, mean) for a in self.arms)
+
+    def wrap(self, arm: str, step_fn: Callable) -> Callable:
+        n = min(3, self.steps - 2)
+        if self.say is None or arm in self.rates or n < 1:
+            return step_fn  # nobody to tell (no progress output), already timed, or too short to time
+        calls, t0 = 0, 0.0
+
+        def step(st, batch):
+            nonlocal calls, t0
+            calls += 1
+            if calls == 2:
+                jax.block_until_ready(st)
+                t0 = time.perf_counter()
+            elif calls == 2 + n and arm not in self.rates:
+                jax.block_until_ready(st)
+                self.rates[arm] = (time.perf_counter() - t0) / n
+                self._report(arm)
+            return step_fn(st, batch)
+
+        if hasattr(step_fn, "lower"):
+            step.lower = step_fn.lower
+        return step
+
+    def _report(self, arm: str) -> None:
+        untimed = [a for a in self.arms if a not in self.rates]
+        rest = f"; {', '.join(untimed)} at the mean rate so far" if untimed else ""
+        self.say(
+            f"{arm}: {self.rates[arm]:.3g} s a step, so the {self.runs} run(s) x {len(self.arms)} arm(s) x "
+            f"{self.steps:,} steps take about {format_duration(self.total_seconds())} here (compiles and "
+            f"evaluations not counted{rest})"
+        )
+
+
+@contextlib.contextmanager
+def _status(what: str, enabled: bool):
+    """A tqdm line ``WHAT: mm:ss`` that counts the seconds while the block runs (process 0, with progress)."""
+    if not enabled:
+        yield
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=None, desc=what, bar_format="{desc}: {elapsed}", dynamic_ncols=True)
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(1.0):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, daemon=True, name="gensim_jax status")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()
+
+
+def _say_between_bars(prefix: str) -> Callable[[str], None]:
+    """``print`` for process 0 that keeps an active tqdm bar intact (the message goes above it)."""
+
+    def say(msg: str) -> None:
+        from tqdm.auto import tqdm
+
+        tqdm.write(f"{prefix}{msg}", file=sys.stdout)
+        sys.stdout.flush()
+
+    return say
 
 
 def make_run_mesh(config) -> jax.sharding.Mesh:
@@ -246,18 +376,27 @@ def run_experiment(
     intro = experiment.intro(config)
     if intro:
         say(intro)
+    say(
+        f"{describe_size(experiment, config)} on {mesh.devices.size} device(s) "
+        f"({', '.join(sorted({d.device_kind for d in jax.devices()}))}, backend {jax.default_backend()}), "
+        f"{jax.process_count()} process(es)"
+    )
+    status = progress and is_main
 
     t_data = time.perf_counter()
-    data = experiment.prepare(config)
+    with _status(f"[{experiment.name}] preparing the data", status):
+        data = experiment.prepare(config)
     steps = experiment.num_steps(config, data)
-    say(
-        f"prepared the data in {time.perf_counter() - t_data:.1f} s; {config.num_runs} run(s) x "
-        f"{len(experiment.arms(config))} arm(s) x {steps} steps of {config.batch_size} on "
-        f"{mesh.devices.size} device(s) ({', '.join(sorted({d.device_kind for d in jax.devices()}))}, "
-        f"backend {jax.default_backend()}), {jax.process_count()} process(es)"
+    known = _steps_or_none(experiment, config) is not None
+    say(f"prepared the data in {time.perf_counter() - t_data:.1f} s" + ("" if known else f"; {steps:,} steps a run"))
+    with _status(f"[{experiment.name}] evaluating the baselines", status):
+        evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
+    estimate = DurationEstimate(
+        _say_between_bars(f"[{experiment.name}] ") if status else None,
+        config.num_runs,
+        experiment.arms(config),
+        steps,
     )
-
-    evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
     training: dict = {}
     models: dict = {}
     optimizers: dict = {}
@@ -303,7 +442,9 @@ def run_experiment(
                 eval_every=eval_every,
                 eval_fn=eval_fn,
                 progress=progress,
-                step_fn=steps_cache.get(state, objective, preprocess, experiment.device_augment(arm, config)),
+                step_fn=estimate.wrap(
+                    arm, steps_cache.get(state, objective, preprocess, experiment.device_augment(arm, config))
+                ),
                 profile_steps=profile_steps,
                 peak_flops_per_s=peak_flops_per_s,
                 stimuli_key="auto",

@@ -434,6 +434,84 @@ def test_existing_checkpoints_need_resume(no_training, capsys, tmp_path):
     assert main(["geoclidean", "--config", "cpu_small", "--workdir", str(tmp_path / "fresh")]) == 0
 
 
+@pytest.mark.parametrize(
+    "item, words",
+    [
+        ("data.imag_size=64", ["(did you mean data.image_size"]),
+        ("optim=adam", ["optim is a section; set its fields: optim."]),
+        ("zzzz=1", ["no field is close; the top-level names: seed", "data.*", "optim.*"]),
+    ],
+)
+def test_an_unknown_key_names_a_few_close_keys_not_every_field(item, words, no_training, capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main(["geoclidean", "--config", "cpu_small", "--set", item, "--workdir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    for w in words:
+        assert w in err, (w, err)
+    fields = list(_config.field_types(registry.load("geoclidean").Config))
+    named = [f for f in fields if "." in f and f in err]  # fields inside sections
+    assert len(fields) > 40 and len(named) <= 3, named  # issue 32: every field on one 1 kB line
+    assert len(err) < 400, len(err)
+
+
+def test_resume_of_a_workdir_without_checkpoints_starts_fresh_saying_so_in_one_line(no_training, capsys, tmp_path):
+    # make demo passes --resume on a fresh clone (to continue an interrupted demo), so it starts a new run
+    argv = ["geoclidean", "--config", "cpu_small", "--resume", "--workdir"]
+    assert main([*argv, str(tmp_path / "new")]) == 0
+    (tmp_path / "empty").mkdir()
+    assert main([*argv, str(tmp_path / "empty")]) == 0
+    assert [w.name for _, w in no_training] == ["new", "empty"]
+    assert capsys.readouterr().err.splitlines() == [
+        f"--resume: nothing to resume in {tmp_path / 'new'} (no such directory); starting a new run there",
+        f"--resume: nothing to resume in {tmp_path / 'empty'} (no checkpoint in it); starting a new run there",
+    ]
+
+
+# -- the default config on a machine without an accelerator ---------------------------------------------
+
+
+def test_the_paper_default_on_a_cpu_is_refused_in_one_line_naming_size_and_small_configs(no_training, capsys, tmp_path):
+    import jax
+
+    from gensim_jax import cli
+
+    assert jax.default_backend() == "cpu"
+    with pytest.raises(SystemExit) as info:  # as typed: gensim-jax train quadrilaterals
+        cli.main(["train", "quadrilaterals", "--workdir", str(tmp_path / "run")])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    quads = registry.load("quadrilaterals")
+    paper = quads.CONFIGS["paper"]
+    steps = quads.num_steps(paper, None)
+    size = f"{paper.num_runs} runs x {len(paper.arms)} arms x {steps:,} steps of {paper.batch_size} examples"
+    for words in ("gensim-jax train: error:", "--config paper", size, "--config cpu_small", "--config demo", "cpu"):
+        assert words in lines[0], (words, lines[0])
+    assert no_training == [] and not (tmp_path / "run").exists()
+    # named, it runs; a small config runs without a word
+    assert main(["quadrilaterals", "--config", "paper", "--workdir", str(tmp_path / "p")]) == 0
+    assert main(["quadrilaterals", "--config", "cpu_small", "--workdir", str(tmp_path / "s")]) == 0
+    small = quads.CONFIGS["cpu_small"]
+    assert [(c.num_runs, w.name) for c, w in no_training] == [(paper.num_runs, "p"), (small.num_runs, "s")]
+
+
+def test_the_paper_default_runs_on_an_accelerator_and_when_it_is_the_only_config(no_training, monkeypatch, tmp_path):
+    import jax
+
+    from gensim_jax.experiments import cli as train_cli
+
+    assert main(["gaussian_mixture", "--workdir", str(tmp_path / "g")]) == 0  # paper is its only config
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert main(["quadrilaterals", "--workdir", str(tmp_path / "q")]) == 0
+    assert [w.name for _, w in no_training] == ["g", "q"]
+    quads = registry.load("quadrilaterals")
+    paper = quads.CONFIGS["paper"]
+    train_cli.check_default_on_cpu(quads, "paper", True, paper, "cpu")  # named: no error
+    train_cli.check_default_on_cpu(quads, "paper", False, paper, "tpu")
+    with pytest.raises(_config.ConfigError, match="--config cpu_small or --config demo"):
+        train_cli.check_default_on_cpu(quads, "paper", False, paper, "cpu")
+
+
 # -- SIGKILL and --resume, through the experiment CLI ------------------------------------------------
 
 STEPS, EVERY, KILL_AT = 8, 2, 4

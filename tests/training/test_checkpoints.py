@@ -339,6 +339,43 @@ def test_damaged_newest_checkpoint_falls_back_and_the_run_continues_exactly(
     assert_trees_equal(four.params, replay.params)
 
 
+_FALLBACK_SCRIPT = """
+import sys, time, warnings
+from pathlib import Path
+from gensim_jax.training.checkpoints import Checkpointer
+from tests.training._tiny import tiny_state
+from tests.training.test_checkpoints import _truncate_arrays
+
+directory = Path(sys.argv[1])
+state = tiny_state()
+with Checkpointer(directory) as ck:
+    ck.save(state, {"position": 2}, step=2)
+    ck.save(state, {"position": 4}, step=4)
+_truncate_arrays(directory / "4")
+with Checkpointer(directory) as ck, warnings.catch_warnings(record=True):
+    _, data, step, damaged = ck.restore_newest(tiny_state(seed=1))
+time.sleep(1.0)  # the failed restore's other reads complete meanwhile
+print(step, sorted(damaged))
+"""
+
+
+@pytest.mark.slow
+def test_a_failed_restore_prints_no_event_loop_is_closed(tmp_path):
+    """Issue 32: orbax closes its event loop when a restore raises while tensorstore still reads the step's
+    other arrays; each late read printed ``Exception ignored ... RuntimeError: Event loop is closed``."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", _FALLBACK_SCRIPT, str(tmp_path / "ck")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["2", "[4]"]  # it fell back past the truncated step
+    assert "Event loop is closed" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_restore_falls_back_without_deleting_and_names_each_step(tmp_path):
     state = tiny_state()
@@ -405,3 +442,34 @@ def test_logged_metrics_are_window_means_fetched_every_log_every_steps(tmp_path)
     assert [r["step"] for r in lines] == [3, 6, 7]
     expected = [np.mean(losses[0:3]), np.mean(losses[3:6]), losses[6]]
     np.testing.assert_allclose([r["loss"] for r in lines], expected, rtol=1e-6)
+
+
+def test_only_the_closed_loop_callbacks_of_a_failed_restore_are_dropped(monkeypatch):
+    import asyncio
+    import types
+
+    from gensim_jax.training import checkpoints
+
+    def unraisable(fn):
+        try:
+            fn()
+        except RuntimeError as err:
+            return types.SimpleNamespace(exc_type=type(err), exc_value=err, exc_traceback=err.__traceback__)
+        raise AssertionError("no error")
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+    closed = unraisable(lambda: loop.call_soon_threadsafe(print))  # what a late tensorstore read raises
+
+    def other_fn():
+        raise RuntimeError("Event loop is closed")  # the same message from elsewhere is not dropped
+
+    other = unraisable(other_fn)
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    checkpoints._drop_closed_loop_callbacks()
+    checkpoints._drop_closed_loop_callbacks()  # installed once
+    assert sys.unraisablehook.__closure__ is not None and seen == []
+    sys.unraisablehook(closed)
+    sys.unraisablehook(other)
+    assert seen == [other]

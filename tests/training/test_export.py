@@ -48,6 +48,18 @@ def test_mismatched_description_and_missing_files(tmp_path):
         load_exported(tmp_path)
 
 
+def test_a_missing_or_file_path_is_named_as_such(tmp_path):
+    missing = tmp_path / "runs" / "gensim" / "run0" / "export"
+    with pytest.raises(FileNotFoundError) as info:
+        load_exported(missing)
+    assert str(info.value) == f"no such directory: {missing}"
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError, match="is a file, not a directory"):
+        load_exported(tmp_path / "file")
+    with pytest.raises(FileNotFoundError, match=f"{tmp_path} is not an export: {VARIABLES_FILE} is missing"):
+        load_exported(tmp_path)  # an existing directory without the files
+
+
 def test_gather_to_host_copies_every_layout_to_numpy():
     """Single process: device arrays (sharded on a one-device mesh, or not) come back as equal numpy arrays.
     The multi-process case (leaves split across processes) is tests/multiprocess (FSDP over 2 processes)."""

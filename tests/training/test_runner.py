@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import jax
@@ -212,3 +213,80 @@ def test_an_arms_own_learning_rate_takes_effect_and_config_json_is_nested(tiny, 
         assert record["objectives"]["simclr"]["learning_rate"] == 0.02 and record["optim"]["learning_rate"] == 0.05
     saved = json.loads((tmp_path / "config.json").read_text())["config"]
     assert tiny.config_from_dict({k: v for k, v in saved.items() if k != "experiment"}) == config
+
+
+# -- what a run says before and while it trains: its size, the data preparation, an estimate ------------
+
+
+def test_describe_size_multiplies_runs_arms_steps_and_the_batch():
+    quads = registry.load("quadrilaterals")
+    config = quads.get_config("paper")
+    assert config.num_steps is None  # epochs over the rendered training images
+    arms, steps = len(config.arms), math.ceil(config.epochs * config.data.num_train_images / config.batch_size)
+    want = config.num_runs * arms * steps * config.batch_size
+    assert runner.describe_size(quads, config) == (
+        f"{config.num_runs} runs x {arms} arms x {steps:,} steps of {config.batch_size} examples ({want:,} examples)"
+    )
+    one = quads.get_config("cpu_small", num_runs=1, num_steps=2, arms=("gensim",))
+    assert (
+        runner.describe_size(quads, one)
+        == f"1 run x 1 arm x 2 steps of {one.batch_size} examples ({2 * one.batch_size} examples)"
+    )
+    # an epoch of a dataset that is not loaded yet: the epochs are said instead of the steps
+    digits = registry.load("spurious_digits")
+    config = digits.get_config("paper")
+    if config.num_steps is None:
+        assert f"x {config.epochs} epochs in batches of {config.batch_size:,}" in runner.describe_size(digits, config)
+
+
+def test_format_duration():
+    got = [runner.format_duration(s) for s in (0.4, 59, 61, 3599, 3600 + 5 * 60, 86400 * 2 + 3600 * 4 + 7)]
+    assert got == ["0 s", "59 s", "1 min", "60 min", "1 h 05 min", "2 d 4 h"]
+
+
+def test_duration_estimate_times_steps_two_to_four_of_each_arms_first_run(monkeypatch):
+    clock = iter([10.0, 13.0, 100.0, 100.6])  # perf_counter at step 2 and after step 4, for two arms
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: next(clock))
+    said = []
+    est = runner.DurationEstimate(said.append, runs=10, arms=("gensim", "supervised", "simclr"), steps=2235)
+    calls = []
+
+    def step(state, batch):
+        calls.append(batch)
+        return state + 1, {"loss": batch}
+
+    step.lower = "the AOT handle"
+    timed = est.wrap("gensim", step)
+    assert timed is not step and timed.lower == "the AOT handle"
+    state = jnp.zeros(())
+    for i in range(6):
+        state, metrics = timed(state, i)
+        assert metrics == {"loss": i}
+    assert calls == list(range(6)) and float(state) == 6.0  # the steps themselves are untouched
+    assert est.rates == {"gensim": pytest.approx(1.0)}  # 3 s over steps 2, 3 and 4
+    # until the other arms are timed they count at the mean rate: 10 runs x 2235 steps x 3 arms x 1 s
+    assert est.total_seconds() == pytest.approx(10 * 2235 * 3 * 1.0)
+    assert said == [
+        "gensim: 1 s a step, so the 10 run(s) x 3 arm(s) x 2,235 steps take about 18 h 37 min here "
+        "(compiles and evaluations not counted; supervised, simclr at the mean rate so far)"
+    ]
+    timed = est.wrap("supervised", step)
+    for i in range(5):
+        state, _ = timed(state, i)
+    assert est.rates["supervised"] == pytest.approx(0.2)
+    assert est.total_seconds() == pytest.approx(10 * 2235 * (1.0 + 0.2 + 0.6))
+    assert est.wrap("gensim", step) is step  # the arm's later runs are not timed again
+    assert runner.DurationEstimate(None, 1, ("a",), 100).wrap("a", step) is step  # nobody to tell: no sync
+    assert runner.DurationEstimate(said.append, 1, ("a",), 2).wrap("a", step) is step  # too short to time
+
+
+def test_status_line_counts_while_the_block_runs(capsys):
+    import threading
+
+    with runner._status("[x] preparing the data", True):
+        assert any(t.name == "gensim_jax status" for t in threading.enumerate())
+    assert "[x] preparing the data: 00:00" in capsys.readouterr().err
+    assert not any(t.name == "gensim_jax status" for t in threading.enumerate())  # the ticking thread has ended
+    with runner._status("[x] preparing the data", False):
+        pass
+    assert capsys.readouterr().err == ""
