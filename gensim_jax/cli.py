@@ -238,6 +238,7 @@ FORWARDED = {
     "train": "EXPERIMENT, e.g. geoclidean",
     "eval": "PROTOCOL, e.g. oddball",
     "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)",
+    "prepare-imagenet": "--data-dir DIR --out DIR [--load-size 256] [--format jpeg|raw]",
 }
 
 #: What each forwarded command is, for ``gensim-jax --help``.
@@ -245,6 +246,7 @@ _FORWARDED_HELP = {
     "train": "train an experiment (in a checkout also: python -m train)",
     "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
     "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
+    "prepare-imagenet": "one-time records of ImageNet resized to a load size (docs/PERFORMANCE.md, JPEG input)",
 }
 
 
@@ -269,6 +271,10 @@ def _forward(command: str, rest: Sequence[str], prog: Optional[str] = None) -> i
             fn = train_cli.main
         elif command == "plan":
             from gensim_jax.experiments.cli import plan_main as fn
+        elif command == "prepare-imagenet":
+            from gensim_jax.data.prepared import main as prepare
+
+            fn = lambda a: prepare(a, prog=prog)  # noqa: E731
         else:
             from gensim_jax.evaluation.cli import main as fn
         return int(fn(argv) or 0)

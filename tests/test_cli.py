@@ -87,3 +87,11 @@ def test_plan_reports_the_arm_the_overrides_and_the_resolved_config(capsys):
     text = capsys.readouterr().out.splitlines()
     assert text[0] == "planned gaussian_mixture, arm gensim; --set overrides: optim.learning_rate=0.02"
     assert "resolved config:" in text and any(line.split() == ["optim.learning_rate", "0.02"] for line in text)
+
+
+def test_prepare_imagenet_is_forwarded_with_one_line_errors(tmp_path, capsys):
+    from gensim_jax.cli import main
+
+    assert main(["prepare-imagenet", "--data-dir", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gensim-jax prepare-imagenet: error:") and "imagenet2012" in err
