@@ -8,7 +8,8 @@ STAMP  := $(VENV)/.installed
 # `make demo PY=python3` (or accel-check, bench) builds no venv and runs the checkout from source.
 PY     ?= $(VENV)/bin/python
 VENV_DEP := $(if $(filter $(VENV)/bin/python,$(PY)),$(STAMP),)
-export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),)
+# a Python given as PY runs the checkout from source (the venv has it installed in editable mode)
+RUN_ENV  := $(if $(VENV_DEP),,PYTHONPATH=$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),))
 LOCK   := requirements.lock
 PYTEST := $(PY) -m pytest -q -n 2 --dist worksteal --durations=20
 # The one torch the machines here carry as a CPU build (pip's find-links); from PyPI a plain `torch`
@@ -96,14 +97,14 @@ clean:
 # both arms pooled into one table and figure (runs/demo/quadrilaterals_demo_final.png).
 demo: $(VENV_DEP)
 	$(CUDA_PLUGIN)
-	@$(PY) -c "import jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
-	$(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
-	$(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
-	$(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
+	@$(RUN_ENV) $(PY) -c "import jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
+	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
+	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
+	$(RUN_ENV) $(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
 	    --label demo --label demo --out runs/demo/quadrilaterals.png
 
 bench: $(VENV_DEP)
-	$(PY) -m bench.run_all
+	$(RUN_ENV) $(PY) -m bench.run_all
 
 # The accelerator acceptance run (bench/accelerator.py, docs/PERFORMANCE.md): loss curves on the
 # accelerator against the CPU, the paper configs' steps against `gensim-jax plan`, several devices
@@ -113,4 +114,4 @@ bench: $(VENV_DEP)
 ACCEL_ARGS ?=
 accel-check: $(VENV_DEP)
 	$(CUDA_PLUGIN)
-	$(PY) -m bench.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)
+	$(RUN_ENV) $(PY) -m bench.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)

@@ -888,6 +888,10 @@ def run_demo_recipe(workdir: Path) -> list[list[str]]:
     ran = []
     for line in expanded.stdout.replace("\\\n", " ").splitlines():
         words = shlex.split(line)
+        line_env = dict(env)
+        while words and "=" in words[0] and not words[0].startswith("-"):  # VAR=value before the command
+            name, value = words.pop(0).split("=", 1)
+            line_env[name] = value
         if not words:
             continue
         if words[0] != sys.executable:
@@ -895,7 +899,7 @@ def run_demo_recipe(workdir: Path) -> list[list[str]]:
         words = [str(ROOT / w) if w.endswith(".py") and (ROOT / w).is_file() else w for w in words]
         if words[1:3] == ["-m", "train"]:
             words += ["--set", *DEMO_SET]
-        done = subprocess.run(words, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(words, cwd=workdir, env=line_env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"make demo's {line!r} with {DEMO_SET}: {done.stderr[-3000:]}"
         ran.append(words)
     return ran

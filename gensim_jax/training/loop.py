@@ -273,8 +273,9 @@ def train(
         (single process), ``SystemExit(130)`` (else return with ``preempted=True``).
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
       prefetch: host batches put on the device ahead of the step that needs them (the transfer
-        overlaps the running step); the host stream itself runs on a background thread, ``prefetch
-        + 1`` batches ahead, so that it goes on while the loop waits for the device.
+        overlaps the running step); with ``prefetch >= 1`` the host stream itself runs on a background
+        thread, up to ``prefetch`` batches ahead of those, so that it goes on while the loop waits for
+        the device (0: no look-ahead, the stream is read in the loop's thread when a step needs it).
       tensorboard: write TensorBoard event files beside ``metrics.jsonl`` (same tags and values).
       profile_steps: ``"START:END"``: a ``jax.profiler`` trace of those steps in ``workdir/plugins/profile``.
       peak_flops_per_s: the device's peak, for ``perf/mfu`` (FLOPs from the compiled step).
@@ -370,9 +371,10 @@ def train(
                     with timer.excluded():
                         recorder.write_images(0, {"train/stimuli": image_grid(_displayable(first[key][:16]))})
                 host_batches = itertools.chain([first], host_batches)
-            producer = _HostProducer(host_batches, depth=max(prefetch, 1) + 1)
+            if prefetch > 0:  # prefetch=0: no look-ahead at all, the stream read in this thread on demand
+                producer = _HostProducer(host_batches, depth=prefetch)
             device_batches = _prefetch(
-                producer,
+                producer if producer is not None else host_batches,
                 to_device,
                 prefetch,
                 lambda consumed: f"the data stream ended at position {position + consumed} before step {num_steps}",
