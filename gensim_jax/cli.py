@@ -237,6 +237,7 @@ FORWARDED = {
     "train": "EXPERIMENT, e.g. geoclidean",
     "eval": "PROTOCOL, e.g. oddball",
     "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)",
+    "score": "--model NAME, --export DIR, --embeddings FILE or stimuli",
 }
 
 #: What each forwarded command is, for ``gensim-jax --help``.
@@ -244,6 +245,7 @@ _FORWARDED_HELP = {
     "train": "train an experiment (in a checkout also: python -m train)",
     "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
     "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
+    "score": "the human-alignment report card of any vision encoder (oddball, hierarchy decoding)",
 }
 
 
@@ -268,6 +270,8 @@ def _forward(command: str, rest: Sequence[str], prog: Optional[str] = None) -> i
             fn = train_cli.main
         elif command == "plan":
             from gensim_jax.experiments.cli import plan_main as fn
+        elif command == "score":
+            from gensim_jax.evaluation.score_cli import main as fn
         else:
             from gensim_jax.evaluation.cli import main as fn
         return int(fn(argv) or 0)

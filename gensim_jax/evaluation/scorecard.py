@@ -1,0 +1,822 @@
+"""The human-alignment report card of any vision encoder (``gensim-jax score``; issue 34).
+
+One call runs the paper's behavioural protocols on an embedding function and puts the model beside
+reference rows, every number with a bootstrap interval:
+
+* ``oddball`` -- the quadrilateral oddball test (paper Sec. 3.1, Fig. 2B/2C) on the seeded test set
+  of :func:`gensim_jax.evaluation.oddball_evaluator.test_trials`, read out by
+  :func:`~gensim_jax.evaluation.oddball_evaluator.readout` (graded, the headline, and the paper's
+  argmax rule) and summarised by :func:`~gensim_jax.evaluation.oddball.oddball_summary`: Spearman
+  ``rho9`` with the irregularity rank, Pearson ``r_human`` (pooled five groups) and ``r_baboon``,
+  ``r`` per population. Interval: percentile bootstrap over trials, resampled within each shape,
+  the graded read-out's temperature held at its full-data value.
+* ``hierarchy`` -- linear decoding of every level of a 2 x 3 x 3 class tree (paper Sec. 3.3, Fig. 4B,
+  Appendix N) by :func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels` on the synthetic
+  grating images of :func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; ``score`` is
+  ``sum_l log(a_l / c_l)`` with uniform chance. Interval: percentile bootstrap over the held-out
+  images' cross-validated predictions (the classifiers fixed).
+
+Entry points: :func:`score` (an embedding function ``uint8 images (N, S, S, 3) -> (N, D)``, e.g. in
+a notebook), :func:`score_embeddings` (vectors by stimulus id, as :func:`write_stimuli` names them),
+:func:`model_embedder` (a registry model, untrained or from a PyTorch checkpoint, read at a layer)
+and :func:`score_export` (an export of ``gensim-jax train``: the protocol its run evaluated is the
+call ``gensim-jax eval export`` makes, :func:`gensim_jax.training.runner.evaluate_export`, so its
+numbers are the run's exactly). :func:`format_markdown` and :func:`plot_scorecard` present a result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from gensim_jax.evaluation import oddball as ob
+from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation import sable_meyer as sm
+
+__all__ = [
+    "PROTOCOLS",
+    "ProtocolStimuli",
+    "format_markdown",
+    "model_embedder",
+    "plot_scorecard",
+    "read_embeddings",
+    "score",
+    "score_embeddings",
+    "score_export",
+    "stimuli",
+    "write_stimuli",
+]
+
+#: The protocols a scorecard can hold, in report order.
+PROTOCOLS = ("oddball", "hierarchy")
+#: The synthetic class tree of the ``hierarchy`` protocol (children per level): 18 leaf classes.
+HIERARCHY_BRANCHING = (2, 3, 3)
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class ProtocolStimuli:
+    """One protocol's stimuli: ``ids`` ``(N,)`` and ``images`` ``(N, S, S, 3)`` uint8, in the order scored.
+
+    ``data`` is what the protocol needs besides the embeddings (the oddball trials, the class labels
+    and tree), ``settings`` how they were made (recorded in the scorecard and the manifest).
+    """
+
+    protocol: str
+    ids: tuple
+    images: np.ndarray
+    data: object
+    settings: dict
+
+
+def _oddball_stimuli(image_size: int, seed: int, trials_per_condition: int) -> ProtocolStimuli:
+    trials = oe.test_trials(seed, trials_per_condition, image_size)
+    t, n = trials.images.shape[:2]
+    ids = tuple(f"oddball/{i:05d}_{j}" for i in range(t) for j in range(n))
+    images = np.repeat(trials.images.reshape(t * n, image_size, image_size)[..., None], 3, axis=-1)
+    settings = {"seed": seed, "trials_per_condition": trials_per_condition, "trials": t, "image_size": image_size}
+    return ProtocolStimuli("oddball", ids, images, trials, settings)
+
+
+def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolStimuli:
+    from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+
+    tree = balanced_tree(HIERARCHY_BRANCHING)
+    nodes = tree.leaves
+    images, labels = hierarchy_images(
+        tree, nodes, per_class, image_size, attribute_seed=seed, image_seed=seed + 1, noise=0.1
+    )
+    ids = tuple(f"hierarchy/{i:05d}" for i in range(len(labels)))
+    settings = {
+        "seed": seed,
+        "per_class": per_class,
+        "branching": list(HIERARCHY_BRANCHING),
+        "images": len(labels),
+        "image_size": image_size,
+        "folds": 3,
+    }
+    return ProtocolStimuli("hierarchy", ids, images, (labels.astype(np.int64), tree, nodes), settings)
+
+
+def stimuli(
+    protocols: Sequence[str] = PROTOCOLS,
+    image_size: int = 224,
+    *,
+    seed: int = 0,
+    trials_per_condition: int = 10,
+    per_class: int = 12,
+) -> dict[str, ProtocolStimuli]:
+    """Every selected protocol's seeded stimuli rendered at ``image_size`` (uint8 RGB), with their ids.
+
+    Oddball: 11 shapes x 4 deviant positions x ``trials_per_condition`` trials of 6 items (id
+    ``oddball/TTTTT_I``: trial ``T``, item ``I``); hierarchy: ``per_class`` images of each of the 18
+    classes (id ``hierarchy/NNNNN``).
+    """
+    _check_protocols(protocols)
+    from gensim_jax.stimuli.quadrilaterals import MIN_IMAGE_SIZE
+
+    if int(image_size) < MIN_IMAGE_SIZE:
+        raise ValueError(f"image_size must be >= {MIN_IMAGE_SIZE}, got {image_size}")
+    out = {}
+    for p in protocols:
+        if p == "oddball":
+            out[p] = _oddball_stimuli(int(image_size), int(seed), int(trials_per_condition))
+        else:
+            out[p] = _hierarchy_stimuli(int(image_size), int(seed), int(per_class))
+    return out
+
+
+def _check_protocols(protocols: Sequence[str]) -> None:
+    if isinstance(protocols, str):
+        raise TypeError(f"protocols must be a sequence of names, got the string {protocols!r}")
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown or not protocols:
+        raise ValueError(f"unknown protocols {unknown}; choose from {', '.join(PROTOCOLS)}")
+
+
+# ------------------------------------------------------------------------------------------------
+# intervals
+# ------------------------------------------------------------------------------------------------
+
+
+def _percentile(values, confidence: float = CONFIDENCE) -> Optional[list]:
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], np.float64)
+    if v.size == 0:
+        return None
+    a = (1.0 - confidence) / 2.0
+    return [float(np.quantile(v, a)), float(np.quantile(v, 1.0 - a))]
+
+
+def _rate_stats(rates: np.ndarray, human: np.ndarray, baboon: np.ndarray) -> dict:
+    """rho9 (Spearman with the irregularity rank) and Pearson r with the human / baboon rates; None if undefined."""
+    if np.ptp(rates) == 0:
+        return {"rho9": None, "r_human": None, "r_baboon": None}
+    return {
+        "rho9": ob.regularity_correlation(rates)[0],
+        "r_human": ob.behaviour_correlation(rates, human)[0],
+        "r_baboon": ob.behaviour_correlation(rates, baboon)[0],
+    }
+
+
+def _oddball_bootstrap(embeddings, trials, temperature: float, resamples: int, seed: int) -> dict:
+    """Percentile intervals of rho9 / r_human / r_baboon / mean error over trials resampled within each shape."""
+    table = sm.packaged_error_rates()
+    human = sm.pooled_error_rates(table, sm.HUMAN_POPULATIONS)
+    baboon = np.asarray(table["baboons"]["error_rate"], np.float64)
+    scores = ob.outlier_scores(embeddings)
+    dev = np.asarray(trials[1])
+    shapes = np.asarray(trials[2])
+    groups = [np.flatnonzero(shapes == s) for s in sm.SHAPES]
+    rng = np.random.default_rng([int(seed), 34_001])
+    stats = {rule: {k: [] for k in ("rho9", "r_human", "r_baboon", "mean_error")} for rule in ("graded", "argmax")}
+    for _ in range(int(resamples)):
+        idx = np.concatenate([rng.choice(g, len(g), replace=True) for g in groups if len(g)])
+        sh = list(shapes[idx])
+        for rule, tau in (("graded", temperature), ("argmax", 0.0)):
+            rates = ob.graded_error_rates(scores[idx], dev[idx], sh, tau)
+            for k, v in {**_rate_stats(rates, human, baboon), "mean_error": float(np.mean(rates))}.items():
+                stats[rule][k].append(v)
+    return {rule: {k: _percentile(v) for k, v in d.items()} for rule, d in stats.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# protocols on embeddings
+# ------------------------------------------------------------------------------------------------
+
+
+def _oddball_row(rates: dict, temperature: Optional[float] = None) -> dict:
+    """The scorecard entry of per-shape error rates ``{"graded": (11,), "argmax": (11,)}``."""
+    table = sm.packaged_error_rates()
+    row: dict = {}
+    for rule in ("graded", "argmax"):
+        if rule not in rates:
+            continue
+        s = ob.oddball_summary({"m": np.asarray(rates[rule], np.float64)[None]}, table)
+        m = s["models"]["m"]
+        entry = {
+            "rho9": m["regularity"]["rho"] if m["regularity"] else None,
+            "r_human": m["r_human_mean"],
+            "r_baboon": m["r_baboon_mean"],
+            "mean_error": float(np.mean(rates[rule])),
+            "error_rate": [float(x) for x in rates[rule]],
+            "r_population": {p: e["r_mean"] for p, e in m["populations"].items()},
+        }
+        if rule == "graded":
+            row.update(entry)
+        else:
+            row["argmax"] = entry
+    if temperature is not None:
+        row["temperature"] = float(temperature)
+    return row
+
+
+def oddball_from_evaluation(evaluation: Mapping) -> dict:
+    """The scorecard's oddball entry of an oddball evaluation (:func:`~gensim_jax.evaluation.oddball_evaluator.evaluate`)."""
+    return _oddball_row({"graded": evaluation["graded"], "argmax": evaluation["argmax"]}, evaluation.get("temperature"))
+
+
+def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
+    trials = stim.data
+    t = len(trials.images)
+    z = np.asarray(embeddings, np.float64).reshape(t, 6, -1)
+    r = oe.readout(z, trials)
+    row = oddball_from_evaluation(r)
+    row["regression_error"] = r["regression_error"]
+    if resamples:
+        row["interval"] = _oddball_bootstrap(z, trials, r["temperature"], resamples, seed)
+    return row
+
+
+def _score_hierarchy(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
+    from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+
+    labels, tree, nodes = stim.data
+    res = decode_levels(embeddings, labels, tree, nodes, folds=stim.settings["folds"], seed=seed, chance="uniform")
+    chances = np.array([lv.chance for lv in res.levels])
+    row = {
+        "score": res.score,
+        "levels": [lv.level for lv in res.levels],
+        "num_labels": [lv.num_labels for lv in res.levels],
+        "accuracy": [lv.accuracy for lv in res.levels],
+        "chance": chances.tolist(),
+    }
+    if resamples:
+        correct = np.stack(res.held_out_correct)  # (L, N), NaN: no label at that level
+        n = correct.shape[1]
+        rng = np.random.default_rng([int(seed), 34_002])
+        floor = 0.5 / n  # the floor decode_levels puts under a zero accuracy
+        scores, accs = [], []
+        for _ in range(int(resamples)):
+            a = np.nanmean(correct[:, rng.integers(0, n, n)], axis=1)
+            accs.append(a)
+            scores.append(float(np.sum(np.log(np.maximum(a, floor) / chances))))
+        accs = np.array(accs)
+        row["interval"] = {
+            "score": _percentile(scores),
+            "accuracy": [_percentile(accs[:, i]) for i in range(accs.shape[1])],
+        }
+    return row
+
+
+_SCORERS = {"oddball": _score_oddball, "hierarchy": _score_hierarchy}
+_INTERVAL_METHOD = {
+    "oddball": "percentile bootstrap over trials, resampled within each shape; the graded read-out's "
+    "temperature fixed at its full-data value",
+    "hierarchy": "percentile bootstrap over the held-out images' cross-validated predictions (classifiers fixed)",
+}
+
+
+def _pixels(images: np.ndarray, size: int = 32) -> np.ndarray:
+    """The model-free reference: images area-averaged to ``size x size``, ImageNet-normalised, flattened."""
+    from gensim_jax.evaluation.hierarchy_evaluator import pixel_embedding
+
+    return pixel_embedding(images, min(int(size), images.shape[1]))
+
+
+def _check_vectors(z, n: int, where: str) -> np.ndarray:
+    z = np.asarray(z)
+    if z.ndim != 2 or len(z) != n:
+        raise ValueError(f"{where}: expected ({n}, D) embeddings, got shape {z.shape}")
+    if not np.issubdtype(z.dtype, np.number):
+        raise ValueError(f"{where}: embeddings must be numbers, got dtype {z.dtype}")
+    bad = ~np.all(np.isfinite(z), axis=1)
+    if bad.any():
+        raise ValueError(f"{where}: {int(bad.sum())} embedding(s) contain NaN or inf (first row {int(np.argmax(bad))})")
+    return z.astype(np.float32)
+
+
+def _protocol_entry(protocol, stim, rows: dict, resamples: int, seed: int) -> dict:
+    """``rows``: ``{name: (N, D) embeddings}``, the first the model, the others references."""
+    names = list(rows)
+    model = _SCORERS[protocol](rows[names[0]], stim, resamples, seed)
+    refs = {name: _SCORERS[protocol](rows[name], stim, resamples, seed) for name in names[1:]}
+    if protocol == "oddball":
+        refs.update(_behaviour_rows())
+    entry = {**model, "stimuli": stim.settings}
+    if resamples:
+        entry["interval_method"] = {
+            "method": _INTERVAL_METHOD[protocol],
+            "confidence": CONFIDENCE,
+            "resamples": int(resamples),
+            "seed": int(seed),
+        }
+    entry["references"] = refs
+    return entry
+
+
+def _behaviour_rows() -> dict:
+    """Humans (pooled five groups) and baboons as rows: their own rho9 and correlations with each other."""
+    table = sm.packaged_error_rates()
+    human = sm.pooled_error_rates(table, sm.HUMAN_POPULATIONS)
+    baboon = np.asarray(table["baboons"]["error_rate"], np.float64)
+    out = {}
+    for name, rates in (("humans (pooled)", human), ("baboons", baboon)):
+        row = _rate_stats(rates, human, baboon)
+        row.update(mean_error=float(np.mean(rates)), error_rate=[float(x) for x in rates])
+        out[name] = row
+    return out
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the 'train' extra brings tqdm; without it no bar
+        return None
+    return tqdm(total=total, desc=desc, unit="img", leave=False)
+
+
+def _embed_all(embed_fn: Callable, images: np.ndarray, desc: str, chunk: int, progress: bool) -> np.ndarray:
+    bar = _progress(len(images), desc, progress)
+    out = []
+    try:
+        for start in range(0, len(images), chunk):
+            out.append(np.asarray(embed_fn(images[start : start + chunk])))
+            if bar is not None:
+                bar.update(len(out[-1]))
+    finally:
+        if bar is not None:
+            bar.close()
+    return np.concatenate(out)
+
+
+def score(
+    embed_fn: Callable,
+    protocols: Sequence[str] = PROTOCOLS,
+    *,
+    name: str = "model",
+    image_size: int = 224,
+    references: Optional[Mapping[str, Optional[Callable]]] = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    trials_per_condition: int = 10,
+    per_class: int = 12,
+    chunk: int = 256,
+    progress: bool = False,
+    info: Optional[Mapping] = None,
+) -> dict:
+    """The scorecard of ``embed_fn`` on every protocol of ``protocols`` (see the module docstring).
+
+    Args:
+      embed_fn: ``uint8 images (N, image_size, image_size, 3) -> (N, D)`` embeddings (called in
+        chunks of ``chunk`` images).
+      protocols: names from :data:`PROTOCOLS`.
+      name: the model's row name.
+      image_size: the side the stimuli are rendered at (the model's input size).
+      references: more rows, ``{name: embed_fn}``; ``None`` (default) gives ``{"pixels": ...}``
+        (:func:`_pixels`); pass ``{}`` for none. A value ``None`` means the pixels.
+      resamples: bootstrap resamples of every interval (0: no intervals).
+      seed: seeds the stimuli, the decoders' folds and the bootstrap.
+      trials_per_condition, per_class: stimulus counts (440 oddball trials, 216 hierarchy images).
+      progress: a progress bar on stderr while embedding.
+      info: provenance of the model (``model``, ``weights``, ``layer``, ...), stored under ``"inputs"``.
+
+    Returns:
+      ``{"model", "inputs", "provenance", "protocols", PROTOCOL: {...metrics..., "interval",
+      "interval_method", "stimuli", "references": {row: {...}}}}`` (docs/EVALUATION.md lists the keys).
+    """
+    refs = {"pixels": None} if references is None else dict(references)
+    stims = stimuli(protocols, image_size, seed=seed, trials_per_condition=trials_per_condition, per_class=per_class)
+    out = _head(name, info, protocols)
+    for p, stim in stims.items():
+        rows = {
+            name: _check_vectors(
+                _embed_all(embed_fn, stim.images, f"{p}: {name}", chunk, progress), len(stim.ids), f"{name} on {p}"
+            )
+        }
+        for ref, fn in refs.items():
+            z = _pixels(stim.images) if fn is None else _embed_all(fn, stim.images, f"{p}: {ref}", chunk, progress)
+            rows[ref] = _check_vectors(z, len(stim.ids), f"{ref} on {p}")
+        out[p] = _protocol_entry(p, stim, rows, resamples, seed)
+    return out
+
+
+def _head(name: str, info: Optional[Mapping], protocols: Sequence[str]) -> dict:
+    from gensim_jax.provenance import command_line, git_state, library_versions, package_version
+
+    return {
+        "model": name,
+        "inputs": dict(info or {}),
+        "provenance": {
+            "gensim_jax": package_version(),
+            "git": git_state(),
+            "versions": library_versions(),
+            "command": command_line(),
+        },
+        "protocols": list(protocols),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# embeddings by id (other frameworks)
+# ------------------------------------------------------------------------------------------------
+
+
+def read_embeddings(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """An embeddings file: ``.npz`` with ``ids`` ``(N,)`` (str) and ``embeddings`` ``(N, D)`` -> ``{id: (D,)}``.
+
+    Errors (``ValueError``/``FileNotFoundError`` naming the file): not an npz of those arrays,
+    lengths that differ, repeated ids, NaN or inf vectors.
+    """
+    from gensim_jax.evaluation.protocols._common import load_npz
+
+    z = load_npz(str(path), ("ids", "embeddings"))
+    ids, emb = z["ids"], z["embeddings"]
+    if ids.ndim != 1 or emb.ndim != 2 or len(ids) != len(emb):
+        raise ValueError(f"{path}: ids must be (N,) and embeddings (N, D), got {ids.shape} and {emb.shape}")
+    keys = [str(i) for i in ids]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{path}: ids repeat (each stimulus id once)")
+    emb = _check_vectors(emb, len(keys), str(path))
+    return dict(zip(keys, emb))
+
+
+def score_embeddings(
+    vectors: Mapping[str, np.ndarray],
+    protocols: Sequence[str] = PROTOCOLS,
+    *,
+    name: str = "embeddings",
+    image_size: int = 224,
+    resamples: int = 1000,
+    seed: int = 0,
+    trials_per_condition: int = 10,
+    per_class: int = 12,
+    info: Optional[Mapping] = None,
+) -> dict:
+    """The scorecard of precomputed vectors ``{stimulus id: (D,)}`` (ids as :func:`write_stimuli` names them).
+
+    The stimuli are made again with the same settings (ids must match, all of one dimensionality);
+    the reference row is the pixels at ``image_size``. Scores equal :func:`score` of the function
+    that made the vectors.
+    """
+    stims = stimuli(protocols, image_size, seed=seed, trials_per_condition=trials_per_condition, per_class=per_class)
+    dims = {np.shape(v) for v in vectors.values()}
+    if len(dims) > 1:
+        raise ValueError(f"embeddings have different dimensionalities {sorted(dims)}; every vector must be (D,)")
+    out = _head(name, info, protocols)
+    for p, stim in stims.items():
+        missing = [i for i in stim.ids if i not in vectors]
+        if missing:
+            raise ValueError(
+                f"the embeddings lack {len(missing)} of the {len(stim.ids)} {p} stimuli (e.g. {missing[0]}); embed "
+                "every PNG of gensim-jax score stimuli made with the same --seed, --trials-per-condition and --per-class"
+            )
+        z = np.stack([np.asarray(vectors[i]) for i in stim.ids])
+        rows = {name: _check_vectors(z, len(stim.ids), f"{name} on {p}"), "pixels": _pixels(stim.images)}
+        out[p] = _protocol_entry(p, stim, rows, resamples, seed)
+    return out
+
+
+def write_stimuli(directory: str | os.PathLike, stims: Mapping[str, ProtocolStimuli], progress: bool = False) -> Path:
+    """Every stimulus as ``DIR/<id>.png`` (RGB, lossless) and ``DIR/manifest.json``.
+
+    The manifest: ``{"format": "gensim-jax score stimuli", "protocols": {protocol: settings},
+    "stimuli": [{"id", "protocol", "file"}]}``; embed every file and save ``ids`` and ``embeddings``
+    in an ``.npz`` for :func:`score_embeddings` (``gensim-jax score --embeddings FILE``).
+    """
+    from PIL import Image
+
+    root = Path(directory)
+    entries = []
+    total = sum(len(s.ids) for s in stims.values())
+    bar = _progress(total, "writing stimuli", progress)
+    for p, stim in stims.items():
+        (root / p).mkdir(parents=True, exist_ok=True)
+        for i, img in zip(stim.ids, stim.images):
+            rel = f"{i}.png"
+            Image.fromarray(img, "RGB").save(root / rel)
+            entries.append({"id": i, "protocol": p, "file": rel})
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    manifest = {
+        "format": "gensim-jax score stimuli",
+        "protocols": {p: s.settings for p, s in stims.items()},
+        "stimuli": entries,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return root / "manifest.json"
+
+
+# ------------------------------------------------------------------------------------------------
+# models and exports
+# ------------------------------------------------------------------------------------------------
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _layer_fn(model, layer: Optional[str]):
+    """``(variables, x) -> (B, D)``: the model's embedding, its ``logits``, or a top-level submodule's output
+    (feature maps averaged over space)."""
+    import jax.numpy as jnp
+
+    if layer in (None, "embedding"):
+        return lambda v, x: model.apply(v, x, method="embed")
+    if layer == "logits":
+        return lambda v, x: model.apply(v, x)["logits"]
+
+    def fn(v, x):
+        _, state = model.apply(
+            v,
+            x,
+            capture_intermediates=lambda mdl, method: method == "__call__" and mdl.name == layer,
+            mutable=["intermediates"],
+        )
+        feats = state["intermediates"][layer]["__call__"][0]
+        feats = feats.astype(jnp.float32)
+        return feats.mean(axis=tuple(range(1, feats.ndim - 1))) if feats.ndim > 2 else feats
+
+    return fn
+
+
+def model_layers(variables) -> list:
+    """The names ``--layer`` accepts for a model with ``variables``."""
+    return ["embedding", "logits", *sorted(k for k in variables.get("params", {}) if k not in ("classifier",))]
+
+
+def model_embedder(
+    name: str,
+    weights: Optional[str] = None,
+    *,
+    layer: Optional[str] = None,
+    image_size: Optional[int] = None,
+    seed: int = 0,
+    batch_size: int = 64,
+    variables=None,
+    model=None,
+) -> tuple[Callable, dict]:
+    """``(embed_fn, info)`` of a registry model: untrained (``seed``) or with a PyTorch checkpoint ``weights``.
+
+    ``embed_fn(uint8 (N, S, S, 3)) -> (N, D)`` ImageNet-normalises the images inside the jitted call
+    (as training does) and reads ``layer``: ``"embedding"`` (default, the pooled penultimate
+    features), ``"logits"``, or a top-level submodule (``V1`` ... ``IT`` of a CORnet, ``layer1`` ...
+    ``layer4`` of a ResNet), its feature maps averaged over space. A checkpoint that does not fit
+    the architecture is :class:`~gensim_jax.models.torch_import.CheckpointMismatchError` (a ValueError).
+    """
+    import jax
+
+    from gensim_jax.models import get_model, list_models
+    from gensim_jax.training.step import normalize_inputs
+
+    if model is None:
+        if name not in list_models():
+            raise ValueError(f"unknown model {name!r}; registered: {', '.join(list_models())}")
+        if weights is not None:
+            from gensim_jax.models.torch_import import load_pretrained
+
+            if not Path(weights).is_file():
+                raise FileNotFoundError(f"--weights {weights}: no such file (a PyTorch .pth/.pt or .safetensors)")
+            model, variables = load_pretrained(name, weights)
+        else:
+            model = get_model(name)
+    if len(getattr(model, "input_shape", ())) != 3:
+        raise ValueError(f"model {name!r} does not take images (input shape {getattr(model, 'input_shape', None)})")
+    if variables is None:
+        variables = jax.jit(model.init)(jax.random.key(int(seed)), model.example_input(minimal=True))
+    s = int(image_size or model.input_shape[0])
+    if layer not in (None, "embedding", "logits") and layer not in variables.get("params", {}):
+        raise ValueError(
+            f"--layer {layer!r} is not a layer of {name}; choose from {', '.join(model_layers(variables))}"
+        )
+    if layer == "logits" and getattr(model, "num_classes", None) is None:
+        raise ValueError(f"--layer logits: {name} has no classifier")
+    read = _layer_fn(model, layer)
+    apply = jax.jit(lambda v, b: read(v, normalize_inputs({"x": b}, "imagenet")["x"]))
+    from gensim_jax.evaluation.embed import _embed_batches
+
+    def embed_fn(images):
+        x = np.asarray(images)
+        if x.dtype != np.uint8 or x.shape[1:] != (s, s, 3):
+            raise ValueError(f"expected uint8 images (N, {s}, {s}, 3), got {x.dtype} {x.shape}")
+        # every batch padded to batch_size: one compiled shape, so an image's vector does not depend on how
+        # the images were split into calls (scoring PNGs read back equals scoring the renders)
+        return _embed_batches(apply, variables, x, int(batch_size), lambda b: b)
+
+    info = {
+        "model": name,
+        "weights": None if weights is None else str(weights),
+        "weights_sha256": None if weights is None else file_sha256(weights),
+        "init_seed": None if weights is not None else int(seed),
+        "layer": layer or "embedding",
+        "image_size": s,
+        "preprocess": "imagenet",
+    }
+    return embed_fn, info
+
+
+def score_export(
+    directory: str | os.PathLike,
+    protocols: Sequence[str] = PROTOCOLS,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    progress: bool = False,
+    chunk: int = 256,
+) -> dict:
+    """The scorecard of an export of ``gensim-jax train`` (``WORKDIR/<arm>/run<r>/export``).
+
+    For an export of a run (metadata ``run_config``), :func:`gensim_jax.training.runner.evaluate_export`
+    (what ``gensim-jax eval export`` calls) re-evaluates it, and the protocol its experiment
+    evaluates (``oddball`` for ``quadrilaterals``) takes its numbers from that evaluation, on the
+    run's own test set; the interval comes from the same encoder's embeddings of that test set.
+    The other protocols, and every protocol of an export without ``run_config``, are scored on the
+    scorecard's stimuli at the export's ``image_size``. Reference rows: pixels and the untrained
+    network of the export's architecture (seed 0).
+    """
+    import jax
+
+    from gensim_jax.evaluation.protocols._common import load_encoders
+    from gensim_jax.models import get_model
+
+    _check_protocols(protocols)
+    enc = load_encoders([directory])[0]
+    meta = dict(enc.metadata)
+    s = enc.image_size
+    label = f"{meta.get('model')} ({meta.get('experiment', 'export')}/{meta.get('objective', '?')})"
+    info = {
+        "export": str(directory),
+        "model": meta.get("model"),
+        "experiment": meta.get("experiment"),
+        "arm": meta.get("objective"),
+        "seed": meta.get("seed"),
+        "weights_sha256": file_sha256(Path(directory) / "variables.msgpack")
+        if (Path(directory) / "variables.msgpack").is_file()
+        else None,
+        "layer": "embedding",
+        "image_size": s,
+        "preprocess": enc.preprocess,
+    }
+    untrained_model = get_model(meta["model"], **dict(meta.get("model_kwargs") or {}))
+    untrained_vars = jax.jit(untrained_model.init)(jax.random.key(0), untrained_model.example_input(minimal=True))
+    from gensim_jax.evaluation.embed import ExportedEncoder
+
+    untrained = ExportedEncoder("", untrained_model, untrained_vars, meta)  # read as the export is
+
+    def run_fn(e):
+        return lambda images: e(images)
+
+    own = set()
+    out = None
+    if "run_config" in meta and meta.get("experiment") == "quadrilaterals" and "oddball" in protocols:
+        from gensim_jax.experiments import quadrilaterals as quad
+        from gensim_jax.training.runner import evaluate_export
+
+        run = evaluate_export(directory)
+        config = quad.EXPERIMENT.config_from_dict(meta["run_config"])
+        trials = quad.test_trials(config)
+        stim = _oddball_stimuli(s, config.eval.seed, config.eval.trials_per_condition)
+        assert stim.data.images.shape == trials.images.shape
+        rows = {
+            label: _embed_all(lambda x: enc(x, config.eval.batch_size), stim.images, "oddball", chunk, progress),
+            "pixels": _pixels(stim.images),
+            f"{meta['model']} (untrained)": _embed_all(
+                run_fn(untrained), stim.images, "oddball: untrained", chunk, progress
+            ),
+        }
+        entry = _protocol_entry("oddball", stim, rows, resamples, seed)
+        exact = oddball_from_evaluation(run["evaluation"])  # the run's numbers, as eval export gives them
+        entry.update(exact)
+        entry["source"] = "gensim-jax eval export (the run's own evaluation)"
+        out = {"oddball": entry, "export_evaluation": run}
+        own.add("oddball")
+    rest = [p for p in protocols if p not in own]
+    card = (
+        score(
+            run_fn(enc),
+            rest,
+            name=label,
+            image_size=s,
+            references={"pixels": None, f"{meta['model']} (untrained)": run_fn(untrained)},
+            resamples=resamples,
+            seed=seed,
+            chunk=chunk,
+            progress=progress,
+            info=info,
+        )
+        if rest
+        else _head(label, info, protocols)
+    )
+    card["protocols"] = list(protocols)
+    if out:
+        card.update(out)
+    return {
+        k: card[k]
+        for k in ["model", "inputs", "provenance", "protocols", *protocols, *(["export_evaluation"] if out else [])]
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# presentation
+# ------------------------------------------------------------------------------------------------
+
+
+def _cell(value, interval=None, spec=".2f") -> str:
+    if value is None:
+        return "n/a"
+    text = format(value, spec)
+    if interval:
+        text += f" [{format(interval[0], spec)}, {format(interval[1], spec)}]"
+    return text
+
+
+def format_markdown(card: Mapping) -> str:
+    """Markdown tables of a scorecard: one per protocol, the model first, then the reference rows."""
+    lines = [f"# Scorecard: {card['model']}", ""]
+    if "oddball" in card:
+        e = card["oddball"]
+        iv = e.get("interval", {})
+        lines += [
+            f"## Oddball ({e['stimuli']['trials']} trials; graded read-out at the humans' mean error, and the "
+            f"paper's argmax rule; {int(CONFIDENCE * 100)}% interval: "
+            f"{e.get('interval_method', {}).get('method', 'none')})",
+            "",
+            "| row | rho9 | r human | r baboon | mean error | argmax rho9 | argmax r human | argmax r baboon |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        rows = {card["model"]: e, **e["references"]}
+        for name, r in rows.items():
+            gi = iv if r is e else r.get("interval", {})
+            a = r.get("argmax", {})
+            ai = gi.get("argmax", {})
+            gg = gi.get("graded", {})
+            lines.append(
+                f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
+                f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
+                f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
+                f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
+            )
+        lines += ["", "Paper (Fig. 2C): GenSim rho9 0.88, supervised 0.47.", ""]
+    if "hierarchy" in card:
+        e = card["hierarchy"]
+        head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
+        lines += [
+            f"## Hierarchy decoding ({e['stimuli']['images']} synthetic images, tree "
+            f"{'x'.join(map(str, e['stimuli']['branching']))}; score = sum_l log(a_l / c_l), uniform chance; "
+            f"interval: {e.get('interval_method', {}).get('method', 'none')})",
+            "",
+            f"| row | score | {head} |",
+            "|---|---|" + "---|" * len(e["levels"]),
+            "| chance | 0 | " + " | ".join(f"{c:.3f}" for c in e["chance"]) + " |",
+        ]
+        for name, r in {card["model"]: e, **e["references"]}.items():
+            ri = r.get("interval", {})
+            accs = [
+                _cell(a, (ri.get("accuracy") or [None] * len(r["accuracy"]))[i], ".3f")
+                for i, a in enumerate(r["accuracy"])
+            ]
+            lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
+    """One figure, a panel per protocol: the model beside the reference rows (bars with their intervals)."""
+    from gensim_jax.evaluation.figures import _figure, save_figure
+
+    protocols = [p for p in card["protocols"] if p in card]
+    fig, axes = _figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
+    axes = np.atleast_1d(axes)
+    for ax, p in zip(axes, protocols):
+        e = card[p]
+        rows = {card["model"]: e, **e["references"]}
+        if p == "oddball":
+            metrics = ("rho9", "r_human", "r_baboon")
+            width = 0.8 / len(rows)
+            for k, (name, r) in enumerate(rows.items()):
+                iv = (e if r is e else r).get("interval", {}).get("graded", {})
+                vals = [np.nan if r.get(m) is None else r[m] for m in metrics]
+                err = np.array(
+                    [
+                        [v - iv[m][0], iv[m][1] - v] if iv.get(m) and np.isfinite(v) else [0, 0]
+                        for m, v in zip(metrics, vals)
+                    ]
+                ).T
+                ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
+            ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
+            ax.axhline(0, color="k", lw=0.5)
+            ax.set_ylim(-1, 1)
+            ax.set_title("Oddball (graded read-out)")
+        else:
+            for name, r in rows.items():
+                ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
+            ax.plot(e["levels"], e["chance"], "r--", label="chance")
+            ax.set_xlabel("tree level")
+            ax.set_ylabel("decoding accuracy")
+            ax.set_ylim(0, 1.05)
+            ax.set_title("Hierarchy decoding")
+        ax.legend(fontsize=7)
+    return save_figure(fig, path)

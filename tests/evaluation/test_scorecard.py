@@ -1,0 +1,249 @@
+"""``gensim-jax score`` (gensim_jax.evaluation.scorecard): exports, registry models, PyTorch checkpoints,
+the stimuli / embeddings route and the one-line errors, checked against independent computations."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from gensim_jax.cli import main as cli_main
+from gensim_jax.evaluation import scorecard as sc
+from gensim_jax.evaluation.sable_meyer import (
+    HUMAN_POPULATIONS,
+    SHAPES,
+    packaged_error_rates,
+    pooled_error_rates,
+    regularity_rank,
+)
+from tests._optional import needs_torch
+
+TINY = ["--trials-per-condition", "1", "--per-class", "4", "--no-progress"]
+ODDBALL_KEYS = {
+    "rho9", "r_human", "r_baboon", "mean_error", "error_rate", "r_population", "argmax", "temperature",
+    "regression_error", "interval", "interval_method", "stimuli", "references",
+}  # fmt: skip
+
+
+def _run(argv, capsys):
+    status = cli_main(["score", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _independent_stats(rates):
+    """rho9 and the Pearson r with the pooled humans and the baboons, by scipy directly."""
+    table = packaged_error_rates()
+    human = pooled_error_rates(table, HUMAN_POPULATIONS)
+    return (
+        stats.spearmanr(rates, regularity_rank()).statistic,
+        stats.pearsonr(rates, human).statistic,
+        stats.pearsonr(rates, table["baboons"]["error_rate"]).statistic,
+    )
+
+
+def _argmax_error_rates(z, deviant, shapes):
+    """The paper's rule by a loop: the item farthest from the trial mean; error rate per shape."""
+    wrong = {s: [] for s in SHAPES}
+    for t in range(len(z)):
+        d = [np.linalg.norm(z[t, i] - z[t].mean(axis=0)) for i in range(z.shape[1])]
+        wrong[shapes[t]].append(int(np.argmax(d)) != int(deviant[t]))
+    return np.array([np.mean(wrong[s]) for s in SHAPES])
+
+
+@pytest.mark.slow
+def test_model_oddball_out_writes_the_documented_keys_and_independent_numbers(tmp_path, capsys):
+    out = tmp_path / "card"
+    argv = ["--model", "cornet_z", "--image-size", "32", "--protocols", "oddball", "--resamples", "50"]
+    status, text, err = _run([*argv, *TINY, "--out", str(out)], capsys)
+    assert status == 0, err
+    card = json.loads((out / "scorecard.json").read_text())
+    assert (out / "scorecard.png").stat().st_size > 1000
+    assert set(card) == {"model", "inputs", "provenance", "protocols", "oddball"}
+    assert card["protocols"] == ["oddball"]
+    e = card["oddball"]
+    assert ODDBALL_KEYS <= set(e)
+    assert set(e["references"]) == {"pixels", "humans (pooled)", "baboons"}
+    assert card["inputs"]["model"] == "cornet_z" and card["inputs"]["layer"] == "embedding"
+    assert card["provenance"]["versions"]["jax"]
+    # the argmax error rates from the model's own embeddings, by a loop
+    fn, _ = sc.model_embedder("cornet_z", image_size=32)
+    stim = sc.stimuli(["oddball"], 32, trials_per_condition=1)["oddball"]
+    z = fn(stim.images).reshape(len(stim.data.images), 6, -1)
+    want = _argmax_error_rates(z, stim.data.deviant, stim.data.shapes)
+    np.testing.assert_allclose(e["argmax"]["error_rate"], want, atol=1e-12)
+    for got, ref in zip((e["rho9"], e["r_human"], e["r_baboon"]), _independent_stats(e["error_rate"])):
+        assert got == pytest.approx(ref, abs=1e-9)
+    lo, hi = e["interval"]["graded"]["rho9"]
+    assert -1 <= lo <= hi <= 1
+    assert e["interval_method"]["resamples"] == 50
+    # the human row: the pooled humans' own rho9 and their r with the baboons
+    h = e["references"]["humans (pooled)"]
+    assert h["rho9"] == pytest.approx(_independent_stats(h["error_rate"])[0])
+    assert "| cornet_z (untrained) |" in text and "| pixels |" in text and "| humans (pooled) |" in text
+
+
+@pytest.mark.slow
+def test_stimuli_pngs_embedded_elsewhere_score_as_the_model_itself(tmp_path, capsys):
+    from PIL import Image
+
+    sizes = ["--trials-per-condition", "1", "--per-class", "4"]
+    status, _, err = _run(["stimuli", "--out", str(tmp_path / "stim"), "--image-size", "32", *sizes], capsys)
+    assert status == 0, err
+    manifest = json.loads((tmp_path / "stim" / "manifest.json").read_text())
+    assert {s["protocol"] for s in manifest["stimuli"]} == {"oddball", "hierarchy"}
+    assert manifest["protocols"]["oddball"]["trials"] == 44 and manifest["protocols"]["hierarchy"]["images"] == 72
+    # "another framework": read the PNGs back and embed them with the same model
+    fn, _ = sc.model_embedder("cornet_z", image_size=32)
+    ids = [s["id"] for s in manifest["stimuli"]]
+    images = np.stack(
+        [np.asarray(Image.open(tmp_path / "stim" / s["file"]).convert("RGB")) for s in manifest["stimuli"]]
+    )
+    vectors = np.concatenate([fn(images[[i for i, s in enumerate(ids) if s.startswith(p)]]) for p in sc.PROTOCOLS])
+    order = [i for p in sc.PROTOCOLS for i, s in enumerate(ids) if s.startswith(p)]
+    np.savez(tmp_path / "emb.npz", ids=np.array(ids)[order], embeddings=vectors)
+    common = ["--resamples", "30", *TINY]
+    status, _, err = _run(["--embeddings", str(tmp_path / "emb.npz"), "--stimulus-size", "32", "--out",
+                           str(tmp_path / "a"), *common], capsys)  # fmt: skip
+    assert status == 0, err
+    status, _, err = _run(["--model", "cornet_z", "--image-size", "32", "--out", str(tmp_path / "b"), *common], capsys)
+    assert status == 0, err
+    a = json.loads((tmp_path / "a" / "scorecard.json").read_text())
+    b = json.loads((tmp_path / "b" / "scorecard.json").read_text())
+    for p in sc.PROTOCOLS:
+        strip = lambda e: {k: v for k, v in e.items() if k != "references"}  # noqa: E731
+        assert strip(a[p]) == strip(b[p])
+        assert a[p]["references"]["pixels"] == b[p]["references"]["pixels"]
+    # the PNGs hold exactly the renders the model route embeds
+    stims = sc.stimuli(sc.PROTOCOLS, 32, trials_per_condition=1, per_class=4)
+    np.testing.assert_array_equal(images[order], np.concatenate([stims[p].images for p in sc.PROTOCOLS]))
+
+
+def test_hierarchy_interval_and_held_out_predictions():
+    """decode_levels' held-out predictions reproduce its per-fold accuracies; a one-hot leaf code decodes perfectly."""
+    from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+
+    stim = sc.stimuli(["hierarchy"], 16, per_class=6)["hierarchy"]
+    labels, tree, nodes = stim.data
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((len(labels), 8))
+    res = decode_levels(x, labels, tree, nodes, seed=0)
+    for lv, c in zip(res.levels, res.held_out_correct):
+        assert np.nanmean(c) == pytest.approx(lv.accuracy, abs=0.02)  # pooled vs mean over near-equal folds
+    onehot = np.eye(18)[labels] * 5 + 0.01 * rng.standard_normal((len(labels), 18))
+    row = sc._score_hierarchy(onehot, stim, 100, 0)
+    assert row["accuracy"] == [1.0, 1.0, 1.0]
+    assert row["score"] == pytest.approx(np.log(2) + np.log(6) + np.log(18))
+    assert row["interval"]["score"] == pytest.approx([row["score"]] * 2)
+
+
+def _npz(path, ids, emb):
+    np.savez(path, ids=np.array(ids), embeddings=emb)
+    return str(path)
+
+
+def test_embeddings_errors_are_one_line(tmp_path, capsys):
+    stim = sc.stimuli(["oddball"], 16, trials_per_condition=1)["oddball"]
+    ids = list(stim.ids)
+    good = np.random.default_rng(0).standard_normal((len(ids), 4))
+    cases = {
+        "lack 1 of the 264 oddball": _npz(tmp_path / "missing.npz", ids[:-1], good[:-1]),
+        "must be \\(N,\\) and embeddings \\(N, D\\)": _npz(tmp_path / "dims.npz", ids, good[:, :, None]),
+        "1 embedding\\(s\\) contain NaN": _npz(tmp_path / "nan.npz", ids, np.where(np.arange(len(ids))[:, None] == 3, np.nan, good)),
+        "ids repeat": _npz(tmp_path / "rep.npz", [ids[0]] * len(ids), good),
+    }  # fmt: skip
+    np.savez(tmp_path / "keys.npz", vectors=good)
+    cases["missing arrays"] = str(tmp_path / "keys.npz")
+    for match, path in cases.items():
+        status, out, err = _run(
+            ["--embeddings", path, "--protocols", "oddball", "--stimulus-size", "16", *TINY], capsys
+        )
+        assert status == 2 and out == ""
+        assert err.count("\n") == 1 and err.startswith("gensim-jax score: error: ")
+        assert re.search(match, err), err
+
+
+def test_argument_errors_are_one_line(tmp_path, capsys):
+    cases = {
+        "no such directory": ["--export", str(tmp_path / "nope")],
+        "unknown model 'resnet7'": ["--model", "resnet7"],
+        "no such file": ["--model", "cornet_z", "--weights", str(tmp_path / "w.pth")],
+        "not a layer of cornet_z; choose from embedding, logits, IT, V1, V2, V4": [
+            "--model", "cornet_z", "--layer", "V9", "--image-size", "32",
+        ],
+    }  # fmt: skip
+    for match, argv in cases.items():
+        status, out, err = _run(argv, capsys)
+        assert status == 2 and out == "", err
+        assert err.count("\n") == 1 and match in err, err
+    usage = {  # argparse's own errors: one line too, exit status 2 by SystemExit
+        "go with --model": ["--embeddings", "x.npz", "--layer", "V1"],
+        "invalid choice: 'geoclidean'": ["--model", "cornet_z", "--protocols", "geoclidean"],
+    }
+    for match, argv in usage.items():
+        with pytest.raises(SystemExit) as exc:
+            cli_main(["score", *argv])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.count("\n") == 1 and match in err, err
+
+
+@needs_torch
+@pytest.mark.slow
+def test_torchvision_resnet18_checkpoint_loads_scores_and_embeds_as_pytorch(tmp_path, capsys):
+    import jax
+    import torch
+
+    from gensim_jax.preprocessing import normalize_uint8
+    from tests.reference.torch_models import RefCORnetZ, randomize_, tv_resnet
+
+    torch.manual_seed(0)
+    ref = randomize_(tv_resnet(18), seed=3)
+    path = tmp_path / "resnet18.pth"
+    torch.save(ref.state_dict(), path)
+    # the layer read is PyTorch's avgpool output of the ImageNet-normalised image
+    fn, info = sc.model_embedder("resnet18", str(path), image_size=32)
+    assert info["weights_sha256"] == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
+    images = np.random.default_rng(0).integers(0, 256, (3, 32, 32, 3), dtype=np.uint8)
+    with jax.default_matmul_precision("highest"):
+        got = fn(images)
+    x = torch.from_numpy(normalize_uint8(images, "imagenet")).permute(0, 3, 1, 2)
+    with torch.no_grad():
+        want = ref.embed(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    argv = ["--model", "resnet18", "--weights", str(path), "--image-size", "32", "--protocols", "oddball"]
+    status, text, err = _run([*argv, "--resamples", "20", *TINY, "--out", str(tmp_path / "o")], capsys)
+    assert status == 0, err
+    card = json.loads((tmp_path / "o" / "scorecard.json").read_text())
+    assert set(card["oddball"]["references"]) == {"pixels", "resnet18 (untrained)", "humans (pooled)", "baboons"}
+    assert card["model"] == "resnet18 (weights resnet18.pth)"
+    # a CORnet-Z checkpoint is not a ResNet-18: one line naming what does not match
+    torch.save(RefCORnetZ().state_dict(), tmp_path / "cornet.pth")
+    status, _, err = _run(["--model", "resnet18", "--weights", str(tmp_path / "cornet.pth"), *TINY], capsys)
+    assert status == 2 and err.count("\n") == 1 and "gensim-jax score: error:" in err, err
+
+
+@pytest.mark.slow
+def test_score_export_equals_eval_export(tmp_path, capsys):
+    """A tiny quadrilaterals run: score --export gives the numbers of eval export exactly."""
+    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.experiments import quadrilaterals as exp
+    from gensim_jax.training.runner import run_experiment
+    from tests.experiments.test_quadrilaterals import tiny_config
+
+    config = tiny_config(**{"num_runs": 1, "arms": ("gensim",), "data.num_train_images": 16})
+    run_experiment(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
+    export = tmp_path / "w" / "gensim" / "run0" / "export"
+    assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
+    capsys.readouterr()
+    evaluation = json.loads((tmp_path / "eval.json").read_text())["runs"][0]["evaluation"]
+    status, text, err = _run(["--export", str(export), "--out", str(tmp_path / "card"), "--resamples", "20",
+                              "--protocols", "oddball", "--no-progress"], capsys)  # fmt: skip
+    assert status == 0, err
+    e = json.loads((tmp_path / "card" / "scorecard.json").read_text())["oddball"]
+    assert e["error_rate"] == evaluation["graded"] and e["argmax"]["error_rate"] == evaluation["argmax"]
+    assert e["temperature"] == evaluation["temperature"]
+    for got, ref in zip((e["rho9"], e["r_human"], e["r_baboon"]), _independent_stats(evaluation["graded"])):
+        assert got == pytest.approx(ref, abs=1e-12)
+    assert "cornet_z (untrained)" in e["references"] and "pixels" in e["references"]
+    assert e["stimuli"]["trials"] == 44 and e["stimuli"]["image_size"] == 32
