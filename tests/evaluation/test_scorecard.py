@@ -247,3 +247,27 @@ def test_score_export_equals_eval_export(tmp_path, capsys):
         assert got == pytest.approx(ref, abs=1e-12)
     assert "cornet_z (untrained)" in e["references"] and "pixels" in e["references"]
     assert e["stimuli"]["trials"] == 44 and e["stimuli"]["image_size"] == 32
+
+
+@pytest.mark.slow
+def test_the_documented_python_example_runs(tmp_path):
+    """docs/EVALUATION.md, section 5: its Python block runs and gives a scorecard with the documented keys."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "EVALUATION.md").read_text()
+    section = doc[doc.index("## 5. Score your own model") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(
+        compile(code.replace("/tmp/scorecard_example.png", str(tmp_path / "x.png")), "EVALUATION.md", "exec"), namespace
+    )
+    card = namespace["card"]
+    assert {"model", "inputs", "provenance", "protocols", "oddball", "hierarchy"} <= set(card)
+    assert ODDBALL_KEYS <= set(card["oddball"])
+    assert {"score", "levels", "accuracy", "chance", "interval", "references"} <= set(card["hierarchy"])
+    assert (tmp_path / "x.png").is_file()
+    # every key the JSON table names for the oddball entry exists
+    table = section[section.index("**`scorecard.json`**") :]
+    row = next(line for line in table.splitlines() if line.startswith("| `oddball` |"))
+    for key in ("rho9", "r_human", "r_baboon", "mean_error", "error_rate", "r_population", "argmax", "temperature"):
+        assert f"`{key}`" in row and key in card["oddball"]
