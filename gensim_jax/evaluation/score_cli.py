@@ -10,6 +10,10 @@ One of (the encoder):
 * ``--embeddings FILE``: an .npz with ``ids`` (N,) and ``embeddings`` (N, D), one vector per stimulus
   written by ``gensim-jax score stimuli --out DIR`` (embed its PNGs with any framework).
 
+Protocols (``--protocols``, default all): ``oddball`` (quadrilaterals, humans and baboons), ``hierarchy``
+(decoding a synthetic class tree), ``geoclidean`` (few-shot concepts; the official images with
+``--geoclidean-dir``, else the product's renders, labelled as such).
+
 Prints a Markdown table (the model, then the reference rows: pixels, the untrained network of the
 same architecture, humans and baboons) with a bootstrap interval on every number; ``--out DIR``
 writes ``DIR/scorecard.json`` and ``DIR/scorecard.png`` (a panel per protocol).
@@ -43,6 +47,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--trials-per-condition", type=int, default=10, help="oddball trials per (shape, deviant): 10 -> 440 trials"
     )
     p.add_argument("--per-class", type=int, default=12, help="hierarchy images per class (18 classes)")
+    p.add_argument(
+        "--geoclidean-dir",
+        metavar="DIR",
+        default=None,
+        help="the official Geoclidean benchmark (elements/, constraints/); default: the product's own renders of "
+        "the 37 concepts, labelled as such",
+    )
 
 
 def _stimuli_main(argv) -> int:
@@ -59,7 +70,12 @@ def _stimuli_main(argv) -> int:
     _common(p)
     a = p.parse_args(argv)
     stims = sc.stimuli(
-        a.protocols, a.image_size, seed=a.seed, trials_per_condition=a.trials_per_condition, per_class=a.per_class
+        a.protocols,
+        a.image_size,
+        seed=a.seed,
+        trials_per_condition=a.trials_per_condition,
+        per_class=a.per_class,
+        geoclidean_dir=a.geoclidean_dir,
     )
     path = sc.write_stimuli(a.out, stims, progress=sys.stderr.isatty())
     print(f"wrote {sum(len(s.ids) for s in stims.values())} PNGs and {path}", file=sys.stderr)
@@ -113,11 +129,11 @@ def main(argv=None) -> int:
 
     progress = not a.no_progress
     kw = dict(resamples=a.resamples, seed=a.seed)
-    sizes = dict(trials_per_condition=a.trials_per_condition, per_class=a.per_class)
+    sizes = dict(trials_per_condition=a.trials_per_condition, per_class=a.per_class, geoclidean_dir=a.geoclidean_dir)
     if a.export:
         if not Path(a.export).is_dir():
             raise FileNotFoundError(f"--export {a.export}: no such directory (an export of gensim-jax train)")
-        card = sc.score_export(a.export, protocols, progress=progress, **kw)
+        card = sc.score_export(a.export, protocols, progress=progress, **kw, **sizes)
     elif a.model:
         embed_fn, info = sc.model_embedder(
             a.model, a.weights, layer=a.layer, image_size=a.image_size, seed=a.init_seed, batch_size=a.batch_size

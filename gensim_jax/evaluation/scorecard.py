@@ -15,6 +15,12 @@ reference rows, every number with a bootstrap interval:
   grating images of :func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; ``score`` is
   ``sum_l log(a_l / c_l)`` with uniform chance. Interval: percentile bootstrap over the held-out
   images' cross-validated predictions (the classifiers fixed).
+* ``geoclidean`` -- few-shot concept learning (paper Sec. 3.2, Fig. 3C) by
+  :func:`~gensim_jax.evaluation.fewshot.fewshot_evaluate` (prototype scores, per-concept thresholds):
+  accuracy and ROC AUC against close and far negatives, on all 37 concepts of the official benchmark
+  images (Hsu et al. 2022) when a directory is given, else on the product's own renders of the 37
+  programs (:func:`gensim_jax.stimuli.geoclidean.dataset.benchmark_images`, labelled as such).
+  Interval: percentile bootstrap over concepts.
 
 Entry points: :func:`score` (an embedding function ``uint8 images (N, S, S, 3) -> (N, D)``, e.g. in
 a notebook), :func:`score_embeddings` (vectors by stimulus id, as :func:`write_stimuli` names them),
@@ -54,7 +60,7 @@ __all__ = [
 ]
 
 #: The protocols a scorecard can hold, in report order.
-PROTOCOLS = ("oddball", "hierarchy")
+PROTOCOLS = ("oddball", "hierarchy", "geoclidean")
 #: The synthetic class tree of the ``hierarchy`` protocol (children per level): 18 leaf classes.
 HIERARCHY_BRANCHING = (2, 3, 3)
 CONFIDENCE = 0.95
@@ -104,6 +110,44 @@ def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolSt
     return ProtocolStimuli("hierarchy", ids, images, (labels.astype(np.int64), tree, nodes), settings)
 
 
+def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> ProtocolStimuli:
+    from gensim_jax.evaluation.fewshot import load_geoclidean
+    from gensim_jax.stimuli.geoclidean import dataset as geo
+    from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_NAMES
+
+    episodes = {}
+    if geoclidean_dir is not None:
+        if not Path(geoclidean_dir).is_dir():
+            raise FileNotFoundError(f"--geoclidean-dir {geoclidean_dir}: no such directory (the official benchmark)")
+        for name, c in load_geoclidean(geoclidean_dir, image_size=image_size).items():
+            to_uint8 = lambda x: np.round(np.asarray(x) * 255.0).astype(np.uint8)  # noqa: E731 - PIL's values back
+            episodes[name] = (to_uint8(c.train), to_uint8(c.test), np.asarray(c.test_kind))
+        source = f"official benchmark images ({geoclidean_dir})"
+    else:
+        for name in CONCEPT_NAMES:
+            pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=image_size)
+            neg = [geo.benchmark_images(name, v, n=5, seed=seed, size=image_size) for v in ("close", "far")]
+            rgb = lambda x: np.repeat(x[..., None], 3, axis=-1)  # noqa: E731
+            kind = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
+            episodes[name] = (rgb(pos[:5]), rgb(np.concatenate([pos[5:], *neg])), kind)
+        source = "the product's own renders of the 37 concept programs (not the official images)"
+    ids, images = [], []
+    for name, (train, test, kind) in episodes.items():
+        ids += [f"geoclidean/{name}/train_{k}" for k in range(len(train))]
+        ids += [f"geoclidean/{name}/test_{kd}_{k}" for k, kd in enumerate(kind)]
+        images += [train, test]
+    layout = {n: (len(e[0]), np.asarray(e[2])) for n, e in episodes.items()}
+    settings = {
+        "seed": seed,
+        "source": source,
+        "concepts": len(episodes),
+        "images": len(ids),
+        "image_size": image_size,
+        "threshold": "per_concept",
+    }
+    return ProtocolStimuli("geoclidean", tuple(ids), np.concatenate(images), layout, settings)
+
+
 def stimuli(
     protocols: Sequence[str] = PROTOCOLS,
     image_size: int = 224,
@@ -111,12 +155,15 @@ def stimuli(
     seed: int = 0,
     trials_per_condition: int = 10,
     per_class: int = 12,
+    geoclidean_dir: Optional[str] = None,
 ) -> dict[str, ProtocolStimuli]:
     """Every selected protocol's seeded stimuli rendered at ``image_size`` (uint8 RGB), with their ids.
 
     Oddball: 11 shapes x 4 deviant positions x ``trials_per_condition`` trials of 6 items (id
     ``oddball/TTTTT_I``: trial ``T``, item ``I``); hierarchy: ``per_class`` images of each of the 18
-    classes (id ``hierarchy/NNNNN``).
+    classes (id ``hierarchy/NNNNN``); geoclidean: per concept 5 support and 15 test images (id
+    ``geoclidean/CONCEPT/train_K`` and ``geoclidean/CONCEPT/test_KIND_K``), read from the official
+    benchmark in ``geoclidean_dir`` (resized bilinearly) or rendered by the product's sampler.
     """
     _check_protocols(protocols)
     from gensim_jax.stimuli.quadrilaterals import MIN_IMAGE_SIZE
@@ -127,6 +174,8 @@ def stimuli(
     for p in protocols:
         if p == "oddball":
             out[p] = _oddball_stimuli(int(image_size), int(seed), int(trials_per_condition))
+        elif p == "geoclidean":
+            out[p] = _geoclidean_stimuli(int(image_size), int(seed), geoclidean_dir)
         else:
             out[p] = _hierarchy_stimuli(int(image_size), int(seed), int(per_class))
     return out
@@ -264,11 +313,39 @@ def _score_hierarchy(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: i
     return row
 
 
-_SCORERS = {"oddball": _score_oddball, "hierarchy": _score_hierarchy}
+GEOCLIDEAN_METRICS = ("acc", "acc_close", "acc_far", "auc_close", "auc_far")
+
+
+def _score_geoclidean(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
+    from gensim_jax.evaluation.fewshot import fewshot_evaluate
+
+    embedded, start = {}, 0
+    for name, (n_train, kind) in stim.data.items():
+        embedded[name] = (
+            embeddings[start : start + n_train],
+            embeddings[start + n_train : start + n_train + len(kind)],
+            kind,
+        )
+        start += n_train + len(kind)
+    res = fewshot_evaluate(embedded, threshold=stim.settings["threshold"])
+    row = {k: float(res.mean[k]) for k in GEOCLIDEAN_METRICS}
+    row["per_concept"] = {n: {k: float(v) for k, v in r.items()} for n, r in res.per_concept.items()}
+    if resamples:
+        names = list(res.per_concept)
+        table = np.array([[res.per_concept[n][k] for k in GEOCLIDEAN_METRICS[1:]] for n in names])
+        rng = np.random.default_rng([int(seed), 34_003])
+        draws = table[rng.integers(0, len(names), (int(resamples), len(names)))].mean(axis=1)  # (R, 4)
+        draws = np.concatenate([draws[:, :2].mean(axis=1, keepdims=True), draws], axis=1)  # acc first
+        row["interval"] = {k: _percentile(draws[:, i]) for i, k in enumerate(GEOCLIDEAN_METRICS)}
+    return row
+
+
+_SCORERS = {"oddball": _score_oddball, "hierarchy": _score_hierarchy, "geoclidean": _score_geoclidean}
 _INTERVAL_METHOD = {
     "oddball": "percentile bootstrap over trials, resampled within each shape; the graded read-out's "
     "temperature fixed at its full-data value",
     "hierarchy": "percentile bootstrap over the held-out images' cross-validated predictions (classifiers fixed)",
+    "geoclidean": "percentile bootstrap over concepts",
 }
 
 
@@ -358,6 +435,7 @@ def score(
     seed: int = 0,
     trials_per_condition: int = 10,
     per_class: int = 12,
+    geoclidean_dir: Optional[str] = None,
     chunk: int = 256,
     progress: bool = False,
     info: Optional[Mapping] = None,
@@ -375,6 +453,7 @@ def score(
       resamples: bootstrap resamples of every interval (0: no intervals).
       seed: seeds the stimuli, the decoders' folds and the bootstrap.
       trials_per_condition, per_class: stimulus counts (440 oddball trials, 216 hierarchy images).
+      geoclidean_dir: the official Geoclidean benchmark (default: the product's renders, labelled).
       progress: a progress bar on stderr while embedding.
       info: provenance of the model (``model``, ``weights``, ``layer``, ...), stored under ``"inputs"``.
 
@@ -383,7 +462,14 @@ def score(
       "interval_method", "stimuli", "references": {row: {...}}}}`` (docs/EVALUATION.md lists the keys).
     """
     refs = {"pixels": None} if references is None else dict(references)
-    stims = stimuli(protocols, image_size, seed=seed, trials_per_condition=trials_per_condition, per_class=per_class)
+    stims = stimuli(
+        protocols,
+        image_size,
+        seed=seed,
+        trials_per_condition=trials_per_condition,
+        per_class=per_class,
+        geoclidean_dir=geoclidean_dir,
+    )
     out = _head(name, info, protocols)
     for p, stim in stims.items():
         rows = {
@@ -448,6 +534,7 @@ def score_embeddings(
     seed: int = 0,
     trials_per_condition: int = 10,
     per_class: int = 12,
+    geoclidean_dir: Optional[str] = None,
     info: Optional[Mapping] = None,
 ) -> dict:
     """The scorecard of precomputed vectors ``{stimulus id: (D,)}`` (ids as :func:`write_stimuli` names them).
@@ -456,7 +543,14 @@ def score_embeddings(
     the reference row is the pixels at ``image_size``. Scores equal :func:`score` of the function
     that made the vectors.
     """
-    stims = stimuli(protocols, image_size, seed=seed, trials_per_condition=trials_per_condition, per_class=per_class)
+    stims = stimuli(
+        protocols,
+        image_size,
+        seed=seed,
+        trials_per_condition=trials_per_condition,
+        per_class=per_class,
+        geoclidean_dir=geoclidean_dir,
+    )
     dims = {np.shape(v) for v in vectors.values()}
     if len(dims) > 1:
         raise ValueError(f"embeddings have different dimensionalities {sorted(dims)}; every vector must be (D,)")
@@ -488,9 +582,9 @@ def write_stimuli(directory: str | os.PathLike, stims: Mapping[str, ProtocolStim
     total = sum(len(s.ids) for s in stims.values())
     bar = _progress(total, "writing stimuli", progress)
     for p, stim in stims.items():
-        (root / p).mkdir(parents=True, exist_ok=True)
         for i, img in zip(stim.ids, stim.images):
             rel = f"{i}.png"
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
             Image.fromarray(img, "RGB").save(root / rel)
             entries.append({"id": i, "protocol": p, "file": rel})
             if bar is not None:
@@ -626,6 +720,9 @@ def score_export(
     seed: int = 0,
     progress: bool = False,
     chunk: int = 256,
+    geoclidean_dir: Optional[str] = None,
+    trials_per_condition: int = 10,
+    per_class: int = 12,
 ) -> dict:
     """The scorecard of an export of ``gensim-jax train`` (``WORKDIR/<arm>/run<r>/export``).
 
@@ -706,6 +803,9 @@ def score_export(
             chunk=chunk,
             progress=progress,
             info=info,
+            geoclidean_dir=geoclidean_dir,
+            trials_per_condition=trials_per_condition,
+            per_class=per_class,
         )
         if rest
         else _head(label, info, protocols)
@@ -780,6 +880,24 @@ def format_markdown(card: Mapping) -> str:
             ]
             lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
         lines.append("")
+    if "geoclidean" in card:
+        e = card["geoclidean"]
+        lines += [
+            f"## Geoclidean few-shot ({e['stimuli']['concepts']} concepts, {e['stimuli']['source']}; prototype "
+            f"scores, per-concept thresholds; interval: {e.get('interval_method', {}).get('method', 'none')})",
+            "",
+            "| row | acc | acc close | acc far | AUC close | AUC far |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, r in {card["model"]: e, **e["references"]}.items():
+            ri = r.get("interval", {})
+            lines.append(f"| {name} | " + " | ".join(_cell(r[k], ri.get(k)) for k in GEOCLIDEAN_METRICS) + " |")
+        lines += [
+            "",
+            "Chance: AUC 0.5; the per-concept thresholds are fitted on the test images, so an accuracy "
+            "without information is above 0.5 (docs/EVALUATION.md, section 2).",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -810,6 +928,18 @@ def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
             ax.axhline(0, color="k", lw=0.5)
             ax.set_ylim(-1, 1)
             ax.set_title("Oddball (graded read-out)")
+        elif p == "geoclidean":
+            metrics = GEOCLIDEAN_METRICS[1:]
+            width = 0.8 / len(rows)
+            for k, (name, r) in enumerate(rows.items()):
+                iv = r.get("interval", {})
+                vals = np.array([r[m] for m in metrics])
+                err = np.array([[v - iv[m][0], iv[m][1] - v] if iv.get(m) else [0, 0] for m, v in zip(metrics, vals)]).T
+                ax.bar(np.arange(len(metrics)) + k * width, vals, width, yerr=err, label=name, capsize=2)
+            ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["acc close", "acc far", "AUC close", "AUC far"])
+            ax.axhline(0.5, color="r", ls="--", lw=0.8)
+            ax.set_ylim(0, 1.05)
+            ax.set_title("Geoclidean few-shot")
         else:
             for name, r in rows.items():
                 ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")

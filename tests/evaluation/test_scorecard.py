@@ -92,7 +92,8 @@ def test_stimuli_pngs_embedded_elsewhere_score_as_the_model_itself(tmp_path, cap
     status, _, err = _run(["stimuli", "--out", str(tmp_path / "stim"), "--image-size", "32", *sizes], capsys)
     assert status == 0, err
     manifest = json.loads((tmp_path / "stim" / "manifest.json").read_text())
-    assert {s["protocol"] for s in manifest["stimuli"]} == {"oddball", "hierarchy"}
+    assert {s["protocol"] for s in manifest["stimuli"]} == {"oddball", "hierarchy", "geoclidean"}
+    assert manifest["protocols"]["geoclidean"]["images"] == 740
     assert manifest["protocols"]["oddball"]["trials"] == 44 and manifest["protocols"]["hierarchy"]["images"] == 72
     # "another framework": read the PNGs back and embed them with the same model
     fn, _ = sc.model_embedder("cornet_z", image_size=32)
@@ -179,7 +180,7 @@ def test_argument_errors_are_one_line(tmp_path, capsys):
         assert err.count("\n") == 1 and match in err, err
     usage = {  # argparse's own errors: one line too, exit status 2 by SystemExit
         "go with --model": ["--embeddings", "x.npz", "--layer", "V1"],
-        "invalid choice: 'geoclidean'": ["--model", "cornet_z", "--protocols", "geoclidean"],
+        "invalid choice: 'odd_one_out'": ["--model", "cornet_z", "--protocols", "odd_one_out"],
     }
     for match, argv in usage.items():
         with pytest.raises(SystemExit) as exc:
@@ -271,3 +272,44 @@ def test_the_documented_python_example_runs(tmp_path):
     row = next(line for line in table.splitlines() if line.startswith("| `oddball` |"))
     for key in ("rho9", "r_human", "r_baboon", "mean_error", "error_rate", "r_population", "argmax", "temperature"):
         assert f"`{key}`" in row and key in card["oddball"]
+
+
+def test_geoclidean_official_images_against_a_loop(shared_dir):
+    """The geoclidean entry on the official images: per-concept AUC of the prototype's mean L1 distance, by a loop."""
+    from PIL import Image
+
+    root = shared_dir / "reference" / "geoclidean"
+
+    def embed(images):  # any function of uint8 images: grey levels pooled 4 x 4
+        g = images.astype(np.float64).mean(axis=-1)
+        return g.reshape(len(g), 8, 4, 8, 4).mean(axis=(2, 4)).reshape(len(g), -1)
+
+    card = sc.score(embed, ["geoclidean"], image_size=32, geoclidean_dir=str(root), references={}, resamples=200)
+    e = card["geoclidean"]
+    assert e["stimuli"]["concepts"] == 37 and e["stimuli"]["images"] == 37 * 20
+    assert "official" in e["stimuli"]["source"]
+    aucs = {"close": [], "far": []}
+    for d in sorted((root / "elements").glob("concept_*")) + sorted((root / "constraints").glob("concept_*")):
+        load = lambda p: np.asarray(Image.open(p).convert("RGB").resize((32, 32), Image.BILINEAR))  # noqa: E731
+        proto = embed(np.stack([load(p) for p in sorted((d / "train").glob("*_fin.png"))])).mean(axis=0)
+        dist = lambda prefix: [  # noqa: E731
+            np.mean(np.abs(embed(load(p)[None])[0] - proto)) for p in sorted((d / "test").glob(f"{prefix}*_fin.png"))
+        ]
+        pos = dist("in_")
+        for task, prefix in (("close", "out_close_"), ("far", "out_far_")):
+            neg = dist(prefix)
+            aucs[task].append(np.mean([(n > p) + 0.5 * (n == p) for p in pos for n in neg]))
+    assert e["auc_close"] == pytest.approx(np.mean(aucs["close"]), abs=1e-6)
+    assert e["auc_far"] == pytest.approx(np.mean(aucs["far"]), abs=1e-6)
+    lo, hi = e["interval"]["auc_close"]
+    assert lo <= e["auc_close"] <= hi
+    assert e["acc"] == pytest.approx((e["acc_close"] + e["acc_far"]) / 2)
+
+
+def test_geoclidean_renders_are_labelled_and_missing_dir_is_one_line(tmp_path, capsys):
+    stim = sc.stimuli(["geoclidean"], 16)["geoclidean"]
+    assert len(stim.ids) == 37 * 20 and stim.images.dtype == np.uint8 and stim.images.shape[1:] == (16, 16, 3)
+    assert "own renders" in stim.settings["source"] and "geoclidean/perp_bisector/test_close_5" in stim.ids
+    argv = ["--embeddings", "x.npz", "--protocols", "geoclidean", "--geoclidean-dir", str(tmp_path / "no")]
+    status, out, err = _run(argv, capsys)
+    assert status == 2 and err.count("\n") == 1 and "x.npz: no such file" in err
