@@ -239,9 +239,14 @@ def test_score_export_equals_eval_export(tmp_path, capsys):
     capsys.readouterr()
     evaluation = json.loads((tmp_path / "eval.json").read_text())["runs"][0]["evaluation"]
     status, text, err = _run(["--export", str(export), "--out", str(tmp_path / "card"), "--resamples", "20",
-                              "--protocols", "oddball", "--no-progress"], capsys)  # fmt: skip
+                              "--per-class", "4", "--no-progress"], capsys)  # fmt: skip
     assert status == 0, err
-    e = json.loads((tmp_path / "card" / "scorecard.json").read_text())["oddball"]
+    card = json.loads((tmp_path / "card" / "scorecard.json").read_text())
+    assert card["protocols"] == list(sc.PROTOCOLS) and card["export_evaluation"]["evaluation"] == evaluation
+    for p in ("hierarchy", "geoclidean"):  # the protocols the run did not evaluate: at the export's 32 px
+        assert card[p]["stimuli"]["image_size"] == 32
+        assert set(card[p]["references"]) == {"pixels", "cornet_z (untrained)"}
+    e = card["oddball"]
     assert e["error_rate"] == evaluation["graded"] and e["argmax"]["error_rate"] == evaluation["argmax"]
     assert e["temperature"] == evaluation["temperature"]
     for got, ref in zip((e["rho9"], e["r_human"], e["r_baboon"]), _independent_stats(evaluation["graded"])):
