@@ -98,8 +98,8 @@ def main(argv=None) -> int:
         "--layer",
         metavar="NAME",
         default=None,
-        help="with --model: embedding (default: pooled penultimate), logits, or a top-level block (V1..IT, "
-        "layer1..layer4), averaged over space",
+        help="with --model: embedding (default: pooled penultimate), logits, or a top-level block (V1..IT of a "
+        "CORnet, layer1_0..layer4_1 of a ResNet-18; an unknown name lists them), averaged over space",
     )
     p.add_argument("--image-size", type=int, default=None, help="with --model: input side (default: the model's, 224)")
     p.add_argument("--init-seed", type=int, default=0, help="with --model and no --weights: the initialisation seed")

@@ -657,8 +657,8 @@ def model_embedder(
 
     ``embed_fn(uint8 (N, S, S, 3)) -> (N, D)`` ImageNet-normalises the images inside the jitted call
     (as training does) and reads ``layer``: ``"embedding"`` (default, the pooled penultimate
-    features), ``"logits"``, or a top-level submodule (``V1`` ... ``IT`` of a CORnet, ``layer1`` ...
-    ``layer4`` of a ResNet), its feature maps averaged over space. A checkpoint that does not fit
+    features), ``"logits"``, or a top-level submodule (``V1`` ... ``IT`` of a CORnet, the blocks ``layer1_0`` ...
+    ``layer4_1`` of a ResNet-18; an unknown name lists them), its feature maps averaged over space. A checkpoint that does not fit
     the architecture is :class:`~gensim_jax.models.torch_import.CheckpointMismatchError` (a ValueError).
     """
     import jax
@@ -923,6 +923,7 @@ def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
                         for m, v in zip(metrics, vals)
                     ]
                 ).T
+                err = err if err.any() else None  # the behaviour rows have no interval
                 ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
             ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
             ax.axhline(0, color="k", lw=0.5)
@@ -944,6 +945,7 @@ def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
             for name, r in rows.items():
                 ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
             ax.plot(e["levels"], e["chance"], "r--", label="chance")
+            ax.set_xticks(e["levels"])
             ax.set_xlabel("tree level")
             ax.set_ylabel("decoding accuracy")
             ax.set_ylim(0, 1.05)

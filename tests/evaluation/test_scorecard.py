@@ -318,3 +318,18 @@ def test_geoclidean_renders_are_labelled_and_missing_dir_is_one_line(tmp_path, c
     argv = ["--embeddings", "x.npz", "--protocols", "geoclidean", "--geoclidean-dir", str(tmp_path / "no")]
     status, out, err = _run(argv, capsys)
     assert status == 2 and err.count("\n") == 1 and "x.npz: no such file" in err
+
+
+@pytest.mark.slow
+def test_layers_are_read_where_named():
+    """CORnet-Z's embedding is IT's output averaged over space, so --layer IT equals it; V1 has 64 channels."""
+    images = np.random.default_rng(1).integers(0, 256, (5, 32, 32, 3), dtype=np.uint8)
+    emb = sc.model_embedder("cornet_z", image_size=32)[0](images)
+    it = sc.model_embedder("cornet_z", image_size=32, layer="IT")[0](images)
+    np.testing.assert_allclose(it, emb, rtol=1e-6, atol=1e-6)
+    v1, info = sc.model_embedder("cornet_z", image_size=32, layer="V1")
+    assert v1(images).shape == (5, 64) and info["layer"] == "V1"
+    logits = sc.model_embedder("cornet_z", image_size=32, layer="logits")[0](images)
+    assert logits.shape == (5, 1000)
+    with pytest.raises(ValueError, match="expected uint8 images"):
+        v1(images.astype(np.float32))
