@@ -274,7 +274,7 @@ def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int
     trials = stim.data
     t = len(trials.images)
     z = np.asarray(embeddings, np.float64).reshape(t, 6, -1)
-    r = oe.readout(z, trials)
+    r = oe.readout(z, trials, stim.settings.get("target_error"))
     row = oddball_from_evaluation(r)
     row["regression_error"] = r["regression_error"]
     if resamples:
@@ -517,7 +517,7 @@ def read_embeddings(path: str | os.PathLike) -> dict[str, np.ndarray]:
     ids, emb = z["ids"], z["embeddings"]
     if ids.ndim != 1 or emb.ndim != 2 or len(ids) != len(emb):
         raise ValueError(f"{path}: ids must be (N,) and embeddings (N, D), got {ids.shape} and {emb.shape}")
-    keys = [str(i) for i in ids]
+    keys = [i.decode() if isinstance(i, bytes) else str(i) for i in ids.tolist()]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{path}: ids repeat (each stimulus id once)")
     emb = _check_vectors(emb, len(keys), str(path))
@@ -774,9 +774,9 @@ def score_export(
 
         run = evaluate_export(directory)
         config = quad.EXPERIMENT.config_from_dict(meta["run_config"])
-        trials = quad.test_trials(config)
-        stim = _oddball_stimuli(s, config.eval.seed, config.eval.trials_per_condition)
-        assert stim.data.images.shape == trials.images.shape
+        # the run's test set (quadrilaterals.test_trials: eval.seed, eval.trials_per_condition, data.image_size)
+        stim = _oddball_stimuli(config.data.image_size, config.eval.seed, config.eval.trials_per_condition)
+        stim.settings["target_error"] = config.eval.readout_target_error
         rows = {
             label: _embed_all(lambda x: enc(x, config.eval.batch_size), stim.images, "oddball", chunk, progress),
             "pixels": _pixels(stim.images),
