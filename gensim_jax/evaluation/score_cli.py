@@ -28,7 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-from gensim_jax.evaluation.scorecard import PROTOCOLS
+from gensim_jax.evaluation.scorecard import ALL_PROTOCOLS, PROTOCOLS
 
 PROG = "gensim-jax score"
 
@@ -37,10 +37,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--protocols",
         nargs="+",
-        default=list(PROTOCOLS),
-        choices=PROTOCOLS,
+        default=None,
+        choices=ALL_PROTOCOLS,
         metavar="NAME",
-        help=f"protocols to run (default: all: {' '.join(PROTOCOLS)})",
+        help=f"protocols to run (default: {' '.join(PROTOCOLS)}, and odd_one_out with --odd-one-out-trials)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the stimuli, the decoders' folds and the bootstrap")
     p.add_argument(
@@ -54,6 +54,24 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="the official Geoclidean benchmark (elements/, constraints/); default: the product's own renders of "
         "the 37 concepts, labelled as such",
     )
+    p.add_argument(
+        "--odd-one-out-trials",
+        metavar="CSV",
+        default=None,
+        help="human odd-one-out choices (image_1, image_2, image_3, choice, rt, participant): adds odd_one_out",
+    )
+    p.add_argument(
+        "--odd-one-out-images",
+        metavar="DIR",
+        default=None,
+        help="the images the trials name (DIR/<id>, <id>.png or <id>.jpg); not needed with --embeddings",
+    )
+
+
+def _protocols(a) -> list:
+    if a.protocols is None:
+        return list(PROTOCOLS) + (["odd_one_out"] if a.odd_one_out_trials else [])
+    return list(dict.fromkeys(a.protocols))
 
 
 def _stimuli_main(argv) -> int:
@@ -70,12 +88,14 @@ def _stimuli_main(argv) -> int:
     _common(p)
     a = p.parse_args(argv)
     stims = sc.stimuli(
-        a.protocols,
+        _protocols(a),
         a.image_size,
         seed=a.seed,
         trials_per_condition=a.trials_per_condition,
         per_class=a.per_class,
         geoclidean_dir=a.geoclidean_dir,
+        odd_one_out_trials=a.odd_one_out_trials,
+        odd_one_out_images=a.odd_one_out_images,
     )
     path = sc.write_stimuli(a.out, stims, progress=sys.stderr.isatty())
     print(f"wrote {sum(len(s.ids) for s in stims.values())} PNGs and {path}", file=sys.stderr)
@@ -120,7 +140,7 @@ def main(argv=None) -> int:
         p.error("--weights, --layer and --image-size go with --model")
     if a.resamples < 0:
         p.error(f"--resamples must be >= 0, got {a.resamples}")
-    protocols = list(dict.fromkeys(a.protocols))
+    protocols = _protocols(a)
 
     from gensim_jax.parallel import cpu_only_without_accelerators
 
@@ -129,7 +149,13 @@ def main(argv=None) -> int:
 
     progress = not a.no_progress
     kw = dict(resamples=a.resamples, seed=a.seed)
-    sizes = dict(trials_per_condition=a.trials_per_condition, per_class=a.per_class, geoclidean_dir=a.geoclidean_dir)
+    sizes = dict(
+        trials_per_condition=a.trials_per_condition,
+        per_class=a.per_class,
+        geoclidean_dir=a.geoclidean_dir,
+        odd_one_out_trials=a.odd_one_out_trials,
+        odd_one_out_images=a.odd_one_out_images,
+    )
     if a.export:
         if not Path(a.export).is_dir():
             raise FileNotFoundError(f"--export {a.export}: no such directory (an export of gensim-jax train)")

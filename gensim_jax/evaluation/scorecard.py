@@ -21,6 +21,10 @@ reference rows, every number with a bootstrap interval:
   images (Hsu et al. 2022) when a directory is given, else on the product's own renders of the 37
   programs (:func:`gensim_jax.stimuli.geoclidean.dataset.benchmark_images`, labelled as such).
   Interval: percentile bootstrap over concepts.
+* ``odd_one_out`` -- only with a trials CSV (and, to embed them, the images it names): the model's
+  likelihood of human odd-one-out choices (paper Sec. 3.3, Fig. 4D) by
+  :func:`~gensim_jax.evaluation.odd_one_out.odd_one_out_likelihood` (softmax over cosine
+  similarities, ``alpha`` fitted per participant). Interval: percentile bootstrap over participants.
 
 Entry points: :func:`score` (an embedding function ``uint8 images (N, S, S, 3) -> (N, D)``, e.g. in
 a notebook), :func:`score_embeddings` (vectors by stimulus id, as :func:`write_stimuli` names them),
@@ -61,6 +65,9 @@ __all__ = [
 
 #: The protocols a scorecard can hold, in report order.
 PROTOCOLS = ("oddball", "hierarchy", "geoclidean")
+#: Protocols that need the user's data (a trials CSV): run only when asked for.
+OPTIONAL_PROTOCOLS = ("odd_one_out",)
+ALL_PROTOCOLS = PROTOCOLS + OPTIONAL_PROTOCOLS
 #: The synthetic class tree of the ``hierarchy`` protocol (children per level): 18 leaf classes.
 HIERARCHY_BRANCHING = (2, 3, 3)
 CONFIDENCE = 0.95
@@ -148,6 +155,54 @@ def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> Prot
     return ProtocolStimuli("geoclidean", tuple(ids), np.concatenate(images), layout, settings)
 
 
+def _odd_one_out_stimuli(image_size: int, trials_csv, images_dir) -> ProtocolStimuli:
+    import csv
+
+    from gensim_jax.evaluation.odd_one_out import read_trials
+
+    if trials_csv is None:
+        raise ValueError(
+            "the odd_one_out protocol needs a trials CSV (--odd-one-out-trials FILE: image_1, image_2, image_3, "
+            "choice, rt, participant) and, to embed them, its images (--odd-one-out-images DIR)"
+        )
+    if not Path(trials_csv).is_file():
+        raise FileNotFoundError(f"--odd-one-out-trials {trials_csv}: no such file")
+    with open(trials_csv, newline="") as f:
+        names = list(dict.fromkeys(r.get(k) for r in csv.DictReader(f) for k in ("image_1", "image_2", "image_3")))
+    names = [n for n in names if n is not None]
+    trials = read_trials(trials_csv, names)  # checks the columns and the choices, naming the line
+    images = None
+    if images_dir is not None:
+        from PIL import Image
+
+        root = Path(images_dir)
+        if not root.is_dir():
+            raise FileNotFoundError(f"--odd-one-out-images {images_dir}: no such directory")
+        files = []
+        for n in names:
+            found = [c for c in (root / n, root / f"{n}.png", root / f"{n}.jpg") if c.is_file()]
+            if not found:
+                raise FileNotFoundError(f"--odd-one-out-images {images_dir}: no image {n!r} (nor {n}.png, {n}.jpg)")
+            files.append(found[0])
+        images = np.stack(
+            [
+                np.asarray(Image.open(f).convert("RGB").resize((image_size, image_size), Image.BILINEAR), np.uint8)
+                for f in files
+            ]
+        )
+    ids = tuple(f"odd_one_out/{n}" for n in names)
+    settings = {
+        "trials_csv": str(trials_csv),
+        "images": None if images_dir is None else str(images_dir),
+        "stimuli": len(names),
+        "trials": len(trials.choice),
+        "participants": len(np.unique(trials.participant)),
+        "image_size": image_size,
+        "objective": "mean_likelihood",
+    }
+    return ProtocolStimuli("odd_one_out", ids, images, trials, settings)
+
+
 def stimuli(
     protocols: Sequence[str] = PROTOCOLS,
     image_size: int = 224,
@@ -156,6 +211,8 @@ def stimuli(
     trials_per_condition: int = 10,
     per_class: int = 12,
     geoclidean_dir: Optional[str] = None,
+    odd_one_out_trials: Optional[str] = None,
+    odd_one_out_images: Optional[str] = None,
 ) -> dict[str, ProtocolStimuli]:
     """Every selected protocol's seeded stimuli rendered at ``image_size`` (uint8 RGB), with their ids.
 
@@ -176,6 +233,8 @@ def stimuli(
             out[p] = _oddball_stimuli(int(image_size), int(seed), int(trials_per_condition))
         elif p == "geoclidean":
             out[p] = _geoclidean_stimuli(int(image_size), int(seed), geoclidean_dir)
+        elif p == "odd_one_out":
+            out[p] = _odd_one_out_stimuli(int(image_size), odd_one_out_trials, odd_one_out_images)
         else:
             out[p] = _hierarchy_stimuli(int(image_size), int(seed), int(per_class))
     return out
@@ -184,9 +243,9 @@ def stimuli(
 def _check_protocols(protocols: Sequence[str]) -> None:
     if isinstance(protocols, str):
         raise TypeError(f"protocols must be a sequence of names, got the string {protocols!r}")
-    unknown = [p for p in protocols if p not in PROTOCOLS]
+    unknown = [p for p in protocols if p not in ALL_PROTOCOLS]
     if unknown or not protocols:
-        raise ValueError(f"unknown protocols {unknown}; choose from {', '.join(PROTOCOLS)}")
+        raise ValueError(f"unknown protocols {unknown}; choose from {', '.join(ALL_PROTOCOLS)}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -340,12 +399,38 @@ def _score_geoclidean(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: 
     return row
 
 
-_SCORERS = {"oddball": _score_oddball, "hierarchy": _score_hierarchy, "geoclidean": _score_geoclidean}
+def _score_odd_one_out(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
+    from gensim_jax.evaluation.odd_one_out import odd_one_out_likelihood
+
+    res = odd_one_out_likelihood(embeddings, stim.data)
+    fits = res["participants"]
+    row = {
+        "mean_likelihood": res["mean_likelihood"],
+        "chance": res["chance"],
+        "participants": {
+            p: {"alpha": f.alpha, "mean_likelihood": f.mean_likelihood, "trials": f.num_trials} for p, f in fits.items()
+        },
+    }
+    if resamples:
+        ml = np.array([f.mean_likelihood for f in fits.values()])
+        rng = np.random.default_rng([int(seed), 34_004])
+        draws = ml[rng.integers(0, len(ml), (int(resamples), len(ml)))].mean(axis=1)
+        row["interval"] = {"mean_likelihood": _percentile(draws)}
+    return row
+
+
+_SCORERS = {
+    "oddball": _score_oddball,
+    "hierarchy": _score_hierarchy,
+    "geoclidean": _score_geoclidean,
+    "odd_one_out": _score_odd_one_out,
+}
 _INTERVAL_METHOD = {
     "oddball": "percentile bootstrap over trials, resampled within each shape; the graded read-out's "
     "temperature fixed at its full-data value",
     "hierarchy": "percentile bootstrap over the held-out images' cross-validated predictions (classifiers fixed)",
     "geoclidean": "percentile bootstrap over concepts",
+    "odd_one_out": "percentile bootstrap over participants (each participant's alpha fixed)",
 }
 
 
@@ -436,6 +521,8 @@ def score(
     trials_per_condition: int = 10,
     per_class: int = 12,
     geoclidean_dir: Optional[str] = None,
+    odd_one_out_trials: Optional[str] = None,
+    odd_one_out_images: Optional[str] = None,
     chunk: int = 256,
     progress: bool = False,
     info: Optional[Mapping] = None,
@@ -469,9 +556,13 @@ def score(
         trials_per_condition=trials_per_condition,
         per_class=per_class,
         geoclidean_dir=geoclidean_dir,
+        odd_one_out_trials=odd_one_out_trials,
+        odd_one_out_images=odd_one_out_images,
     )
     out = _head(name, info, protocols)
     for p, stim in stims.items():
+        if stim.images is None:
+            raise ValueError(f"{p}: embedding a model needs the images (--odd-one-out-images DIR)")
         rows = {
             name: _check_vectors(
                 _embed_all(embed_fn, stim.images, f"{p}: {name}", chunk, progress), len(stim.ids), f"{name} on {p}"
@@ -535,6 +626,8 @@ def score_embeddings(
     trials_per_condition: int = 10,
     per_class: int = 12,
     geoclidean_dir: Optional[str] = None,
+    odd_one_out_trials: Optional[str] = None,
+    odd_one_out_images: Optional[str] = None,
     info: Optional[Mapping] = None,
 ) -> dict:
     """The scorecard of precomputed vectors ``{stimulus id: (D,)}`` (ids as :func:`write_stimuli` names them).
@@ -550,6 +643,8 @@ def score_embeddings(
         trials_per_condition=trials_per_condition,
         per_class=per_class,
         geoclidean_dir=geoclidean_dir,
+        odd_one_out_trials=odd_one_out_trials,
+        odd_one_out_images=odd_one_out_images,
     )
     dims = {np.shape(v) for v in vectors.values()}
     if len(dims) > 1:
@@ -563,7 +658,9 @@ def score_embeddings(
                 "every PNG of gensim-jax score stimuli made with the same --seed, --trials-per-condition and --per-class"
             )
         z = np.stack([np.asarray(vectors[i]) for i in stim.ids])
-        rows = {name: _check_vectors(z, len(stim.ids), f"{name} on {p}"), "pixels": _pixels(stim.images)}
+        rows = {name: _check_vectors(z, len(stim.ids), f"{name} on {p}")}
+        if stim.images is not None:
+            rows["pixels"] = _pixels(stim.images)
         out[p] = _protocol_entry(p, stim, rows, resamples, seed)
     return out
 
@@ -582,6 +679,8 @@ def write_stimuli(directory: str | os.PathLike, stims: Mapping[str, ProtocolStim
     total = sum(len(s.ids) for s in stims.values())
     bar = _progress(total, "writing stimuli", progress)
     for p, stim in stims.items():
+        if stim.images is None:
+            raise ValueError(f"{p}: writing its stimuli needs the images (--odd-one-out-images DIR)")
         for i, img in zip(stim.ids, stim.images):
             rel = f"{i}.png"
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -721,6 +820,8 @@ def score_export(
     progress: bool = False,
     chunk: int = 256,
     geoclidean_dir: Optional[str] = None,
+    odd_one_out_trials: Optional[str] = None,
+    odd_one_out_images: Optional[str] = None,
     trials_per_condition: int = 10,
     per_class: int = 12,
 ) -> dict:
@@ -804,6 +905,8 @@ def score_export(
             progress=progress,
             info=info,
             geoclidean_dir=geoclidean_dir,
+            odd_one_out_trials=odd_one_out_trials,
+            odd_one_out_images=odd_one_out_images,
             trials_per_condition=trials_per_condition,
             per_class=per_class,
         )
@@ -898,6 +1001,23 @@ def format_markdown(card: Mapping) -> str:
             "without information is above 0.5 (docs/EVALUATION.md, section 2).",
             "",
         ]
+    if "odd_one_out" in card:
+        e = card["odd_one_out"]
+        st = e["stimuli"]
+        lines += [
+            f"## Odd-one-out ({st['trials']} trials of {st['participants']} participants, {st['trials_csv']}; mean "
+            f"likelihood of the human choices, alpha fitted per participant; interval: "
+            f"{e.get('interval_method', {}).get('method', 'none')})",
+            "",
+            "| row | mean likelihood |",
+            "|---|---|",
+            f"| chance | {e['chance']:.3f} |",
+        ]
+        for name, r in {card["model"]: e, **e["references"]}.items():
+            lines.append(
+                f"| {name} | {_cell(r['mean_likelihood'], r.get('interval', {}).get('mean_likelihood'), '.3f')} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -941,6 +1061,16 @@ def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
             ax.axhline(0.5, color="r", ls="--", lw=0.8)
             ax.set_ylim(0, 1.05)
             ax.set_title("Geoclidean few-shot")
+        elif p == "odd_one_out":
+            for k, (name, r) in enumerate(rows.items()):
+                iv = r.get("interval", {}).get("mean_likelihood")
+                v = r["mean_likelihood"]
+                ax.bar(k, v, 0.7, yerr=None if not iv else [[v - iv[0]], [iv[1] - v]], label=name, capsize=2)
+            ax.axhline(e["chance"], color="r", ls="--", lw=0.8, label="chance")
+            ax.set_xticks(range(len(rows)), list(rows), fontsize=7)
+            ax.set_ylabel("mean likelihood of the human choices")
+            ax.set_ylim(0, 1)
+            ax.set_title("Odd-one-out")
         else:
             for name, r in rows.items():
                 ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")

@@ -170,6 +170,7 @@ def test_argument_errors_are_one_line(tmp_path, capsys):
         "no such directory": ["--export", str(tmp_path / "nope")],
         "unknown model 'resnet7'": ["--model", "resnet7"],
         "no such file": ["--model", "cornet_z", "--weights", str(tmp_path / "w.pth")],
+        "the odd_one_out protocol needs a trials CSV": ["--model", "cornet_z", "--protocols", "odd_one_out"],
         "not a layer of cornet_z; choose from embedding, logits, IT, V1, V2, V4": [
             "--model", "cornet_z", "--layer", "V9", "--image-size", "32",
         ],
@@ -180,7 +181,7 @@ def test_argument_errors_are_one_line(tmp_path, capsys):
         assert err.count("\n") == 1 and match in err, err
     usage = {  # argparse's own errors: one line too, exit status 2 by SystemExit
         "go with --model": ["--embeddings", "x.npz", "--layer", "V1"],
-        "invalid choice: 'odd_one_out'": ["--model", "cornet_z", "--protocols", "odd_one_out"],
+        "invalid choice: 'spurious_digits'": ["--model", "cornet_z", "--protocols", "spurious_digits"],
     }
     for match, argv in usage.items():
         with pytest.raises(SystemExit) as exc:
@@ -333,3 +334,69 @@ def test_layers_are_read_where_named():
     assert logits.shape == (5, 1000)
     with pytest.raises(ValueError, match="expected uint8 images"):
         v1(images.astype(np.float32))
+
+
+def _loop_mean_likelihood(z, trials_rows, ids):
+    """The paper's objective by loops: per participant, the best alpha of mean P(choice) over the grid; then the mean."""
+    from gensim_jax.evaluation.odd_one_out import DEFAULT_ALPHAS
+
+    u = {i: v / np.linalg.norm(v) for i, v in zip(ids, z)}
+    best = []
+    for part in sorted({r[5] for r in trials_rows}):
+        rows = [r for r in trials_rows if r[5] == part]
+        per_alpha = []
+        for alpha in DEFAULT_ALPHAS:
+            ps = []
+            for a, b, c, choice, rt, _ in rows:
+                sim = {a: u[b] @ u[c], b: u[a] @ u[c], c: u[a] @ u[b]}  # the pair left when each is odd
+                t = alpha * rt
+                m = max(sim.values())
+                ps.append(np.exp((sim[choice] - m) / t) / sum(np.exp((v - m) / t) for v in sim.values()))
+            per_alpha.append(np.mean(ps))
+        best.append(max(per_alpha))
+    return float(np.mean(best))
+
+
+def test_odd_one_out_from_a_trials_csv_and_images(tmp_path, capsys):
+    """Trials of 3 participants over 9 PNGs: the model route, the embeddings route and a loop agree."""
+    from PIL import Image
+
+    imgs = sc.stimuli(["hierarchy"], 16, per_class=1)["hierarchy"].images[:9]
+    ids = [f"im{i}" for i in range(9)]
+    for i, im in zip(ids, imgs):
+        Image.fromarray(im).save(tmp_path / f"{i}.png")
+    rng = np.random.default_rng(3)
+    rows = []
+    for part in ("p1", "p2", "p3"):
+        for _ in range(12):
+            a, b, c = rng.choice(ids, 3, replace=False)
+            rows.append((a, b, c, [a, b, c][rng.integers(3)], float(rng.uniform(0.5, 2.0)), part))
+    csv = tmp_path / "trials.csv"
+    csv.write_text(
+        "image_1,image_2,image_3,choice,rt,participant\n" + "".join(",".join(map(str, r)) + "\n" for r in rows)
+    )
+
+    def embed(x):  # grey levels pooled 4 x 4, shifted so no vector is zero
+        g = x.astype(np.float64).mean(axis=-1)
+        return g.reshape(len(g), 4, 4, 4, 4).mean(axis=(2, 4)).reshape(len(g), -1) + 1.0
+
+    kw = dict(image_size=16, odd_one_out_trials=str(csv), resamples=100)
+    card = sc.score(embed, ["odd_one_out"], odd_one_out_images=str(tmp_path), references={}, **kw)
+    e = card["odd_one_out"]
+    loaded = np.stack([np.asarray(Image.open(tmp_path / f"{i}.png").convert("RGB")) for i in ids])
+    assert e["mean_likelihood"] == pytest.approx(
+        _loop_mean_likelihood(embed(loaded), rows, ids), rel=1e-6
+    )  # float32 vectors
+    assert set(e["participants"]) == {"p1", "p2", "p3"} and e["stimuli"]["trials"] == 36
+    lo, hi = e["interval"]["mean_likelihood"]
+    assert lo <= e["mean_likelihood"] <= hi
+    # the same vectors by id, without the images (no pixels row then)
+    vectors = {f"odd_one_out/{i}": v for i, v in zip(ids, embed(loaded))}
+    card2 = sc.score_embeddings(vectors, ["odd_one_out"], **kw)
+    assert card2["odd_one_out"]["mean_likelihood"] == e["mean_likelihood"]
+    assert card2["odd_one_out"]["references"] == {}
+    # a trial naming an image that is not there: one line naming it
+    csv.write_text(csv.read_text() + "im0,im1,nope,im0,1.0,p1\n")
+    argv = ["--model", "cornet_z", "--image-size", "16", "--odd-one-out-trials", str(csv)]
+    status, _, err = _run([*argv, "--odd-one-out-images", str(tmp_path), "--protocols", "odd_one_out"], capsys)
+    assert status == 2 and err.count("\n") == 1 and "no image 'nope'" in err, err
