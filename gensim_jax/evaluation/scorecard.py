@@ -832,7 +832,8 @@ def score_export(
     evaluates (``oddball`` for ``quadrilaterals``) takes its numbers from that evaluation, on the
     run's own test set; the interval comes from the same encoder's embeddings of that test set.
     The other protocols, and every protocol of an export without ``run_config``, are scored on the
-    scorecard's stimuli at the export's ``image_size``. Reference rows: pixels and the untrained
+    scorecard's stimuli at the export's ``image_size``; every run's export keeps its experiment's
+    whole evaluation (``eval export``'s entry) under ``export_evaluation``. Reference rows: pixels and the untrained
     network of the export's architecture (seed 0).
     """
     import jax
@@ -868,12 +869,15 @@ def score_export(
         return lambda images: e(images)
 
     own = set()
-    out = None
-    if "run_config" in meta and meta.get("experiment") == "quadrilaterals" and "oddball" in protocols:
-        from gensim_jax.experiments import quadrilaterals as quad
+    out = {}
+    if "run_config" in meta:  # a run's export: its experiment's own evaluation, as gensim-jax eval export gives it
         from gensim_jax.training.runner import evaluate_export
 
         run = evaluate_export(directory)
+        out["export_evaluation"] = run
+    if "run_config" in meta and meta.get("experiment") == "quadrilaterals" and "oddball" in protocols:
+        from gensim_jax.experiments import quadrilaterals as quad
+
         config = quad.EXPERIMENT.config_from_dict(meta["run_config"])
         # the run's test set (quadrilaterals.test_trials: eval.seed, eval.trials_per_condition, data.image_size)
         stim = _oddball_stimuli(config.data.image_size, config.eval.seed, config.eval.trials_per_condition)
@@ -889,7 +893,7 @@ def score_export(
         exact = oddball_from_evaluation(run["evaluation"])  # the run's numbers, as eval export gives them
         entry.update(exact)
         entry["source"] = "gensim-jax eval export (the run's own evaluation)"
-        out = {"oddball": entry, "export_evaluation": run}
+        out["oddball"] = entry
         own.add("oddball")
     rest = [p for p in protocols if p not in own]
     card = (
@@ -914,12 +918,9 @@ def score_export(
         else _head(label, info, protocols)
     )
     card["protocols"] = list(protocols)
-    if out:
-        card.update(out)
-    return {
-        k: card[k]
-        for k in ["model", "inputs", "provenance", "protocols", *protocols, *(["export_evaluation"] if out else [])]
-    }
+    card.update(out)
+    keys = ["model", "inputs", "provenance", "protocols", *protocols, *(["export_evaluation"] if out else [])]
+    return {k: card[k] for k in keys}
 
 
 # ------------------------------------------------------------------------------------------------

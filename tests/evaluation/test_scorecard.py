@@ -400,3 +400,27 @@ def test_odd_one_out_from_a_trials_csv_and_images(tmp_path, capsys):
     argv = ["--model", "cornet_z", "--image-size", "16", "--odd-one-out-trials", str(csv)]
     status, _, err = _run([*argv, "--odd-one-out-images", str(tmp_path), "--protocols", "odd_one_out"], capsys)
     assert status == 2 and err.count("\n") == 1 and "no image 'nope'" in err, err
+
+
+@pytest.mark.slow
+def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsys):
+    """An imagenet_hierarchy export (LeNet-5): eval export's entry kept whole; the protocols scored at 32 px."""
+    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.experiments import imagenet_hierarchy as exp
+    from gensim_jax.training.runner import run_experiment
+    from tests.experiments.test_imagenet_hierarchy import tiny_config
+
+    config = tiny_config(**{"num_runs": 1, "arms": ("gensim",)})
+    run_experiment(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
+    export = tmp_path / "w" / "gensim" / "run0" / "export"
+    assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
+    capsys.readouterr()
+    want = json.loads((tmp_path / "eval.json").read_text())["runs"][0]
+    argv = ["--export", str(export), "--protocols", "hierarchy", "oddball", "--resamples", "10", *TINY]
+    status, text, err = _run([*argv, "--out", str(tmp_path / "card")], capsys)
+    assert status == 0, err
+    card = json.loads((tmp_path / "card" / "scorecard.json").read_text())
+    assert card["export_evaluation"] == want
+    assert card["protocols"] == ["hierarchy", "oddball"] and "source" not in card["oddball"]
+    assert card["hierarchy"]["stimuli"]["image_size"] == 32 and card["inputs"]["model"] == "lenet5"
+    assert set(card["oddball"]["references"]) == {"pixels", "lenet5 (untrained)", "humans (pooled)", "baboons"}
