@@ -245,7 +245,7 @@ _FORWARDED_HELP = {
     "train": "train an experiment (in a checkout also: python -m train)",
     "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
     "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
-    "score": "the human-alignment report card of any vision encoder (oddball, hierarchy decoding)",
+    "score": "the human-alignment report card of any vision encoder (oddball, hierarchy, Geoclidean, odd-one-out)",
 }
 
 

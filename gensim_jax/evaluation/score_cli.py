@@ -10,9 +10,10 @@ One of (the encoder):
 * ``--embeddings FILE``: an .npz with ``ids`` (N,) and ``embeddings`` (N, D), one vector per stimulus
   written by ``gensim-jax score stimuli --out DIR`` (embed its PNGs with any framework).
 
-Protocols (``--protocols``, default all): ``oddball`` (quadrilaterals, humans and baboons), ``hierarchy``
+Protocols (``--protocols``): ``oddball`` (quadrilaterals, humans and baboons), ``hierarchy``
 (decoding a synthetic class tree), ``geoclidean`` (few-shot concepts; the official images with
-``--geoclidean-dir``, else the product's renders, labelled as such).
+``--geoclidean-dir``, else the product's renders, labelled as such) and, with
+``--odd-one-out-trials CSV``, ``odd_one_out`` (the likelihood of human odd-one-out choices).
 
 Prints a Markdown table (the model, then the reference rows: pixels, the untrained network of the
 same architecture, humans and baboons) with a bootstrap interval on every number; ``--out DIR``
