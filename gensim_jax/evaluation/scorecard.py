@@ -345,7 +345,8 @@ def _score_hierarchy(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: i
     from gensim_jax.evaluation.hierarchy_decoding import decode_levels
 
     labels, tree, nodes = stim.data
-    res = decode_levels(embeddings, labels, tree, nodes, folds=stim.settings["folds"], seed=seed, chance="uniform")
+    folds, dseed = stim.settings["folds"], stim.settings.get("decode_seed", seed)
+    res = decode_levels(embeddings, labels, tree, nodes, folds=folds, seed=dseed, chance="uniform")
     chances = np.array([lv.chance for lv in res.levels])
     row = {
         "score": res.score,
@@ -811,6 +812,43 @@ def model_embedder(
     return embed_fn, info
 
 
+def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
+    """The hierarchy entry of an ``imagenet_hierarchy`` run's export: the run's held-out images, embedded and
+    decoded as the run does (``model_embedding``, ``eval.folds``, ``eval.seed``), its numbers from ``evaluation``."""
+    from gensim_jax.experiments import imagenet_hierarchy as ih
+
+    config = ih.EXPERIMENT.config_from_dict(meta["run_config"])
+    data = ih.EXPERIMENT.prepare_evaluation(config)
+    tree, nodes = ih.class_tree(config)
+    settings = {
+        "source": f"the run's held-out images ({config.data.dataset})",
+        "images": len(data.labels),
+        "image_size": config.data.image_size,
+        "folds": config.eval.folds,
+        "decode_seed": config.eval.seed,
+    }
+    if config.data.dataset == "synthetic":
+        settings["branching"] = list(config.data.branching)
+    ids = tuple(f"hierarchy/{i:05d}" for i in range(len(data.labels)))
+    stim = ProtocolStimuli("hierarchy", ids, data.images, (np.asarray(data.labels, np.int64), tree, nodes), settings)
+    rows = {
+        label: ih.model_embedding(enc.model, enc.variables, data.images, config.eval.batch_size),
+        "pixels": _pixels(data.images),
+        f"{meta['model']} (untrained)": untrained(data.images),
+    }
+    entry = _protocol_entry("hierarchy", stim, rows, resamples, seed)
+    levels = evaluation["levels"]
+    entry.update(  # the run's numbers, as eval export gives them
+        score=evaluation["score_uniform"],
+        levels=[lv["level"] for lv in levels],
+        num_labels=[lv["num_labels"] for lv in levels],
+        accuracy=[lv["accuracy"] for lv in levels],
+        chance=[lv["chance_uniform"] for lv in levels],
+        source="gensim-jax eval export (the run's own evaluation)",
+    )
+    return entry
+
+
 def score_export(
     directory: str | os.PathLike,
     protocols: Sequence[str] = PROTOCOLS,
@@ -895,6 +933,9 @@ def score_export(
         entry["source"] = "gensim-jax eval export (the run's own evaluation)"
         out["oddball"] = entry
         own.add("oddball")
+    if "run_config" in meta and meta.get("experiment") == "imagenet_hierarchy" and "hierarchy" in protocols:
+        out["hierarchy"] = _run_hierarchy_entry(enc, untrained, meta, run["evaluation"], label, resamples, seed)
+        own.add("hierarchy")
     rest = [p for p in protocols if p not in own]
     card = (
         score(
@@ -967,9 +1008,11 @@ def format_markdown(card: Mapping) -> str:
     if "hierarchy" in card:
         e = card["hierarchy"]
         head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
+        st = e["stimuli"]
+        tree = f", tree {'x'.join(map(str, st['branching']))}" if "branching" in st else ""
         lines += [
-            f"## Hierarchy decoding ({e['stimuli']['images']} synthetic images, tree "
-            f"{'x'.join(map(str, e['stimuli']['branching']))}; score = sum_l log(a_l / c_l), uniform chance; "
+            f"## Hierarchy decoding ({st['images']} images: {st.get('source', 'synthetic gratings')}{tree}; "
+            "score = sum_l log(a_l / c_l), uniform chance; "
             f"interval: {e.get('interval_method', {}).get('method', 'none')})",
             "",
             f"| row | score | {head} |",

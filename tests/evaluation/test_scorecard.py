@@ -422,5 +422,10 @@ def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsy
     card = json.loads((tmp_path / "card" / "scorecard.json").read_text())
     assert card["export_evaluation"] == want
     assert card["protocols"] == ["hierarchy", "oddball"] and "source" not in card["oddball"]
-    assert card["hierarchy"]["stimuli"]["image_size"] == 32 and card["inputs"]["model"] == "lenet5"
+    assert card["inputs"]["model"] == "lenet5"
+    h, ev = card["hierarchy"], want["evaluation"]  # the run's held-out images, its numbers exactly
+    assert h["score"] == ev["score_uniform"] and h["accuracy"] == [lv["accuracy"] for lv in ev["levels"]]
+    assert h["source"].startswith("gensim-jax eval export") and h["stimuli"]["images"] == 12
+    assert len(h["interval"]["accuracy"]) == len(h["levels"])  # bootstrap of the same decoding's predictions
+    assert set(h["references"]) == {"pixels", "lenet5 (untrained)"}
     assert set(card["oddball"]["references"]) == {"pixels", "lenet5 (untrained)", "humans (pooled)", "baboons"}
