@@ -849,6 +849,52 @@ def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, see
     return entry
 
 
+def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
+    """The geoclidean entry of a ``geoclidean`` run's export: its 7 held-out concepts (the official images when the
+    run had them, else its renders), embedded as the run does, its numbers from ``evaluation``."""
+    from gensim_jax.evaluation import geoclidean_evaluator as ge
+    from gensim_jax.evaluation.embed import embed_images
+    from gensim_jax.experiments import geoclidean as gx
+    from gensim_jax.preprocessing import normalize_images
+
+    config = gx.EXPERIMENT.config_from_dict(meta["run_config"])
+    data = gx.EXPERIMENT.prepare_evaluation(config)
+    suite = "official" if "official" in data.suites else "sampler"
+    rules = gx.eval_rules(config)
+    rule = "per_concept" if "per_concept" in rules else rules[0]
+    episodes = data.suites[suite]
+    names = list(episodes)
+    ids = [
+        f"geoclidean/{n}/{part}_{k}"
+        for n in names
+        for part in ("train", "test")
+        for k in range(len(episodes[n][0 if part == "train" else 1]))
+    ]
+    images = np.concatenate([np.concatenate([episodes[n][0], episodes[n][1]]) for n in names])
+    settings = {
+        "source": f"the run's held-out concepts ({suite} images)",
+        "concepts": len(names),
+        "images": len(images),
+        "image_size": config.data.image_size,
+        "threshold": rule,
+    }
+    layout = {n: (len(episodes[n][0]), np.asarray(episodes[n][2])) for n in names}
+    stim = ProtocolStimuli("geoclidean", tuple(ids), images, layout, settings)
+    b = config.eval.batch_size
+    rows = {  # the run's embedding of the episodes (Geoclidean.evaluate_run), one call as ge.embed_episodes makes it
+        label: embed_images(enc.model, enc.variables, normalize_images(images), batch_size=b),
+        "pixels": _pixels(images),
+        f"{meta['model']} (untrained)": embed_images(
+            untrained.model, untrained.variables, normalize_images(images), batch_size=b
+        ),
+    }
+    entry = _protocol_entry("geoclidean", stim, rows, resamples, seed)
+    exact = evaluation[ge.result_key(suite, rule, rules)]
+    entry.update({k: exact[k] for k in GEOCLIDEAN_METRICS})
+    entry["source"] = "gensim-jax eval export (the run's own evaluation)"
+    return entry
+
+
 def score_export(
     directory: str | os.PathLike,
     protocols: Sequence[str] = PROTOCOLS,
@@ -936,6 +982,9 @@ def score_export(
     if "run_config" in meta and meta.get("experiment") == "imagenet_hierarchy" and "hierarchy" in protocols:
         out["hierarchy"] = _run_hierarchy_entry(enc, untrained, meta, run["evaluation"], label, resamples, seed)
         own.add("hierarchy")
+    if "run_config" in meta and meta.get("experiment") == "geoclidean" and "geoclidean" in protocols:
+        out["geoclidean"] = _run_geoclidean_entry(enc, untrained, meta, run["evaluation"], label, resamples, seed)
+        own.add("geoclidean")
     rest = [p for p in protocols if p not in own]
     card = (
         score(

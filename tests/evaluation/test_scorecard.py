@@ -429,3 +429,27 @@ def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsy
     assert len(h["interval"]["accuracy"]) == len(h["levels"])  # bootstrap of the same decoding's predictions
     assert set(h["references"]) == {"pixels", "lenet5 (untrained)"}
     assert set(card["oddball"]["references"]) == {"pixels", "lenet5 (untrained)", "humans (pooled)", "baboons"}
+
+
+@pytest.mark.slow
+def test_score_export_of_a_geoclidean_run_is_its_evaluation(tmp_path, capsys):
+    """A geoclidean export: the few-shot entry is the run's own (its 7 held-out concepts), as eval export gives it."""
+    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.experiments import geoclidean as exp
+    from gensim_jax.training.runner import run_experiment
+    from tests.experiments.test_geoclidean import tiny_config
+
+    run_experiment(exp.EXPERIMENT, tiny_config(**{"num_runs": 1, "arms": ("gensim",)}), tmp_path / "w", progress=False)
+    export = tmp_path / "w" / "gensim" / "run0" / "export"
+    assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
+    capsys.readouterr()
+    ev = json.loads((tmp_path / "eval.json").read_text())["runs"][0]["evaluation"]
+    status, _, err = _run(["--export", str(export), "--protocols", "geoclidean", "--resamples", "10", "--out",
+                           str(tmp_path / "card"), "--no-progress"], capsys)  # fmt: skip
+    assert status == 0, err
+    g = json.loads((tmp_path / "card" / "scorecard.json").read_text())["geoclidean"]
+    want = ev.get("sampler/per_concept", ev.get("sampler"))
+    assert {k: g[k] for k in sc.GEOCLIDEAN_METRICS} == {k: want[k] for k in sc.GEOCLIDEAN_METRICS}
+    assert g["stimuli"]["concepts"] == 7 and g["source"].startswith("gensim-jax eval export")
+    # the per-concept numbers behind the interval come from the same embedding: their mean is the run's
+    assert np.mean([c["auc_close"] for c in g["per_concept"].values()]) == pytest.approx(want["auc_close"], abs=1e-12)
