@@ -64,7 +64,7 @@ def test_model_oddball_out_writes_the_documented_keys_and_independent_numbers(tm
     assert card["protocols"] == ["oddball"]
     e = card["oddball"]
     assert ODDBALL_KEYS <= set(e)
-    assert set(e["references"]) == {"pixels", "humans (pooled)", "baboons"}
+    assert set(e["references"]) == {"pixels", "humans (pooled)", "baboons", *sc.DOCUMENTED_ODDBALL}
     assert card["inputs"]["model"] == "cornet_z" and card["inputs"]["layer"] == "embedding"
     assert card["provenance"]["versions"]["jax"]
     # the argmax error rates from the model's own embeddings, by a loop
@@ -217,7 +217,13 @@ def test_torchvision_resnet18_checkpoint_loads_scores_and_embeds_as_pytorch(tmp_
     status, text, err = _run([*argv, "--resamples", "20", *TINY, "--out", str(tmp_path / "o")], capsys)
     assert status == 0, err
     card = json.loads((tmp_path / "o" / "scorecard.json").read_text())
-    assert set(card["oddball"]["references"]) == {"pixels", "resnet18 (untrained)", "humans (pooled)", "baboons"}
+    assert set(card["oddball"]["references"]) == {
+        "pixels",
+        "resnet18 (untrained)",
+        "humans (pooled)",
+        "baboons",
+        *sc.DOCUMENTED_ODDBALL,
+    }
     assert card["model"] == "resnet18 (weights resnet18.pth)"
     # a CORnet-Z checkpoint is not a ResNet-18: one line naming what does not match
     torch.save(RefCORnetZ().state_dict(), tmp_path / "cornet.pth")
@@ -428,7 +434,13 @@ def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsy
     assert h["source"].startswith("gensim-jax eval export") and h["stimuli"]["images"] == 12
     assert len(h["interval"]["accuracy"]) == len(h["levels"])  # bootstrap of the same decoding's predictions
     assert set(h["references"]) == {"pixels", "lenet5 (untrained)"}
-    assert set(card["oddball"]["references"]) == {"pixels", "lenet5 (untrained)", "humans (pooled)", "baboons"}
+    assert set(card["oddball"]["references"]) == {
+        "pixels",
+        "lenet5 (untrained)",
+        "humans (pooled)",
+        "baboons",
+        *sc.DOCUMENTED_ODDBALL,
+    }
 
 
 @pytest.mark.slow
@@ -453,3 +465,23 @@ def test_score_export_of_a_geoclidean_run_is_its_evaluation(tmp_path, capsys):
     assert g["stimuli"]["concepts"] == 7 and g["source"].startswith("gensim-jax eval export")
     # the per-concept numbers behind the interval come from the same embedding: their mean is the run's
     assert np.mean([c["auc_close"] for c in g["per_concept"].values()]) == pytest.approx(want["auc_close"], abs=1e-12)
+
+
+def test_documented_rows_are_the_documented_numbers():
+    """The documented reference rows carry the numbers of their source page's tables (graded, then argmax)."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "results" / "quadrilaterals.md").read_text()
+    section = page[page.index("### The demo's run (3 runs per objective)") :]
+    graded, argmax = (section[section.index(h) :] for h in ("Graded read-out (headline)", "Argmax read-out"))
+
+    def row(text, model):  # | model | runs | mean error | [tau |] rho(9) | p | r human | r baboon | ...
+        cells = [c.strip() for c in next(x for x in text.splitlines() if x.startswith(f"| {model} |")).split("|")[1:-1]]
+        off = 1 if text is graded else 0
+        return {"mean_error": float(cells[2]), "rho9": float(cells[3 + off]), "r_human": float(cells[5 + off]),
+                "r_baboon": float(cells[6 + off])}  # fmt: skip
+
+    for name, model in (("GenSim", "gensim"), ("supervised", "supervised")):
+        doc = sc.DOCUMENTED_ODDBALL[f"documented: {name} CORnet-Z (make demo, 3 runs)"]
+        assert {k: doc[k] for k in ("mean_error", "rho9", "r_human", "r_baboon")} == row(graded, model)
+        assert doc["argmax"] == row(argmax, model)
