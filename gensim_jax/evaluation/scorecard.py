@@ -50,10 +50,17 @@ from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation import sable_meyer as sm
 
 __all__ = [
+    "ALL_PROTOCOLS",
+    "DOCUMENTED_ODDBALL",
+    "GEOCLIDEAN_METRICS",
+    "OPTIONAL_PROTOCOLS",
     "PROTOCOLS",
     "ProtocolStimuli",
+    "file_sha256",
     "format_markdown",
     "model_embedder",
+    "model_layers",
+    "oddball_from_evaluation",
     "plot_scorecard",
     "read_embeddings",
     "score",
@@ -725,6 +732,7 @@ def write_stimuli(directory: str | os.PathLike, stims: Mapping[str, ProtocolStim
 
 
 def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 hex digest of a file (a checkpoint's or an embeddings file's provenance), read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -932,8 +940,9 @@ def score_export(
 
     For an export of a run (metadata ``run_config``), :func:`gensim_jax.training.runner.evaluate_export`
     (what ``gensim-jax eval export`` calls) re-evaluates it, and the protocol its experiment
-    evaluates (``oddball`` for ``quadrilaterals``) takes its numbers from that evaluation, on the
-    run's own test set; the interval comes from the same encoder's embeddings of that test set.
+    evaluates (``oddball`` for ``quadrilaterals``, ``hierarchy`` for ``imagenet_hierarchy``,
+    ``geoclidean`` for ``geoclidean``) takes its numbers from that evaluation, on the run's own test
+    set; the interval comes from the same encoder's embeddings of that test set, embedded as the run does.
     The other protocols, and every protocol of an export without ``run_config``, are scored on the
     scorecard's stimuli at the export's ``image_size``; every run's export keeps its experiment's
     whole evaluation (``eval export``'s entry) under ``export_evaluation``. Reference rows: pixels and the untrained
