@@ -239,6 +239,7 @@ FORWARDED = {
     "eval": "PROTOCOL, e.g. oddball",
     "plan": "EXPERIMENT, e.g. imagenet_hierarchy (with --topology v5e:16x16)",
     "prepare-imagenet": "--data-dir DIR --out DIR [--load-size 256] [--format jpeg|raw]",
+    "score": "--model NAME, --export DIR, --embeddings FILE or stimuli",
 }
 
 #: What each forwarded command is, for ``gensim-jax --help``.
@@ -247,6 +248,7 @@ _FORWARDED_HELP = {
     "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
     "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
     "prepare-imagenet": "one-time records of ImageNet resized to a load size (docs/PERFORMANCE.md, JPEG input)",
+    "score": "the human-alignment report card of any vision encoder (oddball, hierarchy, Geoclidean, odd-one-out)",
 }
 
 
@@ -275,6 +277,8 @@ def _forward(command: str, rest: Sequence[str], prog: Optional[str] = None) -> i
             from gensim_jax.data.prepared import main as prepare
 
             fn = lambda a: prepare(a, prog=prog)  # noqa: E731
+        elif command == "score":
+            from gensim_jax.evaluation.score_cli import main as fn
         else:
             from gensim_jax.evaluation.cli import main as fn
         return int(fn(argv) or 0)

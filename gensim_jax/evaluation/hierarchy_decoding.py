@@ -23,6 +23,7 @@ here.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 
@@ -56,6 +57,10 @@ class LevelResult:
 class DecodingResult:
     levels: tuple[LevelResult, ...]
     score: float  # sum_l log(a_l / c_l) over the decoded levels
+    #: per decoded level, ``(N,)`` float: 1.0 / 0.0 where image ``i``'s held-out prediction (from the fold that
+    #: tested it) was right / wrong, NaN where the image has no label at that level; for intervals by
+    #: bootstrapping the held-out images (:mod:`gensim_jax.evaluation.scorecard`). Not part of equality.
+    held_out_correct: tuple = dataclasses.field(default=(), compare=False, repr=False)
 
 
 def aggregate_score(accuracies, chances) -> float:
@@ -141,7 +146,7 @@ def decode_levels(
     if folds < 2 or len(x) < 2 * folds:
         raise ValueError(f"folds must be >= 2 with at least 2*folds images, got folds={folds}, N={len(x)}")
     labels, _ = level_labels(tree, nodes, fill=fill)
-    results = []
+    results, correct = [], []
     for level in range(labels.shape[1]):
         yl = labels[y, level]
         keep = yl >= 0
@@ -154,14 +159,21 @@ def decode_levels(
         else:
             split = KFold(folds, shuffle=True, random_state=seed).split(xl)
         accs = []
+        right = np.zeros(len(yl))
         for tr, te in split:
             if len(np.unique(yl[tr])) < 2:  # a fold with one training label: predict it
+                right[te] = yl[te] == yl[tr][0]
                 accs.append(float(np.mean(yl[te] == yl[tr][0])))
                 continue
             with warnings.catch_warnings():  # hitting the paper's 100-epoch cap is expected
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 clf = _svm(seed, standardize, n_jobs).fit(xl[tr], yl[tr])
-            accs.append(float(np.mean(clf.predict(xl[te]) == yl[te])))
+            hit = clf.predict(xl[te]) == yl[te]
+            right[te] = hit
+            accs.append(float(np.mean(hit)))
+        full = np.full(len(x), np.nan)
+        full[np.flatnonzero(keep)] = right
+        correct.append(full)
         majority = float(counts.max() / counts.sum())
         c = 1.0 / len(uniq) if chance == "uniform" else majority
         results.append(LevelResult(level, len(uniq), float(np.mean(accs)), c, majority, tuple(accs)))
@@ -171,4 +183,4 @@ def decode_levels(
     # An accuracy of exactly 0 would make the log undefined: floor it at half an image per level.
     floor = [0.5 / len(x)] * len(acc)
     score = aggregate_score(np.maximum(acc, floor), [r.chance for r in results])
-    return DecodingResult(tuple(results), score)
+    return DecodingResult(tuple(results), score, tuple(correct))
