@@ -16,21 +16,21 @@ Files in ``out_dir``: ``{split}-{L}-{fmt}.tfrecord-{i:05d}`` and ``prepared.json
 (``{"splits": {split: {"examples", "bytes", "bytes_per_image", "files", "load_size", "format",
 "quality"}}}``).
 
-Command line (``python -m gensim_jax.data.prepared --help``)::
+Command line (``gensim-jax prepare-imagenet --help``; the command layer, :mod:`gensim_jax.cli`, holds its
+parser)::
 
-    python -m gensim_jax.data.prepared --data-dir DATA_DIR --out OUT_DIR --split train --load-size 256
+    gensim-jax prepare-imagenet --data-dir DATA_DIR --out OUT_DIR --split train --load-size 256
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Sequence
 
 from gensim_jax._extras import require
 from gensim_jax.data._tf import tf
 
-__all__ = ["FORMATS", "prepare_records", "prepared_dataset", "read_manifest", "resize_to_load_size", "main"]
+__all__ = ["FORMATS", "prepare_records", "prepared_dataset", "read_manifest", "resize_to_load_size"]
 
 FORMATS = ("jpeg", "raw")
 MANIFEST = "prepared.json"
@@ -177,7 +177,7 @@ def read_manifest(directory: str, split: str) -> dict:
     if not os.path.isfile(path):
         raise FileNotFoundError(
             f"{directory!r} holds no prepared records ({MANIFEST} is missing); "
-            "make them with python -m gensim_jax.data.prepared --data-dir DATA_DIR --out DIR"
+            "make them with gensim-jax prepare-imagenet --data-dir DATA_DIR --out DIR"
         )
     splits = _load_json(path).get("splits", {})
     if split not in splits:
@@ -244,53 +244,3 @@ def prepared_dataset(
 
     calls = tf.data.AUTOTUNE if num_parallel_calls is None else num_parallel_calls
     return ds.map(decode, num_parallel_calls=calls, deterministic=True)
-
-
-def main(argv: Sequence[str] | None = None, prog: str = "python -m gensim_jax.data.prepared") -> int:
-    """``python -m gensim_jax.data.prepared``: :func:`prepare_records` from the command line.
-
-    Errors end as one line on stderr with exit status 2 (:func:`gensim_jax.cli.run_command`); a front end
-    that forwards its arguments here passes its own ``prog``.
-    """
-    import argparse
-    import sys
-
-    from gensim_jax.cli import run_command
-
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Write tfds imagenet2012 resized to a fixed load size as TFRecords (once; see the module doc).",
-    )
-    parser.add_argument("--data-dir", required=True, help="tfds data directory holding the prepared imagenet2012")
-    parser.add_argument("--out", required=True, help="output directory of the records")
-    parser.add_argument("--split", default="train", help="tfds split (default: train)")
-    parser.add_argument("--load-size", type=int, default=256, help="side of the stored square images (default 256)")
-    parser.add_argument("--format", choices=FORMATS, default="jpeg", help="jpeg (re-encoded) or raw uint8")
-    parser.add_argument("--quality", type=int, default=90, help="JPEG quality (default 90)")
-    parser.add_argument("--examples-per-file", type=int, default=10_000)
-    parser.add_argument("--max-examples", type=int, help="stop after this many examples")
-
-    def run(rest):
-        args = parser.parse_args(rest)
-        entry = prepare_records(
-            args.data_dir,
-            args.out,
-            split=args.split,
-            load_size=args.load_size,
-            fmt=args.format,
-            quality=args.quality,
-            examples_per_file=args.examples_per_file,
-            max_examples=args.max_examples,
-        )
-        gb = entry["imagenet_train_bytes"] / 1e9
-        print(
-            f"{entry['examples']} images, {entry['bytes_per_image'] / 1e3:.1f} kB each "
-            f"({gb:.1f} GB for ImageNet-1k's {IMAGENET_TRAIN_IMAGES:,} training images) in {args.out}"
-        )
-        return 0
-
-    return run_command(run, list(sys.argv[1:] if argv is None else argv), prog)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
