@@ -983,7 +983,7 @@ def score_export(
     own = set()
     out = {}
     if "run_config" in meta:  # a run's export: its experiment's own evaluation, as gensim-jax eval export gives it
-        from gensim_jax.training.runner import evaluate_export
+        from gensim_jax.experiments import evaluate_export
 
         run = evaluate_export(directory)
         out["export_evaluation"] = run

@@ -22,7 +22,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-__all__ = ["available", "load", "summary"]
+__all__ = ["available", "evaluate_export", "load", "summary"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -102,3 +102,15 @@ def load(name_or_path: str):
             (module.__doc__ or "").strip().splitlines()[0].removeprefix("Experiment:").strip() if module.__doc__ else ""
         )
     return experiment
+
+
+def evaluate_export(directory) -> dict:
+    """Re-evaluate a run's export with the experiment that wrote it (its metadata's ``experiment_source``):
+    :func:`gensim_jax.training.runner.evaluate_export`, the evaluation the run made, on the same stimuli."""
+    from gensim_jax.training.export import read_export_metadata
+    from gensim_jax.training.runner import check_run_export
+    from gensim_jax.training.runner import evaluate_export as evaluate
+
+    meta = read_export_metadata(directory)
+    check_run_export(directory, meta)
+    return evaluate(directory, load(meta.get("experiment_source", meta["experiment"])))

@@ -38,7 +38,14 @@ import numpy as np
 VARIABLES_FILE = "variables.msgpack"
 MODEL_FILE = "model.json"
 
-__all__ = ["MODEL_FILE", "VARIABLES_FILE", "export_variables", "gather_to_host", "load_exported"]
+__all__ = [
+    "MODEL_FILE",
+    "VARIABLES_FILE",
+    "export_variables",
+    "gather_to_host",
+    "load_exported",
+    "read_export_metadata",
+]
 
 from gensim_jax.parallel import gather_to_host  # noqa: E402  (re-exported: exports gather with it)
 
@@ -96,6 +103,19 @@ def _tuples(value):
     if isinstance(value, dict):
         return {k: _tuples(v) for k, v in value.items()}
     return value
+
+
+def read_export_metadata(directory) -> dict:
+    """The metadata (``model.json``) of an export made by :func:`export_variables`, without loading its variables.
+
+    Raises ``FileNotFoundError`` (``no such directory: DIR``, or ``DIR is not an export: model.json is missing``).
+    """
+    directory = Path(directory)
+    if not directory.exists():
+        raise FileNotFoundError(f"no such directory: {directory}")
+    if not (directory / MODEL_FILE).is_file():
+        raise FileNotFoundError(f"{directory} is not an export: {MODEL_FILE} is missing")
+    return json.loads((directory / MODEL_FILE).read_text())
 
 
 def load_exported(directory) -> tuple[Any, dict, dict]:

@@ -11,4 +11,5 @@ from gensim_jax.models.export import (  # noqa: F401
     export_variables,
     gather_to_host,
     load_exported,
+    read_export_metadata,
 )

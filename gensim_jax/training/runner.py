@@ -514,30 +514,24 @@ def experiment_source(experiment: Experiment) -> str:
         return experiment.name
 
 
-def evaluate_export(directory, experiment: Optional[Experiment] = None) -> dict:
-    """Evaluate a run's export with its experiment's own evaluation: the call the run made, on the same stimuli.
+def evaluate_export(directory, experiment: Experiment) -> dict:
+    """Evaluate a run's export with ``experiment``'s own evaluation: the call the run made, on the same stimuli.
 
-    The export carries the experiment (``experiment_source``), the arm, the seed and the run's
-    resolved config (``run_config``); the config is rebuilt and validated, the experiment's test
-    data rebuilt (:meth:`Experiment.prepare_evaluation`, deterministic from the config) and
-    :meth:`Experiment.evaluate_run` called with the exported model and variables. So the result
-    equals the run's recorded evaluation (``results.json`` ``evaluations[arm][r]``) exactly.
+    The export carries the arm, the seed and the run's resolved config (``run_config``); the config
+    is rebuilt and validated, the experiment's test data rebuilt (:meth:`Experiment.prepare_evaluation`,
+    deterministic from the config) and :meth:`Experiment.evaluate_run` called with the exported model
+    and variables. So the result equals the run's recorded evaluation (``results.json``
+    ``evaluations[arm][r]``) exactly.  :func:`gensim_jax.experiments.evaluate_export` finds the
+    experiment from the export's metadata (``experiment_source``).
 
     Raises:
       FileNotFoundError: ``directory`` is not an export.
       ValueError: the export was not written by the runner (no ``run_config``), or its config no longer validates.
     """
-    from gensim_jax import experiments as registry
     from gensim_jax.training.export import load_exported
 
     model, variables, meta = load_exported(directory)
-    missing = [k for k in ("experiment", "objective", "seed", "run_config") if k not in meta]
-    if missing:
-        raise ValueError(
-            f"export {directory} has no {missing} in its metadata: only exports written by a run of "
-            "gensim-jax train can be re-evaluated by their experiment (use a protocol: gensim-jax eval --help)"
-        )
-    experiment = experiment or registry.load(meta.get("experiment_source", meta["experiment"]))
+    check_run_export(directory, meta)
     config = experiment.config_from_dict(meta["run_config"])
     data = experiment.prepare_evaluation(config)
     evaluation = experiment.evaluate_run(meta["objective"], config, data, model, variables, int(meta["seed"]))
@@ -548,6 +542,16 @@ def evaluate_export(directory, experiment: Optional[Experiment] = None) -> dict:
         "seed": int(meta["seed"]),
         "evaluation": to_jsonable(evaluation),
     }
+
+
+def check_run_export(directory, meta: Mapping[str, Any]) -> None:
+    """``ValueError`` unless the export's metadata ``meta`` names what a re-evaluation needs (a run's export)."""
+    missing = [k for k in ("experiment", "objective", "seed", "run_config") if k not in meta]
+    if missing:
+        raise ValueError(
+            f"export {directory} has no {missing} in its metadata: only exports written by a run of "
+            "gensim-jax train can be re-evaluated by their experiment (use a protocol: gensim-jax eval --help)"
+        )
 
 
 def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = None, global_batch: Optional[int] = None):

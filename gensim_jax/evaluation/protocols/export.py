@@ -22,6 +22,6 @@ def main(argv=None) -> int:
     p.add_argument("--export", nargs="+", required=True, metavar="DIR", help="export directories of runs")
     add_output_arguments(p)
     a = p.parse_args(argv)
-    from gensim_jax.training.runner import evaluate_export
+    from gensim_jax.experiments import evaluate_export
 
     return finish({"runs": [evaluate_export(d) for d in a.export]}, a, "export")
