@@ -121,11 +121,10 @@ def _build(experiment, config, arm: str, seed: int, global_batch: Optional[int] 
     from gensim_jax.training.state import create_train_state
 
     step, (abstract_state, batch, _) = abstract_step_inputs(experiment, config, arm, global_batch=global_batch)
-    model, _, _ = experiment.model(arm, config)
-    variables = experiment.init_variables(arm, config, model, seed)
-    state = create_train_state(model, abstract_state.tx, jax.random.key(seed), variables=variables)
+    spec = experiment.arm(arm, config, None)
+    state = create_train_state(spec.model, abstract_state.tx, jax.random.key(seed), variables=spec.init_variables(seed))
     state = state.replace(apply_fn=abstract_state.apply_fn)  # the compute-dtype model, as the runner trains
-    return step, state, experiment.objective(arm, config), batch
+    return step, state, spec.objective, batch
 
 
 def _jit_on(step, mesh, state):
@@ -231,7 +230,7 @@ def _load_batches(experiment, config, arm: str, seed: int, num: int) -> list:
     data = experiment.prepare(config)
     out = []
     # one process: its shard is the whole global batch
-    for batch in experiment.batches(arm, config, data, seed, HostShard.of_this_process(config.batch_size))(0):
+    for batch in experiment.arm(arm, config, data).batches(seed, HostShard.of_this_process(config.batch_size))(0):
         out.append({k: np.asarray(v) for k, v in batch.items()})
         if len(out) >= num:
             break

@@ -2,7 +2,7 @@
 
 What decides ``data.augment="auto"`` on a backend (:data:`gensim_jax.data.device_augment.AUTO_DEFAULT`):
 the ``simclr`` arm of an experiment's ``cpu_small`` config trained by
-:func:`~gensim_jax.training.runner.run_experiment` for 10 and for 50 steps with each setting; the
+:func:`~gensim_jax.training.runner.train_and_evaluate` for 10 and for 50 steps with each setting; the
 difference over 40 steps is the time per step without start-up and compilation. ``host``: the views
 augmented by TensorFlow in tf.data's parallel workers, beside the step; ``device``: drawn inside the
 jitted step. Rounds alternate the two settings (``--rounds``). ``ratio = device / host``.
@@ -23,12 +23,12 @@ from bench._harness import emit
 
 
 def seconds(experiment, mode: str, steps: int) -> float:
-    from gensim_jax.training.runner import run_experiment
+    from gensim_jax.training.runner import train_and_evaluate
 
     overrides = {"data.augment": mode, "arms": ("simclr",), "num_runs": 1, "num_steps": steps, "log_every": 10}
     config = experiment.get_config("cpu_small", **overrides)
     with tempfile.TemporaryDirectory() as workdir:
-        result = run_experiment(experiment, config, workdir, progress=False)
+        result = train_and_evaluate(experiment, config, workdir, progress=False)
     return float(result["training"]["simclr"][0]["seconds"])
 
 

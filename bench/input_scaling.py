@@ -52,7 +52,7 @@ def _time_stream(experiment, arm, config, data, shard, steps: int) -> tuple[floa
     """Host CPU seconds and wall seconds per global batch to build this process's rows and put them on the
     device, and their bytes. CPU time counts every thread of the process (tf.data's workers build the
     rows ahead of the consumer, so wall time alone would hide their work behind the prefetch)."""
-    stream = iter(experiment.batches(arm, config, data, config.seed, shard)(0))
+    stream = iter(experiment.arm(arm, config, data).batches(config.seed, shard)(0))
     jax.block_until_ready(jax.device_put(next(stream)))  # start-up: the pipeline's first batch
     nbytes = 0
     c0, t0 = time.process_time(), time.perf_counter()

@@ -169,7 +169,7 @@ def bench_host(size: int) -> None:
         seconds=time.perf_counter() - t0,
     )
     for arm in ("gensim", "supervised"):
-        it = q.EXPERIMENT.batches(arm, config, q.Data(source, ()), 0, HostShard(global_batch=config.batch_size))(0)
+        it = q.EXPERIMENT.arm(arm, config, q.Data(source, ())).batches(0, HostShard(global_batch=config.batch_size))(0)
         next(it)  # pipeline start-up
         n = 50
         t0 = time.perf_counter()
@@ -179,12 +179,13 @@ def bench_host(size: int) -> None:
     model = get_model("cornet_z", num_classes=None)
     variables = model.init(jax.random.key(0), jnp.zeros((1, size, size, 3), jnp.float32))
     data = q.Data(source, trials)
-    q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)  # compile
+    evaluate = q.EXPERIMENT.arm("gensim", config, data).evaluate
+    evaluate(model, variables, 0)  # compile
     ts, te, tr = [], [], []
-    embed = q.EXPERIMENT._embed("gensim", config, model, variables)
+    embed = q.EXPERIMENT._embed(config, model, variables)
     for _ in range(3):
         t0 = time.perf_counter()
-        q.EXPERIMENT.evaluate_run("gensim", config, data, model, variables, 0)
+        evaluate(model, variables, 0)
         ts.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         e = oe.trial_embeddings(embed, trials)

@@ -53,7 +53,7 @@ def _run(experiment, arm, config, data, step_s: float, steps: int, log_every: in
             res = train(
                 _tiny_state(),
                 CrossEntropy(input_key="x"),
-                experiment.batches(arm, config, data, config.seed, shard),
+                experiment.arm(arm, config, data).batches(config.seed, shard),
                 num_steps=steps,
                 workdir=tmp,
                 log_every=log_every,

@@ -34,7 +34,7 @@ def main(argv=None) -> int:
         model = sd.make_model(config)
         predict, embed = protocol.make_predictor(model, config.eval.batch_size), protocol.make_embedder(model)
         for row in rows:
-            variables = sd.EXPERIMENT.init_variables(sd.EXPERIMENT.arms(config)[0], config, model, row["seed"])
+            variables = sd.EXPERIMENT.arm(sd.EXPERIMENT.arms(config)[0], config, data).init_variables(row["seed"])
             row.update(protocol.evaluate(predict, variables, data.sets))
             row.update(
                 protocol.evaluate_centres(embed, variables, data.centre_train_set(config.eval.centre_images), data.sets)

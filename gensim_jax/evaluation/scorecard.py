@@ -845,7 +845,7 @@ def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, see
     from gensim_jax.experiments import imagenet_hierarchy as ih
 
     config = ih.EXPERIMENT.config_from_dict(meta["run_config"])
-    data = ih.EXPERIMENT.prepare_evaluation(config)
+    data = ih.EXPERIMENT.prepare(config, training=False)
     tree, nodes = ih.class_tree(config)
     settings = {
         "source": f"the run's held-out images ({config.data.dataset})",
@@ -885,7 +885,7 @@ def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, se
     from gensim_jax.preprocessing import normalize_images
 
     config = gx.EXPERIMENT.config_from_dict(meta["run_config"])
-    data = gx.EXPERIMENT.prepare_evaluation(config)
+    data = gx.EXPERIMENT.prepare(config, training=False)
     suite = "official" if "official" in data.suites else "sampler"
     rules = gx.eval_rules(config)
     rule = "per_concept" if "per_concept" in rules else rules[0]

@@ -340,8 +340,8 @@ def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> l
     if num_batches < 1:
         raise ValueError(f"num_batches must be >= 1, got {num_batches}")
     data = experiment.prepare(config) if data is None else data
-    arm = experiment.arms(config)[0]
-    model = experiment.model(arm, config)[0]
+    arm = experiment.arm(experiment.arms(config)[0], config, data)
+    model = arm.model
 
     @jax.jit
     def terms(variables, x, y, m):
@@ -354,10 +354,10 @@ def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> l
     rows = []
     for r in range(config.num_runs):
         seed = config.seed + r
-        variables = experiment.init_variables(arm, config, model, seed)
+        variables = arm.init_variables(seed)
         values: dict = {"l_sim_sum": [], "l_sim_mean": [], "ce": []}
         shard = HostShard(global_batch=config.batch_size)
-        for k, batch in enumerate(experiment.batches(arm, config, data, seed, shard)(0)):
+        for k, batch in enumerate(arm.batches(seed, shard)(0)):
             if k == num_batches:
                 break
             x = normalize_uint8(batch["image"], "unit")  # the training step's numbers (one table)

@@ -66,7 +66,7 @@ def load(name_or_path: str):
     Raises ``ValueError`` naming the known experiments when there is no such experiment, or when the
     module defines no ``EXPERIMENT``.
     """
-    from gensim_jax.training.experiment import Experiment
+    from gensim_jax.training.experiment import Experiment, InterfaceError
 
     text = str(name_or_path)
     if text.endswith(".py"):
@@ -79,7 +79,10 @@ def load(name_or_path: str):
         spec = importlib.util.spec_from_file_location(f"gensim_jax_user_experiment_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # dataclasses resolve annotations through the module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except InterfaceError as err:  # a file written for an earlier interface: say where, in one line
+            raise InterfaceError(f"{text}: {err}") from None
         where = text
     else:
         known = available()

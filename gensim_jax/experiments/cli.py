@@ -347,7 +347,7 @@ def main(argv=None) -> int:
             why = "no such directory" if not workdir.exists() else "no checkpoint in it"
             print(f"--resume: nothing to resume in {workdir} ({why}); starting a new run there", file=sys.stderr)
     try:
-        results = runner.run_experiment(
+        results = runner.train_and_evaluate(
             experiment,
             config,
             workdir,

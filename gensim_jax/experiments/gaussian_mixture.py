@@ -34,7 +34,7 @@ from gensim_jax.kernels import monte_carlo
 from gensim_jax.losses.triplet import TRIPLET_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import TripletObjective
-from gensim_jax.training.experiment import ArmConfig, Experiment, HostShard, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import Arm, ArmConfig, Experiment, HostShard, OptimConfig, TrainConfig
 
 ARM = "gensim"
 MODEL = "mlp"
@@ -200,28 +200,25 @@ class GaussianMixture(Experiment):
             return int(config.num_steps)
         return int(math.ceil(config.epochs * steps_per_epoch(config)))
 
-    def model(self, arm: str, config: Config):
+    def arm(self, name: str, config: Config, data) -> Arm:
+        """The perceptron with Eq. H1's triplet loss; ``model.init`` with ``k_init`` of :func:`run_keys` (threefry,
+        as before the runner); batches of :func:`make_batches`."""
         kwargs = {"hidden": int(config.model.hidden)}
-        return get_model(MODEL, **kwargs), MODEL, kwargs
-
-    def example_input(self, arm: str, config: Config) -> np.ndarray:
-        return np.zeros((1, 2), np.float32)
-
-    def init_variables(self, arm: str, config: Config, model, seed: int) -> dict:
-        """``model.init`` with ``k_init`` of :func:`run_keys` (threefry, as before the runner)."""
-        return dict(model.init(run_keys(seed)[1], self.example_input(arm, config)))
-
-    def objective(self, arm: str, config: Config):
-        return TripletObjective(form=config.objectives.gensim.loss_form, distance="euclidean", output="embedding")
-
-    def batches(self, arm: str, config: Config, data, seed: int, shard: HostShard):
-        return make_batches(training_triplets(config, seed), config, seed, self.num_steps(config, data), shard)
-
-    def export_info(self, arm: str, config: Config) -> dict:
-        return {"preprocess": "none", "input": "points (N, 2) of the Appendix H mixture"}
-
-    def evaluate_run(self, arm: str, config: Config, data, model, variables, seed: int) -> dict:
-        return evaluate(model, variables, config, seed)[0].as_dict()
+        model, example = get_model(MODEL, **kwargs), np.zeros((1, 2), np.float32)
+        steps = self.num_steps(config, data)
+        return Arm(
+            model=model,
+            model_name=MODEL,
+            model_kwargs=kwargs,
+            objective=TripletObjective(
+                form=config.objectives.gensim.loss_form, distance="euclidean", output="embedding"
+            ),
+            example_input=example,
+            init=lambda seed: dict(model.init(run_keys(seed)[1], example)),
+            batches=lambda seed, shard: make_batches(training_triplets(config, seed), config, seed, steps, shard),
+            export={"preprocess": "none", "input": "points (N, 2) of the Appendix H mixture"},
+            evaluate=lambda model, variables, seed: evaluate(model, variables, config, seed)[0].as_dict(),
+        )
 
     def summarize(self, config: Config, data, evaluations: dict, training: dict) -> dict:
         reports = evaluations[ARM]

@@ -41,7 +41,7 @@ from gensim_jax.preprocessing import normalize_images
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
-from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
@@ -211,56 +211,57 @@ class Geoclidean(ImageExperiment):
             )
         return config
 
-    def prepare(self, config: Config) -> Data:
-        source = GeoclideanSource(
-            config.data.num_train_images, config.seed, config.data.image_size, progress=jax.process_index() == 0
-        )
-        return Data(source, self.prepare_evaluation(config).suites)
-
-    def prepare_evaluation(self, config: Config) -> Data:  # the few-shot episodes only: no training renders
+    def prepare(self, config: Config, training: bool = True) -> Data:
+        """The training renders (``training``) and the few-shot episodes of every suite."""
         suites = {"sampler": ge.sampler_episodes(config.data.image_size, config.eval.seed)}
         if config.data.benchmark_dir:
             suites["official"] = ge.official_episodes(config.data.benchmark_dir, config.data.image_size)
-        return Data(None, suites)
+        if not training:
+            return Data(None, suites)
+        kw = {"progress": jax.process_index() == 0}
+        return Data(GeoclideanSource(config.data.num_train_images, config.seed, config.data.image_size, **kw), suites)
 
     def num_train_examples(self, config: Config, data) -> int:
         return config.data.num_train_images
 
-    def model(self, arm: Optional[str], config: Config):
-        kw = model_kwargs(arm, config)
-        return get_model(config.model.name, **kw), config.model.name, kw
+    def arm(self, name: str, config: Config, data: Optional[Data]):
+        kw = model_kwargs(name, config)
+        model = get_model(config.model.name, **kw)
+        batch_kw = {"image_size": config.data.image_size, "simclr": config.objectives.simclr}
 
-    def init_variables(self, arm: Optional[str], config: Config, model, seed: int) -> dict:
-        """``pretrained`` (torchvision weights, :func:`~gensim_jax.models.torch_import.load_pretrained`) or fresh."""
-        if config.model.pretrained:
+        def init(seed):  # ``model.pretrained``: torchvision weights (models.torch_import.load_pretrained)
             from gensim_jax.models.torch_import import load_pretrained
 
             return load_pretrained(model, config.model.pretrained, rng=jax.random.key(seed))[1]
-        return super().init_variables(arm, config, model, seed)
 
-    def objective(self, arm: str, config: Config):
-        return make_objective(arm, config)
-
-    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        kw = {"image_size": config.data.image_size, "simclr": config.objectives.simclr}
-        return arm_batches(arm, data.source, seed, shard, augment=config.data.augment, **kw)
+        return self.image_arm(
+            name,
+            config,
+            model=model,
+            model_name=config.model.name,
+            model_kwargs=kw,
+            objective=make_objective(name, config),
+            batches=lambda seed, shard: arm_batches(
+                name, data.source, seed, shard, augment=config.data.augment, **batch_kw
+            ),
+            init=init if config.model.pretrained else None,
+            evaluate=lambda model, variables, seed: self._evaluate(
+                lambda x: embed_images(model, variables, normalize_images(x), batch_size=config.eval.batch_size),
+                config,
+                data,
+            ),
+        )
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
         return ge.evaluate_suites(embed, data.suites, eval_rules(config))
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
-        arm = config.arms[0]
-        model = self.model(arm, config)[0]
-        variables = self.init_variables(arm, config, model, config.seed)
+        first = self.arm(config.arms[0], config, data)
         return {
             "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
-            "initial": [self.evaluate_run(arm, config, data, model, variables, config.seed)],
+            "initial": [first.evaluation(first.model, first.init_variables(config.seed), config.seed)],
         }
-
-    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        b = config.eval.batch_size
-        return self._evaluate(lambda x: embed_images(model, variables, normalize_images(x), batch_size=b), config, data)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """``summary`` and ``per_run`` as ``{suite: {row: ...}}`` (rows: pixels, initial, objectives)."""

@@ -40,7 +40,7 @@ from gensim_jax.models import get_model
 from gensim_jax.stimuli.hierarchy import balanced_tree
 from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
-from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
@@ -284,55 +284,53 @@ class ImagenetHierarchy(ImageExperiment):
             raise ValueError(f"data.synthetic_noise must be >= 0, got {data.synthetic_noise}")
         return config
 
-    def prepare(self, config: Config) -> Data:
-        """ImageNet: prepared in ``data.data_dir`` (else :class:`ImageNetNotPrepared`); then the held-out images."""
+    def prepare(self, config: Config, training: bool = True) -> Data:
+        """ImageNet: prepared in ``data.data_dir`` (else :class:`ImageNetNotPrepared`); the synthetic source
+        (``training``); then the held-out images."""
         source = None
-        if config.data.dataset == "imagenet2012":
+        if training and config.data.dataset == "imagenet2012":
             hierarchy_data.check_imagenet_prepared(config.data.data_dir)
-        else:
+        elif training:
             tree, nodes = class_tree(config)
             kw = {"attribute_seed": config.seed, "image_seed": config.seed, "noise": config.data.synthetic_noise}
             source = hierarchy_data.HierarchySource(
                 tree, nodes, config.data.train_per_leaf, config.data.image_size, **kw
             )
-        images, labels = heldout_images(config)
-        return Data(source, images, labels)
-
-    def prepare_evaluation(self, config: Config) -> Data:  # the held-out set only
-        return Data(None, *heldout_images(config))
+        return Data(source, *heldout_images(config))
 
     def num_train_examples(self, config: Config, data) -> int:
         return num_train_images(config)
 
-    def model(self, arm: Optional[str], config: Config):
-        kw = model_kwargs(arm, config)
-        return get_model(config.model.name, **kw), config.model.name, kw
+    def arm(self, name: str, config: Config, data: Optional[Data]):
+        kw = model_kwargs(name, config)
+        batch_kw = {"data": config.data, "simclr": config.objectives.simclr}
 
-    def objective(self, arm: str, config: Config):
-        return make_objective(arm, config)
+        def evaluate(model, variables, seed):
+            emb = model_embedding(model, variables, data.images, config.eval.batch_size)
+            return evaluate_embedding(emb, data.labels, config)
 
-    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        kw = {"data": config.data, "simclr": config.objectives.simclr, "source": data.source}
-        return hierarchy_data.arm_batches(arm, seed, shard, augment=config.data.augment, **kw)
+        return self.image_arm(
+            name,
+            config,
+            model=get_model(config.model.name, **kw),
+            model_name=config.model.name,
+            model_kwargs=kw,
+            objective=make_objective(name, config),
+            batches=lambda seed, shard: hierarchy_data.arm_batches(
+                name, seed, shard, augment=config.data.augment, source=data.source, **batch_kw
+            ),
+            evaluate=evaluate,
+        )
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` (deterministic: one entry) and ``initial``: the encoder of the first objective before
         training, one entry per run seed ``seed + r`` (the initialisations the runs start from)."""
-        arm = config.arms[0]
-        model = self.model(arm, config)[0]
-        initial = []
-        for r in range(config.num_runs):
-            variables = self.init_variables(arm, config, model, config.seed + r)
-            emb = model_embedding(model, variables, data.images, config.eval.batch_size)
-            initial.append(evaluate_embedding(emb, data.labels, config))
+        first = self.arm(config.arms[0], config, data)
+        seeds = range(config.seed, config.seed + config.num_runs)
         return {
             "pixels": [evaluate_embedding(pixel_embedding(data.images, config.eval.pixel_size), data.labels, config)],
-            "initial": initial,
+            "initial": [first.evaluation(first.model, first.init_variables(s), s) for s in seeds],
         }
-
-    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        emb = model_embedding(model, variables, data.images, config.eval.batch_size)
-        return evaluate_embedding(emb, data.labels, config)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         _, nodes = class_tree(config)

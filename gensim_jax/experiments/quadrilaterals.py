@@ -37,7 +37,7 @@ from gensim_jax.models import get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
 from gensim_jax.training.config import with_overrides
-from gensim_jax.training.experiment import ArmConfig, HostShard, ImageExperiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import Arm, ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = ("gensim", "supervised", "simclr")
 PRETRAINED_NOTE = (
@@ -304,68 +304,63 @@ class Quadrilaterals(ImageExperiment):
     def intro(self, config: Config) -> Optional[str]:
         return None if config.model.pretrained else PRETRAINED_NOTE
 
-    def prepare(self, config: Config) -> Data:
-        return Data(training_source(config.data, config.seed), test_trials(config))
-
-    def prepare_evaluation(self, config: Config) -> Data:  # the test trials only: no training renders
-        return Data(None, test_trials(config))
+    def prepare(self, config: Config, training: bool = True) -> Data:
+        return Data(training_source(config.data, config.seed) if training else None, test_trials(config))
 
     def num_train_examples(self, config: Config, data: Data) -> int:
         return config.data.num_train_images
 
-    def model(self, arm: str, config: Config):
-        kw = model_kwargs(arm, config)
-        return get_model(config.model.name, **kw), config.model.name, kw
-
-    def init_variables(self, arm: str, config: Config, model, seed: int) -> dict:
-        if config.model.pretrained:
-            return pretrained_variables(arm, config, seed)
-        return super().init_variables(arm, config, model, seed)
-
-    def objective(self, arm: str, config: Config):
-        return make_objective(arm, config)
-
-    def metadata_spec(self, arm: str, config: Config) -> dict:
-        return {"features": ((len(quads.FEATURE_NAMES),), np.float32)} if arm == "gensim" else {}
-
-    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
+    def arm(self, name: str, config: Config, data: Optional[Data]):
+        kw = model_kwargs(name, config)
+        model = get_model(config.model.name, **kw)
         offset = IMAGENET_CLASSES if config.model.pretrained else 0  # the 11 classes follow ImageNet's 1,000
-        kw = {"image_size": config.data.image_size, "label_offset": offset, "simclr": config.objectives.simclr}
-        return arm_batches(arm, data.source, seed, shard, augment=config.data.augment, **kw)
+        batch_kw = {"image_size": config.data.image_size, "label_offset": offset, "simclr": config.objectives.simclr}
+        target = config.eval.readout_target_error
+
+        def evaluate(model, variables, seed):
+            return oe.evaluate(self._embed(config, model, variables), data.trials, target)
+
+        def curve(variables, step):  # eval.every: both read-outs during training, per shape (the learning curve)
+            return oe.curve_metrics(evaluate(model, variables, config.seed))
+
+        return self.image_arm(
+            name,
+            config,
+            model=model,
+            model_name=config.model.name,
+            model_kwargs=kw,
+            objective=make_objective(name, config),
+            batches=lambda seed, shard: arm_batches(
+                name, data.source, seed, shard, augment=config.data.augment, **batch_kw
+            ),
+            metadata={"features": ((len(quads.FEATURE_NAMES),), np.float32)} if name == "gensim" else {},
+            init=(lambda seed: pretrained_variables(name, config, seed)) if config.model.pretrained else None,
+            evaluate=evaluate,
+            periodic_eval=(config.eval.every, curve) if config.eval.every else None,
+        )
 
     def baselines(self, config: Config, data: Data) -> dict:
-        kw = model_kwargs(None, config)
-        model = get_model(config.model.name, **kw)
-        variables = (
-            pretrained_variables(None, config, config.seed)
-            if config.model.pretrained
-            else super().init_variables(None, config, model, config.seed)
-        )
-        name = "pretrained" if config.model.pretrained else "initial"
+        model, variables, name = self._initial(config)
         target = config.eval.readout_target_error
         return {
             "features": [oe.readout(data.trials.features, data.trials, target)],
             "pixels": [oe.evaluate(oe.pixel_embedding, data.trials, target)],
-            name: [oe.evaluate(self._embed(None, config, model, variables), data.trials, target)],
+            name: [oe.evaluate(self._embed(config, model, variables), data.trials, target)],
         }
 
-    def _embed(self, arm, config: Config, model, variables):
+    def _initial(self, config: Config) -> tuple:
+        """``(model, variables, name)`` of the untrained (or pretrained) bare encoder, the baseline of every arm."""
+        kw = model_kwargs(None, config)
+        model = get_model(config.model.name, **kw)
+        if config.model.pretrained:
+            return model, pretrained_variables(None, config, config.seed), "pretrained"
+        s = self.image_size(config)
+        return model, Arm(model, None, None, np.zeros((1, s, s, 3), np.float32)).init_variables(config.seed), "initial"
+
+    def _embed(self, config: Config, model, variables):
         """The run's encoder as its export will be read (:func:`~gensim_jax.evaluation.embed.encoder`)."""
-        enc = encoder(model, variables, **self.export_info(arm, config))
+        enc = encoder(model, variables, image_size=self.image_size(config), preprocess="imagenet")
         return lambda images: enc(images, config.eval.batch_size)
-
-    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int):
-        return oe.evaluate(self._embed(arm, config, model, variables), data.trials, config.eval.readout_target_error)
-
-    def periodic_eval(self, arm: str, config: Config, data: Data, model):
-        """With ``eval_every``: both read-outs during training, logged per shape (the learning curve)."""
-        if not config.eval.every:
-            return None
-
-        def evaluate(state, step):
-            return oe.curve_metrics(self.evaluate_run(arm, config, data, model, state.variables, config.seed))
-
-        return config.eval.every, evaluate
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """:func:`~gensim_jax.evaluation.oddball_evaluator.summarize`: ``summary`` is the headline (graded)

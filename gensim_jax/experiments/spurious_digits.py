@@ -274,7 +274,7 @@ class SpuriousDigits(ImageExperiment):
             )
         return config
 
-    def prepare(self, config: Config) -> Data:
+    def prepare(self, config: Config, training: bool = True) -> Data:
         t0 = time.perf_counter()
         splits = make_splits(config.data, load_arrays(config.data))
         return Data(splits, evaluation_sets(splits), time.perf_counter() - t0)
@@ -285,41 +285,43 @@ class SpuriousDigits(ImageExperiment):
     def num_train_examples(self, config: Config, data: Data) -> int:
         return len(data.splits["train"])
 
-    def model(self, arm: str, config: Config):
-        return make_model(config), config.model.name, model_kwargs(config)
-
     def image_size(self, config: Config) -> int:
         return 32  # the digits' canvas (seed 003 Sec. 3.1)
 
-    def objective(self, arm: str, config: Config):
-        # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
-        return CenterLoss(
-            lam=arm_lambdas(config)[arm],
-            ce_weight=float(config.objectives.center.ce_weight),
-            num_classes=10,
-            sim_reduction=config.objectives.center.sim_reduction,
+    def arm(self, name: str, config: Config, data: Optional[Data]):
+        lam, b = arm_lambdas(config)[name], config.eval.batch_size
+
+        def evaluate(model, variables, seed):
+            out = protocol.evaluate(data.predictor(model, b), variables, data.sets)
+            if config.eval.centre_eval:
+                train = data.centre_train_set(config.eval.centre_images)
+                out.update(protocol.evaluate_centres(data.embedder(model, b), variables, train, data.sets))
+            return out
+
+        model = make_model(config)
+        periodic = None
+        if config.eval.evals_per_run and data is not None:
+            predict = data.predictor(model, b)
+            every = max(1, self.num_steps(config, data) // config.eval.evals_per_run)
+            periodic = (every, lambda variables, step: protocol.evaluate(predict, variables, data.sets))
+        return self.image_arm(
+            name,
+            config,
+            model=model,
+            model_name=config.model.name,
+            model_kwargs=model_kwargs(config),
+            # lam is a traced leaf of CenterLoss: every arm and seed share the runner's one compiled step
+            objective=CenterLoss(
+                lam=lam,
+                ce_weight=float(config.objectives.center.ce_weight),
+                num_classes=10,
+                sim_reduction=config.objectives.center.sim_reduction,
+            ),
+            batches=lambda seed, shard: make_batches(data.splits["train"], config, seed, shard),
+            export={"image_size": 32, "preprocess": "unit", "lam": lam},
+            evaluate=evaluate,
+            periodic_eval=periodic,
         )
-
-    def batches(self, arm: str, config: Config, data: Data, seed: int, shard: HostShard):
-        return make_batches(data.splits["train"], config, seed, shard)
-
-    def export_info(self, arm: str, config: Config) -> dict:
-        return {"image_size": 32, "preprocess": "unit", "lam": arm_lambdas(config)[arm]}
-
-    def periodic_eval(self, arm: str, config: Config, data: Data, model):
-        if not config.eval.evals_per_run:
-            return None
-        predict = data.predictor(model, config.eval.batch_size)
-        every = max(1, self.num_steps(config, data) // config.eval.evals_per_run)
-        return every, lambda state, step: protocol.evaluate(predict, state.variables, data.sets)
-
-    def evaluate_run(self, arm: str, config: Config, data: Data, model, variables, seed: int) -> dict:
-        out = protocol.evaluate(data.predictor(model, config.eval.batch_size), variables, data.sets)
-        if config.eval.centre_eval:
-            embed = data.embedder(model, config.eval.batch_size)
-            train = data.centre_train_set(config.eval.centre_images)
-            out.update(protocol.evaluate_centres(embed, variables, train, data.sets))
-        return out
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         per_run: dict = {}

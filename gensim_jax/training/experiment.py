@@ -3,32 +3,33 @@
 An experiment is a subclass of :class:`Experiment` in one file (the five of the papers live in
 :mod:`gensim_jax.experiments`; a research fork adds its own file there, or passes the file's path to
 ``gensim-jax train``).  It declares *what* is trained and measured; the runner
-(:func:`gensim_jax.training.runner.run_experiment`) does the rest in the same way for every
+(:func:`gensim_jax.training.runner.train_and_evaluate`) does the rest in the same way for every
 experiment: distributed set-up, mesh, optimizer, train state, the jitted step, the loop with
 checkpoints and exact resume, exports, records and figures, with files written by process 0 only.
 
-What a declaration provides (methods with a default are optional):
+What a declaration provides (this is the public interface a fork codes against; methods with a
+default are optional):
 
-=========================  ========================================================================
-``Config``, ``CONFIGS``    a frozen dataclass deriving from :class:`TrainConfig`, with sections
-                           ``data``, ``model``, ``objectives.<arm>``, ``eval``; named variants
-                           (``paper``, ``cpu_small``, ``demo``, ...; derived with ``with_overrides``)
-``validate(config)``       range checks (``ValueError`` naming the field); returns the config
-``prepare(config)``        data shared by all runs (sources, test sets): built once per call
-``arms(config)``           the names trained in every run (default: ``config.arms``)
-``model(arm, config)``     ``(flax module, registry name, registry kwargs)``
-``init_variables(...)``    initial variables (default: ``model.init`` on one example)
-``objective(arm, config)`` the :class:`~gensim_jax.training.objectives.Objective`
-``batches(arm, ..., shard)`` ``position -> iterator`` of THIS process's rows of every global batch
-                           (:class:`HostShard`; deterministic, resumable)
-``device_augment(arm, ...)`` the random augmentation the jitted step draws (default none;
-                           :class:`ImageExperiment`: the SimCLR preset when ``data.augment`` is ``device``)
-``num_steps(config, data)`` optimizer steps of one run (default: ``num_steps`` or epochs x examples)
-``evaluate_run(...)``      the evaluation of one trained run (a JSON-able dict)
-``baselines(...)``         evaluations of untrained references (pixels, initial network)
-``summarize(...)``         the results dict from all evaluations
-``plot(results, path)``    the figure;  ``format_table(results)``: the Markdown table printed at the end
-=========================  ========================================================================
+=============================  ====================================================================
+``Config``, ``CONFIGS``        a frozen dataclass deriving from :class:`TrainConfig`, with sections
+                               ``data``, ``model``, ``objectives.<arm>``, ``eval``; named variants
+                               (``paper``, ``cpu_small``, ``demo``, ...; derived with ``with_overrides``)
+``validate(config)``           range checks (``ValueError`` naming the field); returns the config
+``prepare(config, training)``  data shared by all runs (sources, test sets), built once per call;
+                               ``training=False``: only what evaluation reads (re-evaluating an export)
+``arm(name, config, data)``    **the one builder**: an :class:`Arm` holding everything the runner
+                               needs for that arm (model, objective, batches, input preprocessing,
+                               augmentation, evaluation)
+``num_train_examples(...)``    examples per epoch, for configs that set ``epochs`` (``num_steps``: the
+                               optimizer steps of one run, derived from it)
+``baselines(config, data)``    evaluations of untrained references (pixels, initial network)
+``summarize``, ``plot``,       the results over all runs, their figure and their Markdown table
+``format_table``
+=============================  ====================================================================
+
+A file written for the earlier interface (the per-arm hooks ``model``, ``objective``, ``batches``,
+``evaluate_run``, ... or a config whose ``objectives`` is a tuple of names) is refused when its class
+is defined, with one line naming the change (docs/EXPERIMENTS.md, "Migrating a fork").
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ from gensim_jax.training.config import ArmConfig, from_dict, is_section, with_ov
 from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
 
 __all__ = [
+    "Arm",
     "ArmConfig",
+    "InterfaceError",
+    "learning_rate",
     "TrainConfig",
     "Experiment",
     "ImageExperiment",
@@ -183,6 +187,164 @@ class HostShard:
         return {"batch_size": self.batch, "process_index": self.index, "process_count": self.count}
 
 
+def learning_rate(config, arm: str) -> float:
+    """Peak learning rate of ``arm``: ``objectives.<arm>.learning_rate`` when the config has that section and it
+    is set, else ``optim.learning_rate``."""
+    own = getattr(getattr(getattr(config, "objectives", None), str(arm), None), "learning_rate", None)
+    return float(config.optim.learning_rate if own is None else own)
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """One arm of an experiment, as :meth:`Experiment.arm` builds it: what the runner trains, exports and evaluates.
+
+    Attributes:
+      model: the flax module (float32; the runner makes the compute-``dtype`` copy it trains).
+      objective: the :class:`~gensim_jax.training.objectives.Objective`.
+      batches: ``(seed, shard) -> (position -> iterator)`` of THIS process's rows (a :class:`HostShard`)
+        of every global batch from ``position`` on.  Deterministic and resumable: the batches from
+        ``position`` on equal those of an uninterrupted stream, and the rows of all processes together
+        are the same global batch for any process count.  Images travel as ``uint8`` and are
+        normalised inside the jitted step as ``export["preprocess"]`` says
+        (:func:`gensim_jax.training.step.normalize_inputs`).
+      example_input: one input example ``(1, ...)`` float32 for ``model.init``.
+      model_name, model_kwargs: the registry name and keyword arguments that rebuild ``model`` from an export.
+      evaluate: ``(model, variables, seed) -> dict`` (JSON-able): the evaluation of a trained run, the
+        same call that ``gensim-jax eval export`` makes on its export; None: nothing.
+      init: ``seed -> variables`` (default: ``model.init`` on :attr:`example_input` with JAX's ``rbg``
+        key of ``seed``; :meth:`init_variables`).
+      input_dtype: the dtype of the encoder's inputs in a batch (images: ``uint8``).
+      metadata: ``{key: (per-example shape, dtype)}`` of what the objective reads besides the inputs,
+        labels and table ids (feature vectors, counts, points), which :meth:`batch_spec` cannot know
+        without data.
+      export: keyword arguments of :func:`~gensim_jax.training.export.export_variables` besides the
+        model; ``preprocess`` names how the step normalises ``uint8`` inputs and how an evaluation
+        prepares images (:data:`gensim_jax.training.step.INPUT_PREPROCESSING`).
+      augment: the random augmentation the jitted step draws before normalising (a hashable
+        :class:`~gensim_jax.data.device_augment.DeviceAugment`), or None (batches arrive ready).
+      periodic_eval: ``(every, fn(variables, step) -> dict)`` evaluated during training (logged as
+        ``eval/...``), or None.
+    """
+
+    model: Any
+    objective: Any
+    batches: Callable[[int, HostShard], Callable[[int], Iterable[Mapping[str, Any]]]]
+    example_input: np.ndarray
+    model_name: str = ""
+    model_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    evaluate: Optional[Callable[[Any, Any, int], dict]] = None
+    init: Optional[Callable[[int], dict]] = None
+    input_dtype: Any = np.float32
+    metadata: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
+    export: Mapping[str, Any] = dataclasses.field(default_factory=lambda: {"preprocess": "none"})
+    augment: Any = None
+    periodic_eval: Optional[tuple] = None
+
+    @property
+    def preprocess(self) -> str:
+        """How the step normalises the inputs (``export["preprocess"]``, default ``none``)."""
+        return str(self.export.get("preprocess", "none"))
+
+    def init_variables(self, seed: int) -> dict:
+        """Initial variables of run ``seed``: :attr:`init`, else ``model.init`` with JAX's ``rbg`` key of ``seed``.
+
+        ``rbg`` is deterministic like the default threefry key and its initialiser compiles about
+        4x faster on a CPU (1.6 s against 6 s for LeNet-5), which dominates short runs.
+        """
+        if self.init is not None:
+            return self.init(seed)
+        return _jit_init(self.model)(jax.random.key(seed, impl="rbg"), self.example_input)
+
+    def evaluation(self, model, variables, seed: int) -> dict:
+        """:attr:`evaluate` of a trained run (``{}`` when the arm evaluates nothing)."""
+        return {} if self.evaluate is None else self.evaluate(model, variables, seed)
+
+    def batch_spec(self) -> dict:
+        """``{key: (per-example shape, dtype)}`` of one training batch, known without its data.
+
+        What ``gensim-jax plan`` compiles the step for, and what the runner checks the first batch
+        against: the objective's inputs shaped like :attr:`example_input` (of :attr:`input_dtype`), an
+        int32 id for a ``label_key`` and for a table target's ``key``, :attr:`metadata` and the boolean
+        ``mask``; with an :attr:`augment`, its views replaced by what the host sends (``image`` at the
+        load size and ``augment_seed``).  A ``ValueError`` names a batch entry the objective reads
+        whose shape none of these gives.
+        """
+        objective = self.objective
+        example = np.asarray(self.example_input)
+        spec = {k: (example.shape[1:], self.input_dtype) for k in objective.input_keys}
+        if getattr(objective, "label_key", None):
+            spec[objective.label_key] = ((), np.int32)
+        target = getattr(objective, "target", None)
+        if target is not None and hasattr(target, "table"):
+            spec[target.key] = ((), np.int32)
+        spec.update({k: (tuple(shape), dtype) for k, (shape, dtype) in self.metadata.items()})
+        reads = [getattr(target, "key", None), getattr(objective, "feature_key", None)]
+        missing = [k for k in reads if k and k not in spec]
+        if missing:
+            raise ValueError(
+                f"the objective reads batch{missing} whose per-example shape is unknown without data; "
+                "give it in Arm(metadata=...), e.g. {'features': ((22,), np.float32)}"
+            )
+        if self.augment is not None:
+            for k in self.augment.output_keys:
+                spec.pop(k, None)
+            spec.update(self.augment.input_spec(tuple(example.shape[1:])))
+        spec["mask"] = ((), np.bool_)
+        return spec
+
+
+#: The per-arm hooks of the earlier interface, each now a field of :class:`Arm` (or of :meth:`Experiment.prepare`).
+OLD_HOOKS = {
+    "model": "Arm(model=..., model_name=..., model_kwargs=...)",
+    "objective": "Arm(objective=...)",
+    "batches": "Arm(batches=lambda seed, shard: ...)",
+    "evaluate_run": "Arm(evaluate=lambda model, variables, seed: ...)",
+    "periodic_eval": "Arm(periodic_eval=(every, fn))",
+    "init_variables": "Arm(init=lambda seed: ...)",
+    "example_input": "Arm(example_input=...)",
+    "input_dtype": "Arm(input_dtype=...)",
+    "metadata_spec": "Arm(metadata=...)",
+    "batch_spec": "Arm.batch_spec() (derived)",
+    "export_info": "Arm(export=...)",
+    "device_augment": "Arm(augment=...)",
+    "learning_rate": "objectives.<arm>.learning_rate",
+    "prepare_evaluation": "prepare(config, training=False)",
+}
+
+
+class InterfaceError(TypeError):
+    """An experiment written for an earlier interface of :class:`Experiment` (the message says what changed)."""
+
+
+def _check_interface(cls) -> None:
+    """:class:`InterfaceError` naming every change when ``cls`` (an experiment class being defined) uses an
+    earlier interface: the per-arm hooks (now :meth:`Experiment.arm`), a config whose ``objectives`` is a
+    tuple of names (now ``arms``) or whose ``learning_rate`` is a run-level field (now ``optim.learning_rate``)."""
+    changes = []
+    old = [h for h in OLD_HOOKS if h in vars(cls)]
+    if old:
+        changes.append(
+            f"it defines the per-arm hooks {', '.join(old)}; an experiment now builds each arm in one method, "
+            f"arm(name, config, data) -> Arm ({'; '.join(f'{h} -> {OLD_HOOKS[h]}' for h in old)})"
+        )
+    config = vars(cls).get("Config")
+    fields = {f.name: f for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else {}
+    objectives = fields.get("objectives")
+    if objectives is not None and isinstance(objectives.default, tuple):
+        changes.append(
+            "its Config's objectives is a tuple of arm names; the arms trained are now the field arms and "
+            "objectives is a section with one ArmConfig dataclass per arm"
+        )
+    if "learning_rate" in fields:
+        changes.append("its Config has a run-level learning_rate; it is now optim.learning_rate (an OptimConfig)")
+    if changes:
+        raise InterfaceError(
+            f"experiment {cls.__name__} is written for an earlier interface of gensim_jax.training.experiment: "
+            + "; ".join(changes)
+            + " (docs/EXPERIMENTS.md, 'Migrating a fork', shows the new shape)"
+        )
+
+
 class Experiment:
     """Base class of an experiment declaration (see the module docstring for the contract).
 
@@ -201,6 +363,10 @@ class Experiment:
     OBJECTIVES: tuple = ()
     MODELS: Optional[tuple] = None
     summary: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _check_interface(cls)
 
     # ---- configuration -------------------------------------------------------------------
     def get_config(self, name: Optional[str] = None, **overrides) -> Any:
@@ -235,20 +401,31 @@ class Experiment:
                 raise ValueError(f"arms must be a non-empty subset of {self.OBJECTIVES}, got {arms}")
         return config
 
-    # ---- what is trained -----------------------------------------------------------------
-    def prepare(self, config) -> Any:
-        """Data shared by every run (training sources, test sets); called once per :func:`run_experiment`."""
+    def intro(self, config) -> Optional[str]:
+        """A line printed before training (e.g. a note on missing pretrained weights)."""
         return None
 
-    def prepare_evaluation(self, config) -> Any:
-        """What :meth:`evaluate_run` reads of the shared data, for re-evaluating an export
-        (:func:`gensim_jax.training.runner.evaluate_export`); default: all of :meth:`prepare`.
-        Experiments whose training data is expensive (rendered images) build the test sets only."""
-        return self.prepare(config)
+    # ---- what is trained -----------------------------------------------------------------
+    def prepare(self, config, training: bool = True) -> Any:
+        """Data shared by every run (training sources, test sets); called once per :func:`train_and_evaluate`.
+
+        ``training=False``: only what the evaluation reads, for re-evaluating an export
+        (:func:`gensim_jax.training.runner.evaluate_export`); experiments whose training data is
+        expensive (rendered images) then build the test sets only.
+        """
+        return None
 
     def arms(self, config) -> tuple:
         """Names of what each run trains (directories ``workdir/<arm>/run<r>``; default ``config.arms``)."""
         return tuple(config.arms)
+
+    def arm(self, name: str, config, data) -> Arm:
+        """Everything the runner needs to train and evaluate arm ``name``: an :class:`Arm`.
+
+        ``data`` is what :meth:`prepare` returned, or None when the step is compiled without data
+        (``gensim-jax plan``): read it inside ``batches`` and ``evaluate``, not while building.
+        """
+        raise TypeError(f"{type(self).__name__} must define arm(name, config, data) -> Arm")
 
     def num_train_examples(self, config, data) -> int:
         """Training examples per epoch (for ``epochs``); experiments that use ``epochs`` override it."""
@@ -260,110 +437,10 @@ class Experiment:
             return int(config.num_steps)
         return int(math.ceil(config.epochs * self.num_train_examples(config, data) / config.batch_size))
 
-    def learning_rate(self, arm: str, config) -> float:
-        """Peak learning rate of ``arm``: ``objectives.<arm>.learning_rate`` when the config has that section and
-        it is set, else ``optim.learning_rate``."""
-        own = getattr(getattr(getattr(config, "objectives", None), str(arm), None), "learning_rate", None)
-        return float(config.optim.learning_rate if own is None else own)
-
-    def model(self, arm: str, config) -> tuple:
-        """``(module, registry name, registry kwargs)`` of the encoder trained for ``arm``."""
-        raise TypeError(f"{type(self).__name__} must define model(arm, config)")
-
-    def example_input(self, arm: str, config) -> np.ndarray:
-        """One input example ``(1, ...)`` for ``model.init`` (:class:`ImageExperiment`: a square RGB image)."""
-        raise TypeError(
-            f"{type(self).__name__} must define example_input(arm, config) (or derive from ImageExperiment)"
-        )
-
-    def init_variables(self, arm: str, config, model, seed: int) -> dict:
-        """Initial variables of run ``seed`` (default: ``model.init`` with JAX's ``rbg`` key of ``seed``).
-
-        ``rbg`` is deterministic like the default threefry key and its initialiser compiles about
-        4x faster on a CPU (1.6 s against 6 s for LeNet-5), which dominates short runs.
-        """
-        return _jit_init(model)(jax.random.key(seed, impl="rbg"), self.example_input(arm, config))
-
-    def objective(self, arm: str, config):
-        """The :class:`~gensim_jax.training.objectives.Objective` of ``arm``."""
-        raise TypeError(f"{type(self).__name__} must define objective(arm, config)")
-
-    def batches(
-        self, arm: str, config, data, seed: int, shard: HostShard
-    ) -> Callable[[int], Iterable[Mapping[str, Any]]]:
-        """``position -> iterator`` of this process's rows (``shard``) of every global batch from ``position`` on.
-
-        Deterministic and resumable: the batches from ``position`` on equal those of an uninterrupted
-        stream, and the rows of all processes together are the same global batch for any process
-        count.  Images travel as ``uint8`` and are normalised inside the jitted step as
-        ``export_info(...)["preprocess"]`` says (:func:`gensim_jax.training.step.normalize_inputs`).
-        """
-        raise TypeError(f"{type(self).__name__} must define batches(arm, config, data, seed, shard)")
-
-    def device_augment(self, arm: str, config):
-        """The augmentation the jitted step applies to ``arm``'s batches before normalising them
-        (a hashable :class:`~gensim_jax.data.device_augment.DeviceAugment`), or None (default: the
-        batches arrive ready, augmented on the host if at all)."""
-        return None
-
-    def metadata_spec(self, arm: str, config) -> dict:
-        """``{key: (per-example shape, dtype)}`` of the metadata the objective reads besides labels and table ids
-        (feature vectors, counts, points): what :meth:`batch_spec` cannot know without data. Default none."""
-        return {}
-
-    def batch_spec(self, arm: str, config) -> dict:
-        """``{key: (per-example shape, dtype)}`` of one training batch of ``arm``, known without its data.
-
-        What ``gensim-jax plan`` compiles the step for, and what the runner checks the first batch
-        against.  The default: the objective's inputs shaped like :meth:`example_input` (of
-        :meth:`input_dtype`), an int32 id for a ``label_key`` and for a table target's ``key``,
-        :meth:`metadata_spec`, and the boolean ``mask``.  A ``ValueError`` names a batch entry the
-        objective reads whose shape none of these gives.
-        """
-        objective = self.objective(arm, config)
-        example = np.asarray(self.example_input(arm, config))
-        spec = {k: (example.shape[1:], self.input_dtype(arm, config)) for k in objective.input_keys}
-        if getattr(objective, "label_key", None):
-            spec[objective.label_key] = ((), np.int32)
-        target = getattr(objective, "target", None)
-        if target is not None and hasattr(target, "table"):
-            spec[target.key] = ((), np.int32)
-        spec.update({k: (tuple(shape), dtype) for k, (shape, dtype) in self.metadata_spec(arm, config).items()})
-        reads = [getattr(target, "key", None), getattr(objective, "feature_key", None)]
-        missing = [k for k in reads if k and k not in spec]
-        if missing:
-            raise ValueError(
-                f"{self.name}: the {arm!r} objective reads batch{missing} whose per-example shape is unknown "
-                f"without data; return it from {type(self).__name__}.metadata_spec(arm, config), "
-                "e.g. {'features': ((22,), np.float32)}"
-            )
-        spec["mask"] = ((), np.bool_)
-        return spec
-
-    def input_dtype(self, arm: str, config):
-        """The dtype of the encoder's inputs in a batch (default float32; images travel as ``uint8``)."""
-        return np.float32
-
-    def export_info(self, arm: str, config) -> dict:
-        """Keyword arguments of :func:`~gensim_jax.training.export.export_variables` besides the model.
-
-        ``preprocess`` names how the step normalises ``uint8`` inputs and how an evaluation of the
-        export prepares images (:data:`gensim_jax.training.step.INPUT_PREPROCESSING`); default ``none``.
-        """
-        return {"preprocess": "none"}
-
     # ---- what is measured ----------------------------------------------------------------
     def baselines(self, config, data) -> dict:
         """``{name: [evaluation]}`` of untrained references (pixels, initial network); default none."""
         return {}
-
-    def evaluate_run(self, arm: str, config, data, model, variables, seed: int) -> dict:
-        """The evaluation of one trained run (JSON-able); default: nothing."""
-        return {}
-
-    def periodic_eval(self, arm: str, config, data, model) -> Optional[tuple]:
-        """``(every, fn(state, step) -> dict)`` to evaluate during training (logged as ``eval/...``), or None."""
-        return None
 
     def summarize(self, config, data, evaluations: dict, training: dict) -> dict:
         """The results dict; ``evaluations = {name: [per-run evaluation]}``, ``training = {arm: [record]}``."""
@@ -377,24 +454,20 @@ class Experiment:
         """The Markdown table printed at the end of ``gensim-jax train``."""
         return ""
 
-    def intro(self, config) -> Optional[str]:
-        """A line printed before training (e.g. a note on missing pretrained weights)."""
-        return None
-
 
 class ImageExperiment(Experiment):
     """An :class:`Experiment` whose encoders read square RGB images of ``config.data.image_size``.
 
-    Batches carry the images as ``uint8`` in ``[0, 255]`` (:meth:`input_dtype`), normalised with the
-    ImageNet statistics inside the jitted step (``preprocess="imagenet"``; override
-    :meth:`export_info` for another normalisation); ``model.init`` sees one float32 image.
+    :meth:`image_arm` builds an :class:`Arm` whose batches carry the images as ``uint8`` in
+    ``[0, 255]``, normalised with the ImageNet statistics inside the jitted step
+    (``preprocess="imagenet"``); ``model.init`` sees one float32 image.
 
     Random augmentation: a config whose ``data`` section has ``augment`` (``"auto"``, ``"host"``,
     ``"device"``; :func:`gensim_jax.data.device_augment.resolve_augment` turns ``auto`` into one of
     the others by the JAX backend, and :meth:`validate` stores the resolved value, so the saved config
     says which ran) and a class with :attr:`AUGMENT_PRESET` draws the ``simclr`` arm's views on the
-    device when it is ``device`` (:meth:`device_augment`); the batches then carry ``image`` at the
-    load size and ``augment_seed`` instead of the views (:meth:`batch_spec`).
+    device when it is ``device``; the batches then carry ``image`` at the load size and
+    ``augment_seed`` instead of the views (:meth:`Arm.batch_spec`).
     """
 
     #: the smallest image size the encoders take
@@ -423,11 +496,20 @@ class ImageExperiment(Experiment):
                 config = dataclasses.replace(config, data=dataclasses.replace(data, augment=resolved))
         return config
 
-    def device_augment(self, arm: str, config):
-        """The :attr:`AUGMENT_PRESET` views of the ``simclr`` arm when ``data.augment`` resolves to ``device``, else None."""
-        data = getattr(config, "data", None)
-        mode = getattr(data, "augment", "host")
-        if self.AUGMENT_PRESET is None or arm != "simclr" or mode == "host":
+    def image_arm(self, name: str, config, **fields) -> Arm:
+        """An :class:`Arm` over images: ``fields`` (model, objective, batches, ...) plus the image input's
+        ``example_input``, ``uint8`` batches, ``export`` (``image_size``, ``preprocess="imagenet"``) and, for the
+        ``simclr`` arm with ``data.augment`` resolved to ``device``, the :attr:`AUGMENT_PRESET` views drawn in the step."""
+        s = self.image_size(config)
+        fields.setdefault("example_input", np.zeros((1, s, s, 3), np.float32))
+        fields.setdefault("input_dtype", np.uint8)
+        fields.setdefault("export", {"image_size": s, "preprocess": "imagenet"})
+        fields.setdefault("augment", self._device_views(name, config))
+        return Arm(**fields)
+
+    def _device_views(self, name: str, config):
+        mode = getattr(getattr(config, "data", None), "augment", "host")
+        if self.AUGMENT_PRESET is None or name != "simclr" or mode == "host":
             return None
         from gensim_jax.data.device_augment import resolve_augment, simclr_preset
 
@@ -435,37 +517,12 @@ class ImageExperiment(Experiment):
             return None
         return simclr_preset(self.AUGMENT_PRESET, self.image_size(config), config.objectives.simclr)
 
-    def batch_spec(self, arm: str, config) -> dict:
-        """:meth:`Experiment.batch_spec`; with a :meth:`device_augment`, its views replaced by what the host sends:
-        ``image`` ``uint8`` at the load size (``image_size`` square, 3 channels) and ``augment_seed`` ``(2,)``."""
-        spec = super().batch_spec(arm, config)
-        augment = self.device_augment(arm, config)
-        if augment is None:
-            return spec
-        s = self.image_size(config)
-        mask = spec.pop("mask")
-        for k in augment.output_keys:
-            spec.pop(k, None)
-        spec.update(augment.input_spec((s, s, 3)))
-        spec["mask"] = mask
-        return spec
-
     def check_batch_size(self, config, num_train_images: int) -> None:
         """``ValueError`` unless ``2 <= batch_size <= num_train_images`` (the training images of ``data``)."""
         if config.batch_size < 2 or config.batch_size > num_train_images:
             raise ValueError(
                 f"batch_size must lie in [2, the {num_train_images} training images (data)], got {config.batch_size}"
             )
-
-    def example_input(self, arm: str, config) -> np.ndarray:
-        s = self.image_size(config)
-        return np.zeros((1, s, s, 3), np.float32)
-
-    def input_dtype(self, arm: str, config):
-        return np.uint8
-
-    def export_info(self, arm: str, config) -> dict:
-        return {"image_size": self.image_size(config), "preprocess": "imagenet"}
 
 
 _INIT_CACHE: dict = {}

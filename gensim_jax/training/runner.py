@@ -1,6 +1,6 @@
 """The one runner: any :class:`~gensim_jax.training.experiment.Experiment` becomes a run, on any cluster.
 
-:func:`run_experiment` is what ``gensim-jax train`` (``python -m train``) executes for every
+:func:`train_and_evaluate` is what ``gensim-jax train`` (``python -m train``) executes for every
 experiment.  It is the same code on one CPU, on 8 simulated devices, on several local processes
 and on a SLURM or TPU-pod cluster:
 
@@ -43,7 +43,7 @@ import numpy as np
 from gensim_jax import parallel
 from gensim_jax.jsonable import to_jsonable
 from gensim_jax.provenance import provenance
-from gensim_jax.training.experiment import Experiment, HostShard
+from gensim_jax.training.experiment import Experiment, HostShard, learning_rate
 from gensim_jax.training.export import export_variables
 from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
@@ -52,13 +52,14 @@ from gensim_jax.training.step import bind_objective, jit_train_step
 from gensim_jax.training.timing import DEFAULT_INPUT_BOUND_HINT, IN_MEMORY_INPUT_BOUND_HINT
 
 __all__ = [
-    "run_experiment",
+    "train_and_evaluate",
     "make_run_mesh",
     "checked_batches",
     "compute_dtype_model",
     "StepCache",
     "abstract_step_inputs",
     "evaluate_export",
+    "check_run_export",
     "experiment_source",
     "describe_size",
     "DurationEstimate",
@@ -74,7 +75,7 @@ def _steps_or_none(experiment: Experiment, config, data=None) -> Optional[int]:
 
 
 def describe_size(experiment: Experiment, config, data=None) -> str:
-    """What a call of :func:`run_experiment` trains, in one phrase: ``"10 runs x 3 arms x 2,235 steps of 64
+    """What a call of :func:`train_and_evaluate` trains, in one phrase: ``"10 runs x 3 arms x 2,235 steps of 64
     examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"... x 90 epochs in batches of 256"``."""
     runs, arms, batch = int(config.num_runs), len(experiment.arms(config)), int(config.batch_size)
     steps = _steps_or_none(experiment, config, data)
@@ -97,7 +98,7 @@ def format_duration(seconds: float) -> str:
 
 
 class DurationEstimate:
-    """The duration of a whole :func:`run_experiment` call, from the first timed steps of each arm.
+    """The duration of a whole :func:`train_and_evaluate` call, from the first timed steps of each arm.
 
     :meth:`wrap` returns the step function of an arm's first run with steps ``2 .. 1 + n`` timed
     (``n = min(3, steps - 2)``; the first step compiles): the state is waited for before step 2 and
@@ -209,17 +210,15 @@ def make_run_mesh(config) -> jax.sharding.Mesh:
 
 
 def checked_batches(
-    experiment: Experiment, arm: str, config, factory: Callable[[int], Iterable[Mapping[str, Any]]], shard: HostShard
+    spec: Mapping[str, tuple], where: str, factory: Callable[[int], Iterable[Mapping[str, Any]]], shard: HostShard
 ) -> Callable[[int], Iterable[dict]]:
-    """``factory`` whose first batch is checked against the contract of :meth:`Experiment.batches`.
+    """``factory`` whose first batch is checked against ``spec`` (:meth:`Arm.batch_spec`).
 
     The first batch of every stream must hold ``shard.batch`` rows in every entry (this process's
-    rows, not the global batch) and every entry of :meth:`Experiment.batch_spec` (``mask`` is optional) with its
-    per-example shape, so a mistake fails at the first step with the entry named, not later (or
-    silently on another process count).
+    rows, not the global batch) and every entry of ``spec`` (``mask`` is optional) with its
+    per-example shape, so a mistake fails at the first step with the entry named (``where``: whose
+    batches), not later (or silently on another process count).
     """
-    spec = experiment.batch_spec(arm, config)
-    where = f"{experiment.name}.batches({arm!r})"
 
     def check(batch: Mapping[str, Any]) -> None:
         missing = sorted(set(spec) - set(batch) - {"mask"})  # the mask is optional (all rows valid)
@@ -305,7 +304,7 @@ def _scalars(tree, prefix: str = "result") -> dict:
     return out
 
 
-def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, variables, batches, preprocess) -> None:
+def _record_evaluation(run_dir: Path, step: int, evaluation, arm, variables, batches) -> None:
     """The run's evaluation as TensorBoard scalars and, for a regression objective, the scatter of the
     embedding similarity against the target similarity on one training batch (the pairs GenSim regresses)."""
     from gensim_jax.training.records import RunRecorder, similarity_scatter_image
@@ -314,12 +313,13 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, objective, model, v
         values = _scalars(evaluation if isinstance(evaluation, dict) else {"evaluation": evaluation})
         if values:
             recorder.write(step, values)
+        objective = arm.objective
         if hasattr(objective, "regression_pairs"):
             from gensim_jax.training.step import normalize_inputs
 
             first = {k: jnp.asarray(v) for k, v in next(iter(batches(0))).items()}
-            batch = normalize_inputs(first, preprocess, objective.input_keys)
-            outputs = {k: model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
+            batch = normalize_inputs(first, arm.preprocess, objective.input_keys)
+            outputs = {k: arm.model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
             pred, target = objective.regression_pairs(outputs, batch)
             recorder.write_images(
                 step,
@@ -337,7 +337,7 @@ def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
     return {"seed": seed, "seconds": seconds, "losses": losses, "final_loss": losses[-1] if losses else None}
 
 
-def run_experiment(
+def train_and_evaluate(
     experiment: Experiment,
     config,
     workdir,
@@ -365,6 +365,7 @@ def run_experiment(
       ``workdir/results.json`` and draws ``workdir/<experiment>.png``.
     """
     config = experiment.validate(config)
+    resolved = to_jsonable(dataclasses.asdict(config))  # the config as every record of this call holds it
     workdir = Path(workdir)
     is_main = jax.process_index() == 0
     say = (
@@ -372,7 +373,7 @@ def run_experiment(
     )
     mesh = make_run_mesh(config)
     fsdp = config.mesh_fsdp > 1
-    save_run_config(workdir, {**dataclasses.asdict(config), "experiment": experiment.name}, config.seed)
+    save_run_config(workdir, {**resolved, "experiment": experiment.name}, config.seed)
     intro = experiment.intro(config)
     if intro:
         say(intro)
@@ -391,60 +392,49 @@ def run_experiment(
     say(f"prepared the data in {time.perf_counter() - t_data:.1f} s" + ("" if known else f"; {steps:,} steps a run"))
     with _status(f"[{experiment.name}] evaluating the baselines", status):
         evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
+    names = experiment.arms(config)
     estimate = DurationEstimate(
-        _say_between_bars(f"[{experiment.name}] ") if status else None,
-        config.num_runs,
-        experiment.arms(config),
-        steps,
+        _say_between_bars(f"[{experiment.name}] ") if status else None, config.num_runs, names, steps
     )
-    training: dict = {}
-    models: dict = {}
+    arms = {name: experiment.arm(name, config, data) for name in names}  # built once: runs share model and step
+    train_models = {name: compute_dtype_model(arm.model, config.dtype) for name, arm in arms.items()}
     optimizers: dict = {}
+    training: dict = {}
     steps_cache = StepCache(mesh, fsdp=fsdp)
     shard = HostShard.of_this_process(config.batch_size)
     start = time.perf_counter()
     for r in range(config.num_runs):
         seed = config.seed + r
-        for arm in experiment.arms(config):
-            if arm not in models:  # one module per arm (and its compute-dtype copy): runs share the step
-                model, model_name, model_kwargs = experiment.model(arm, config)
-                models[arm] = (model, compute_dtype_model(model, config.dtype), model_name, model_kwargs)
-            model, train_model, model_name, model_kwargs = models[arm]
-            lr = experiment.learning_rate(arm, config)
+        for name, arm in arms.items():
+            lr = learning_rate(config, name)
             if lr not in optimizers:
                 optimizers[lr] = make_optimizer(config.optim, steps, lr)
-            run_dir = workdir / str(arm) / f"run{r}"
-            variables = experiment.init_variables(arm, config, model, seed)
-            state = create_train_state(train_model, optimizers[lr], jax.random.key(seed), variables=variables)
-            objective = experiment.objective(arm, config)
-            info = experiment.export_info(arm, config)  # asked before training: a mistake fails in seconds
-            example = experiment.example_input(arm, config)
-            preprocess = str(info.get("preprocess", "none"))
-            batches = checked_batches(
-                experiment, arm, config, experiment.batches(arm, config, data, seed, shard), shard
+            run_dir = workdir / str(name) / f"run{r}"
+            state = create_train_state(
+                train_models[name], optimizers[lr], jax.random.key(seed), variables=arm.init_variables(seed)
             )
-            periodic = experiment.periodic_eval(arm, config, data, model)
-            eval_every, eval_fn = periodic if periodic else (None, None)
-            say(f"{arm} run {r} (seed {seed}): {steps} steps -> {run_dir}")
+            batches = checked_batches(
+                arm.batch_spec(), f"{experiment.name} arm {name!r}", arm.batches(seed, shard), shard
+            )
+            eval_every, eval_fn = arm.periodic_eval or (None, None)
+            say(f"{name} run {r} (seed {seed}): {steps} steps -> {run_dir}")
             t0 = time.perf_counter()
             result = train(
                 state,
-                objective,
+                arm.objective,
                 batches,
                 num_steps=steps,
                 workdir=run_dir,
-                config={**dataclasses.asdict(config), "arm": arm, "experiment": experiment.name},
+                config={**resolved, "arm": name, "experiment": experiment.name},
                 seed=seed,
                 mesh=mesh,
                 fsdp=fsdp,
                 checkpoint_every=config.checkpoint_every,
                 log_every=config.log_every,
                 eval_every=eval_every,
-                eval_fn=eval_fn,
+                eval_fn=None if eval_fn is None else (lambda st, step, fn=eval_fn: fn(st.variables, step)),
                 progress=progress,
-                step_fn=estimate.wrap(
-                    arm, steps_cache.get(state, objective, preprocess, experiment.device_augment(arm, config))
-                ),
+                step_fn=estimate.wrap(name, steps_cache.get(state, arm.objective, arm.preprocess, arm.augment)),
                 profile_steps=profile_steps,
                 peak_flops_per_s=peak_flops_per_s,
                 stimuli_key="auto",
@@ -457,27 +447,27 @@ def run_experiment(
                 export_variables(
                     run_dir / "export",
                     trained,
-                    model=model_name,
-                    model_kwargs=model_kwargs,
+                    model=arm.model_name,
+                    model_kwargs=dict(arm.model_kwargs),
                     seed=seed,
-                    objective=arm,
+                    objective=name,
                     experiment=experiment.name,
                     experiment_source=experiment_source(experiment),
-                    run_config=to_jsonable(dataclasses.asdict(config)),
-                    input_shape=list(np.shape(example)[1:]),
-                    **info,
+                    run_config=resolved,
+                    input_shape=list(np.shape(arm.example_input)[1:]),
+                    **arm.export,
                 )
-            training.setdefault(str(arm), []).append(_record(run_dir, result.history, seed, seconds))
-            evaluation = experiment.evaluate_run(arm, config, data, model, trained, seed)
-            evaluations.setdefault(str(arm), []).append(evaluation)
+            training.setdefault(str(name), []).append(_record(run_dir, result.history, seed, seconds))
+            evaluation = arm.evaluation(arm.model, trained, seed)
+            evaluations.setdefault(str(name), []).append(evaluation)
             if is_main:
-                _record_evaluation(run_dir, steps, evaluation, objective, model, trained, batches, preprocess)
+                _record_evaluation(run_dir, steps, evaluation, arm, trained, batches)
             del result, state
     train_seconds = time.perf_counter() - start
 
     results = dict(experiment.summarize(config, data, evaluations, training))
     results.setdefault("experiment", experiment.name)
-    results.setdefault("config", dataclasses.asdict(config))
+    results.setdefault("config", resolved)
     results.setdefault("seed", config.seed)
     results.setdefault("num_steps", steps)
     results.setdefault("training", training)
@@ -518,9 +508,9 @@ def evaluate_export(directory, experiment: Experiment) -> dict:
     """Evaluate a run's export with ``experiment``'s own evaluation: the call the run made, on the same stimuli.
 
     The export carries the arm, the seed and the run's resolved config (``run_config``); the config
-    is rebuilt and validated, the experiment's test data rebuilt (:meth:`Experiment.prepare_evaluation`,
-    deterministic from the config) and :meth:`Experiment.evaluate_run` called with the exported model
-    and variables. So the result equals the run's recorded evaluation (``results.json``
+    is rebuilt and validated, the experiment's test data rebuilt (:meth:`Experiment.prepare` with
+    ``training=False``, deterministic from the config) and the arm's :attr:`Arm.evaluate` called with
+    the exported model and variables. So the result equals the run's recorded evaluation (``results.json``
     ``evaluations[arm][r]``) exactly.  :func:`gensim_jax.experiments.evaluate_export` finds the
     experiment from the export's metadata (``experiment_source``).
 
@@ -533,8 +523,8 @@ def evaluate_export(directory, experiment: Experiment) -> dict:
     model, variables, meta = load_exported(directory)
     check_run_export(directory, meta)
     config = experiment.config_from_dict(meta["run_config"])
-    data = experiment.prepare_evaluation(config)
-    evaluation = experiment.evaluate_run(meta["objective"], config, data, model, variables, int(meta["seed"]))
+    arm = experiment.arm(meta["objective"], config, experiment.prepare(config, training=False))
+    evaluation = arm.evaluation(model, variables, int(meta["seed"]))
     return {
         "export": str(directory),
         "experiment": experiment.name,
@@ -557,7 +547,7 @@ def check_run_export(directory, meta: Mapping[str, Any]) -> None:
 def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = None, global_batch: Optional[int] = None):
     """``(step, (state, batch, objective))``: the runner's train step and abstract arguments, built without data.
 
-    ``step(state, batch, objective)`` is the function :func:`run_experiment` jits
+    ``step(state, batch, objective)`` is the function :func:`train_and_evaluate` jits
     (:func:`~gensim_jax.training.step.train_step`); the state comes from the arm's model in the
     compute ``dtype`` and the config's optimizer under ``jax.eval_shape`` (no parameter is
     allocated), the batch from :meth:`Experiment.batch_spec` with ``global_batch`` rows (default
@@ -566,22 +556,16 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
     from gensim_jax.training.step import train_step
 
     config = experiment.validate(config)
-    arm = experiment.arms(config)[0] if arm is None else arm
+    name = experiment.arms(config)[0] if arm is None else arm
+    spec = experiment.arm(name, config, None)
     b = int(config.batch_size if global_batch is None else global_batch)
-    model, _, _ = experiment.model(arm, config)
-    tx = make_optimizer(config.optim, max(int(config.num_steps or 1), 1), experiment.learning_rate(arm, config))
-    example = experiment.example_input(arm, config)
-    variables = jax.eval_shape(lambda: model.init(jax.random.key(0), example))
-    train_model = compute_dtype_model(model, config.dtype)
+    tx = make_optimizer(config.optim, max(int(config.num_steps or 1), 1), learning_rate(config, name))
+    variables = jax.eval_shape(lambda: spec.model.init(jax.random.key(0), spec.example_input))
+    train_model = compute_dtype_model(spec.model, config.dtype)
     state = jax.eval_shape(lambda v: create_train_state(train_model, tx, jax.random.key(0), variables=v), variables)
-    batch = {
-        k: jax.ShapeDtypeStruct((b, *shape), dtype) for k, (shape, dtype) in experiment.batch_spec(arm, config).items()
-    }
-    objective = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), experiment.objective(arm, config)
-    )
-    preprocess = str(experiment.export_info(arm, config).get("preprocess", "none"))
-    augment = experiment.device_augment(arm, config)
+    batch = {k: jax.ShapeDtypeStruct((b, *shape), dtype) for k, (shape, dtype) in spec.batch_spec().items()}
+    objective = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)), spec.objective)
+    preprocess, augment = spec.preprocess, spec.augment
     return (lambda st, bt, obj: train_step(st, bt, obj, preprocess=preprocess, augment=augment)), (
         state,
         batch,

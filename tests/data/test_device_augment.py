@@ -340,20 +340,22 @@ def test_configs_resolve_auto_and_name_the_host_batch():
     cfg = exp.get_config("cpu_small")
     assert cfg.data.augment == D.resolve_augment("auto")  # stored resolved: the saved config says which ran
     dev = exp.get_config("cpu_small", **{"data.augment": "device"})
-    spec = exp.batch_spec("simclr", dev)
+    spec = exp.arm("simclr", dev, None).batch_spec()
     assert spec["image"] == ((64, 64, 3), np.uint8) and spec["augment_seed"] == ((2,), np.int32)
     assert "view1" not in spec and "mask" in spec
-    assert exp.device_augment("gensim", dev) is None
-    aug = exp.device_augment("simclr", dev)
+    assert exp.arm("gensim", dev, None).augment is None
+    aug = exp.arm("simclr", dev, None).augment
     assert aug.rotation_deg == 45.0 and aug.crop_scale == (0.3, 1.0) and aug.size == (64, 64)
-    assert exp.device_augment("simclr", exp.get_config("cpu_small", **{"data.augment": "host"})) is None
+    assert exp.arm("simclr", exp.get_config("cpu_small", **{"data.augment": "host"}), None).augment is None
     with pytest.raises(ValueError, match="data.augment"):
         exp.get_config("cpu_small", **{"data.augment": "gpu"})
     hier = registry.load("imagenet_hierarchy")
     assert hier.get_config("paper").data.augment == "host"  # tfds ImageNet augments on the host
     with pytest.raises(ValueError, match="data.augment='device' needs"):
         hier.get_config("paper", **{"data.augment": "device"})
-    assert hier.device_augment("simclr", hier.get_config("cpu_small", **{"data.augment": "device"})).grayscale_p == 0.2
+    assert (
+        hier.arm("simclr", hier.get_config("cpu_small", **{"data.augment": "device"}), None).augment.grayscale_p == 0.2
+    )
 
 
 # --------------------------------------------------------------------------------------------

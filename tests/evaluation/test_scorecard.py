@@ -236,11 +236,11 @@ def test_score_export_equals_eval_export(tmp_path, capsys):
     """A tiny quadrilaterals run: score --export gives the numbers of eval export exactly."""
     from gensim_jax.evaluation.cli import main as eval_main
     from gensim_jax.experiments import quadrilaterals as exp
-    from gensim_jax.training.runner import run_experiment
+    from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_quadrilaterals import tiny_config
 
     config = tiny_config(**{"num_runs": 1, "arms": ("gensim",), "data.num_train_images": 16})
-    run_experiment(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
+    train_and_evaluate(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
     export = tmp_path / "w" / "gensim" / "run0" / "export"
     assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
     capsys.readouterr()
@@ -413,11 +413,11 @@ def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsy
     """An imagenet_hierarchy export (LeNet-5): eval export's entry kept whole; the protocols scored at 32 px."""
     from gensim_jax.evaluation.cli import main as eval_main
     from gensim_jax.experiments import imagenet_hierarchy as exp
-    from gensim_jax.training.runner import run_experiment
+    from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_imagenet_hierarchy import tiny_config
 
     config = tiny_config(**{"num_runs": 1, "arms": ("gensim",)})
-    run_experiment(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
+    train_and_evaluate(exp.EXPERIMENT, config, tmp_path / "w", progress=False)
     export = tmp_path / "w" / "gensim" / "run0" / "export"
     assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
     capsys.readouterr()
@@ -448,10 +448,12 @@ def test_score_export_of_a_geoclidean_run_is_its_evaluation(tmp_path, capsys):
     """A geoclidean export: the few-shot entry is the run's own (its 7 held-out concepts), as eval export gives it."""
     from gensim_jax.evaluation.cli import main as eval_main
     from gensim_jax.experiments import geoclidean as exp
-    from gensim_jax.training.runner import run_experiment
+    from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_geoclidean import tiny_config
 
-    run_experiment(exp.EXPERIMENT, tiny_config(**{"num_runs": 1, "arms": ("gensim",)}), tmp_path / "w", progress=False)
+    train_and_evaluate(
+        exp.EXPERIMENT, tiny_config(**{"num_runs": 1, "arms": ("gensim",)}), tmp_path / "w", progress=False
+    )
     export = tmp_path / "w" / "gensim" / "run0" / "export"
     assert eval_main(["export", "--export", str(export), "--out", str(tmp_path / "eval.json")]) == 0
     capsys.readouterr()

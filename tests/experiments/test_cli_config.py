@@ -278,7 +278,7 @@ def no_training(monkeypatch):
         monkeypatch.setattr(experiment, "format_table", lambda results: "table")
         return {"train_seconds": 0.0}
 
-    monkeypatch.setattr(runner, "run_experiment", fake)
+    monkeypatch.setattr(runner, "train_and_evaluate", fake)
     return calls
 
 
@@ -372,8 +372,9 @@ def test_flags_reach_the_config(no_training, tmp_path):
     assert config.objectives.simclr.variant == small.objectives.simclr.variant
     assert config.optim.optimizer == small.optim.optimizer
     # the per-arm rate: its own where set, optim.learning_rate elsewhere
-    exp = registry.load("geoclidean")
-    assert [exp.learning_rate(a, config) for a in config.arms] == [1.0, 1.0, 3e-4]
+    from gensim_jax.training.experiment import learning_rate
+
+    assert [learning_rate(config, a) for a in config.arms] == [1.0, 1.0, 3e-4]
 
 
 def test_print_config_prints_the_resolved_nested_config_and_trains_nothing(no_training, capsys, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from gensim_jax.experiments import gaussian_mixture as exp
 from gensim_jax.experiments.cli import main
 from gensim_jax.training.experiment import HostShard
-from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.runner import train_and_evaluate
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 EXP = exp.EXPERIMENT
@@ -22,7 +22,7 @@ def test_short_run_separates_components_and_writes_outputs(tmp_path):
     config = EXP.get_config(
         "paper", epochs=40, **{"optim.learning_rate": 1e-3, "eval.num_pairs": 20_000, "eval.num_bins": 100}
     )
-    results = run_experiment(EXP, config, tmp_path, progress=False)
+    results = train_and_evaluate(EXP, config, tmp_path, progress=False)
     r = results["report"]
     assert r["accuracy"] > 0.97
     assert r["spearman_rho"] < -0.9

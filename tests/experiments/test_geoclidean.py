@@ -16,7 +16,7 @@ from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import create_train_state
 from gensim_jax.training.experiment import HostShard
-from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.runner import train_and_evaluate
 from gensim_jax.training.step import eval_step
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
@@ -40,7 +40,7 @@ def tiny_config(**kw):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("geoclidean")
-    results = run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
+    results = train_and_evaluate(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
     return workdir, results
 
 
@@ -85,7 +85,8 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     config = tiny_config()
     source = GeoclideanSource(64, seed=0, size=32)
     data = exp.Data(source=source, suites={})
-    batch = next(exp.EXPERIMENT.batches("gensim", config, data, 0, HostShard(global_batch=config.batch_size))(0))
+    arm = exp.EXPERIMENT.arm("gensim", config, data)
+    batch = next(arm.batches(0, HostShard(global_batch=config.batch_size))(0))
     pid = np.asarray(batch["program_id"])
 
     # each image of the batch is a training image whose stream index fixes its concept (i mod 30)
@@ -105,10 +106,8 @@ def test_gensim_target_in_the_step_is_the_tree_kernel_table_by_program_id():
     assert expected.min() >= 0 and expected.max() == pytest.approx(1.0)
 
     # and the loss of the step is mean_{i != j} (cos(z_i, z_j) - T_ij)^2 with that target
-    model, _, _ = exp.EXPERIMENT.model("gensim", config)
-    state = create_train_state(
-        model, optax.adam(1e-3), jax.random.key(0), variables=exp.EXPERIMENT.init_variables("gensim", config, model, 0)
-    )
+    model = arm.model
+    state = create_train_state(model, optax.adam(1e-3), jax.random.key(0), variables=arm.init_variables(0))
     x = normalize_uint8(batch["image"])  # the images travel as uint8; the step normalises them alike
     z = np.asarray(model.apply(state.variables, x)["embedding"], np.float64)
     zn = z / np.linalg.norm(z, axis=1, keepdims=True)

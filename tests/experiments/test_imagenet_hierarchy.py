@@ -16,7 +16,7 @@ from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 from gensim_jax.training import load_exported
 from gensim_jax.training.experiment import HostShard
-from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.runner import train_and_evaluate
 from tests._lazy import LazyModule
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
@@ -192,7 +192,7 @@ def test_config_names_and_paper_values():
 def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
     config = exp.EXPERIMENT.get_config("paper", **{"data.data_dir": str(tmp_path)})
     with pytest.raises(FileNotFoundError, match="prepare_imagenet"):
-        run_experiment(exp.EXPERIMENT, config, tmp_path / "work", progress=False)
+        train_and_evaluate(exp.EXPERIMENT, config, tmp_path / "work", progress=False)
     # the runner writes workdir/config.json before the experiment's data are prepared; nothing else
     assert [p.name for p in (tmp_path / "work").iterdir()] == ["config.json"]
     assert issubclass(exp.ImageNetNotPrepared, ValueError)  # the CLI prints it as one line
@@ -215,7 +215,8 @@ def test_imagenet_batches_on_tfds_mock_data():
         shard = HostShard(global_batch=2)
         none = exp.Data(None, None, None)  # ImageNet batches read the records, not a prepared source
         g, s, t = (
-            next(exp.EXPERIMENT.batches(a, config, none, 0, shard)(0)) for a in ("gensim", "simclr", "class_triplet")
+            next(exp.EXPERIMENT.arm(a, config, none).batches(0, shard)(0))
+            for a in ("gensim", "simclr", "class_triplet")
         )
         images, labels = exp.heldout_images(config)
     assert g["image"].shape == (2, 32, 32, 3) and g["label"].shape == (2,) and g["mask"].all()
@@ -239,7 +240,7 @@ def test_imagenet_batches_on_tfds_mock_data():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("imagenet_hierarchy")
-    results = run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
+    results = train_and_evaluate(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
     return workdir, results
 
 
@@ -329,7 +330,7 @@ def test_imagenet_batches_read_this_process_rows_as_uint8():
     tfds = pytest.importorskip("tensorflow_datasets")
     config = exp.EXPERIMENT.get_config("paper", batch_size=2, **{"data.image_size": 32, "data.shuffle_buffer": 4})
     with tfds.testing.mock_data(num_examples=4):
-        g = next(exp.EXPERIMENT.batches("gensim", config, exp.Data(None, None, None), 0, HostShard(1, 2, 2))(0))
+        g = next(exp.EXPERIMENT.arm("gensim", config, exp.Data(None, None, None)).batches(0, HostShard(1, 2, 2))(0))
     assert g["image"].shape == (1, 32, 32, 3) and g["image"].dtype == np.uint8 and g["label"].shape == (1,)
 
 
@@ -338,9 +339,10 @@ def test_initial_baseline_is_the_untrained_encoder_at_every_run_seed():
     data = exp.EXPERIMENT.prepare(config)
     got = exp.EXPERIMENT.baselines(config, data)
     assert len(got["pixels"]) == 1 and len(got["initial"]) == 2
-    model = exp.EXPERIMENT.model("gensim", config)[0]
+    arm = exp.EXPERIMENT.arm("gensim", config, data)
+    model = arm.model
     for r, seed in enumerate((3, 4)):
-        variables = exp.EXPERIMENT.init_variables("gensim", config, model, seed)
+        variables = arm.init_variables(seed)
         emb = embed_images(model, variables, normalize_uint8(data.images), batch_size=12)
         assert got["initial"][r] == exp.evaluate_embedding(emb, data.labels, config)
     assert got["initial"][0]["levels"] != got["initial"][1]["levels"]  # two initialisations, two embeddings

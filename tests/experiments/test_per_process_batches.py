@@ -37,7 +37,7 @@ SMALL = {
 
 
 def _take(experiment, arm, config, data, shard, position=3, steps=2):
-    return list(itertools.islice(experiment.batches(arm, config, data, config.seed, shard)(position), steps))
+    return list(itertools.islice(experiment.arm(arm, config, data).batches(config.seed, shard)(position), steps))
 
 
 @pytest.mark.parametrize("name", sorted(SMALL))

@@ -17,7 +17,7 @@ from gensim_jax.stimuli import quadrilaterals as q
 from gensim_jax.training.config import section_of
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
-from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.runner import train_and_evaluate
 from tests._optional import importorskip
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
@@ -40,7 +40,7 @@ def tiny_config(**kw):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("quadrilaterals")
-    return workdir, run_experiment(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
+    return workdir, train_and_evaluate(exp.EXPERIMENT, tiny_config(), workdir, progress=False)
 
 
 def test_training_source_metadata_matches_the_rendered_shapes():
@@ -65,7 +65,7 @@ def test_training_source_metadata_matches_the_rendered_shapes():
 def test_gensim_loss_is_the_authors_cdist_mse():
     config = tiny_config()
     batch = next(
-        exp.EXPERIMENT.batches("gensim", config, exp.EXPERIMENT.prepare(config), 0, HostShard(global_batch=8))(0)
+        exp.EXPERIMENT.arm("gensim", config, exp.EXPERIMENT.prepare(config)).batches(0, HostShard(global_batch=8))(0)
     )
     z = np.random.default_rng(0).normal(size=(8, 5)).astype(np.float32)
     loss, _ = exp.make_objective("gensim", config).loss({"image": {"embedding": z}}, batch, None)
@@ -183,26 +183,20 @@ def test_pretrained_supervised_head_is_extended(tmp_path):
     path = tmp_path / "cornet_z.pth"
     torch.save({"state_dict": RefCORnetZ().state_dict()}, path)
     config = tiny_config(**{"model.name": "cornet_z", "model.pretrained": str(path)})
-    model, _, kw = exp.EXPERIMENT.model("supervised", config)
-    variables = exp.EXPERIMENT.init_variables("supervised", config, model, seed=0)
+    data = exp.Data(training_source(config.data, 0), ())
+    arm = exp.EXPERIMENT.arm("supervised", config, data)
+    model, kw = arm.model, arm.model_kwargs
+    variables = arm.init_variables(0)
     assert kw["num_classes"] == 1011
     kernel = variables["params"]["classifier"]["kernel"]
     ref = torch.load(path)["state_dict"]
     np.testing.assert_allclose(np.asarray(kernel[:, :1000]), ref["decoder.linear.weight"].numpy().T, rtol=1e-6)
     out = model.apply(variables, np.zeros((2, 32, 32, 3), np.float32))
     assert out["logits"].shape == (2, 1011)
-    batch = next(
-        exp.EXPERIMENT.batches(
-            "supervised",
-            config,
-            exp.Data(training_source(config.data, 0), ()),
-            0,
-            HostShard(global_batch=config.batch_size),
-        )(0)
-    )
+    batch = next(arm.batches(0, HostShard(global_batch=config.batch_size))(0))
     assert batch["label"].min() >= 1000 and batch["label"].max() <= 1010
-    g_model, _, _ = exp.EXPERIMENT.model("gensim", config)
-    g_vars = exp.EXPERIMENT.init_variables("gensim", config, g_model, seed=0)
+    g_arm = exp.EXPERIMENT.arm("gensim", config, data)
+    g_model, g_vars = g_arm.model, g_arm.init_variables(0)
     assert "classifier" not in g_vars["params"]
     jax.block_until_ready(g_model.apply(g_vars, np.zeros((1, 32, 32, 3), np.float32))["embedding"])
 

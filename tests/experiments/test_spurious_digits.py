@@ -15,7 +15,7 @@ from gensim_jax.data import spurious_digits as data
 from gensim_jax.evaluation.spurious_digits import initial_losses
 from gensim_jax.experiments import spurious_digits as sd
 from gensim_jax.training import CenterLoss, create_train_state, load_exported
-from gensim_jax.training.runner import run_experiment
+from gensim_jax.training.runner import train_and_evaluate
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run
 
 EXP = sd.EXPERIMENT
@@ -112,7 +112,7 @@ def test_arm_objectives_equal_center_loss_and_share_one_compilation():
         return obj(st, b, key)[0]
 
     config = EXP.get_config("cpu_small", lambdas=(0.0, 0.75, 100.0))
-    objectives = [EXP.objective(arm, config) for arm in EXP.arms(config)]
+    objectives = [EXP.arm(arm, config, None).objective for arm in EXP.arms(config)]
     # one tree structure: the runner's step cache serves the whole grid with one jitted step
     assert len({jax.tree.structure(o) for o in objectives}) == 1
     for lam, obj in zip(config.lambdas, objectives):
@@ -140,7 +140,7 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
             "eval.batch_size": 16,
         },
     )
-    results = run_experiment(EXP, config, tmp_path, progress=False)
+    results = train_and_evaluate(EXP, config, tmp_path, progress=False)
     for name in ("config.json", "results.json", "spurious_digits.png"):
         assert (tmp_path / name).is_file()
     assert json.loads((tmp_path / "results.json").read_text())["summary"] == results["summary"]
@@ -196,12 +196,13 @@ def test_thesis_mean_config_objective_and_model():
         5,
     )
     assert config.lambdas == sd.LAMBDAS and center.ce_weight == 1.0 and config.data.source == "synthetic"
-    obj = EXP.objective("lambda_0.5", config)
+    arm = EXP.arm("lambda_0.5", config, None)
+    obj = arm.objective
     assert (obj.lam, obj.ce_weight, obj.sim_reduction) == (0.5, 1.0, "mean")
-    model, name, kwargs = EXP.model("lambda_0.5", config)
+    model, name, kwargs = arm.model, arm.model_name, arm.model_kwargs
     assert model.torch_init and name == "lenet5" and kwargs == {"num_classes": 10, "torch_init": True}
     off = EXP.get_config("thesis_mean", lambdas=[1], **{"objectives.center.ce_weight": 0})
-    assert EXP.objective("lambda_1", off).ce_weight == 0.0 and EXP.arms(off) == ("lambda_1",)
+    assert EXP.arm("lambda_1", off, None).objective.ce_weight == 0.0 and EXP.arms(off) == ("lambda_1",)
     # the default stays Eq. 11 as written, the runner's default init and CE weight 1
     small = EXP.get_config("cpu_small")
     assert (small.objectives.center, small.model.torch_init, small.eval.centre_eval) == (
@@ -209,7 +210,7 @@ def test_thesis_mean_config_objective_and_model():
         False,
         False,
     )
-    assert EXP.model("lambda_0", small)[2] == {"num_classes": 10}
+    assert EXP.arm("lambda_0", small, None).model_kwargs == {"num_classes": 10}
 
 
 TINY = {
@@ -240,13 +241,12 @@ def test_initial_losses_both_forms():
 def test_cross_entropy_off_run_never_trains_the_classifier(tmp_path):
     """Thesis Fig. 5 (CE weight 0, lambda 1): the classifier gets no gradient, so it stays at its init."""
     config = EXP.get_config("thesis_mean", lambdas=[1], num_steps=4, **{"objectives.center.ce_weight": 0, **TINY})
-    results = run_experiment(EXP, config, tmp_path, progress=False)
+    results = train_and_evaluate(EXP, config, tmp_path, progress=False)
     for r, run in enumerate(results["per_run"]["1"]):
         assert {"id_centre_accuracy", "ood_centre_accuracy"} <= set(run)
         _, trained, meta = load_exported(tmp_path / "lambda_1" / f"run{r}" / "export")
         assert meta["model_kwargs"]["torch_init"] is True
-        model = sd.make_model(config)
-        initial = EXP.init_variables("lambda_1", config, model, run["seed"])
+        initial = EXP.arm("lambda_1", config, None).init_variables(run["seed"])
         for leaf in ("kernel", "bias"):
             np.testing.assert_array_equal(trained["params"]["classifier"][leaf], initial["params"]["classifier"][leaf])
         assert not np.array_equal(trained["params"]["fc2"]["kernel"], initial["params"]["fc2"]["kernel"])

@@ -76,8 +76,6 @@ def test_the_fork_trains_evaluates_and_plans_from_its_file(tmp_path):
 
     fork = registry.load(str(src))
     config = fork.get_config("small")
-    model = fork.model("gensim", config)[0]
-    untrained = fork.evaluate_run(
-        "gensim", config, fork.prepare(config), model, fork.init_variables("gensim", config, model, 0), 0
-    )["spearman_vs_log_s"]
+    arm = fork.arm("gensim", config, fork.prepare(config))
+    untrained = arm.evaluation(arm.model, arm.init_variables(0), 0)["spearman_vs_log_s"]
     assert trained > untrained + 0.1 and trained > 0.5, (untrained, trained)

@@ -31,7 +31,7 @@ def tiny():
 def ran(tiny, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("tiny")
     config = tiny.get_config("tiny", num_runs=2)
-    return workdir, config, runner.run_experiment(tiny, config, workdir, progress=False)
+    return workdir, config, runner.train_and_evaluate(tiny, config, workdir, progress=False)
 
 
 @pytest.mark.slow
@@ -66,16 +66,16 @@ def test_runner_writes_every_run_and_the_results(ran, tiny):
 def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
     """Run 0 of ``gensim``: the runner's per-step losses are those of a hand-written loop over the same batches."""
     workdir, config, _ = ran
-    model, _, _ = tiny.model("gensim", config)
+    arm = tiny.arm("gensim", config, tiny.prepare(config))
     state = create_train_state(
-        model,
+        arm.model,
         optax.sgd(config.optim.learning_rate, momentum=config.optim.momentum),
         jax.random.key(0),
-        variables=tiny.init_variables("gensim", config, model, 0),
+        variables=arm.init_variables(0),
     )
-    objective = tiny.objective("gensim", config)
+    objective = arm.objective
     step = jax.jit(lambda s, b: train_step(s, b, objective))
-    stream = iter(tiny.batches("gensim", config, tiny.prepare(config), 0, HostShard(global_batch=config.batch_size))(0))
+    stream = iter(arm.batches(0, HostShard(global_batch=config.batch_size))(0))
     losses = []
     for _ in range(config.num_steps):
         state, m = step(state, next(stream))
@@ -87,7 +87,7 @@ def test_runner_losses_equal_a_bare_jit_loop(ran, tiny):
 @pytest.mark.slow
 def test_rerun_resumes_the_finished_runs_without_training(ran, tiny):
     workdir, config, results = ran
-    again = runner.run_experiment(tiny, config, workdir, progress=False)
+    again = runner.train_and_evaluate(tiny, config, workdir, progress=False)
     assert again["evaluations"] == results["evaluations"]
     assert again["training"]["gensim"][0]["losses"] == results["training"]["gensim"][0]["losses"]
 
@@ -118,12 +118,10 @@ def test_host_shards_of_any_process_count_make_the_one_process_batches():
     tiny = registry.load(TINY)
     config = tiny.get_config("tiny")
     data = tiny.prepare(config)
-    whole = list(itertools.islice(tiny.batches("gensim", config, data, 0, HostShard(global_batch=16))(3), 2))
+    batches = tiny.arm("gensim", config, data).batches
+    whole = list(itertools.islice(batches(0, HostShard(global_batch=16))(3), 2))
     for count in (2, 4):
-        parts = [
-            list(itertools.islice(tiny.batches("gensim", config, data, 0, HostShard(i, count, 16))(3), 2))
-            for i in range(count)
-        ]
+        parts = [list(itertools.islice(batches(0, HostShard(i, count, 16))(3), 2)) for i in range(count)]
         for step in range(2):
             for k in whole[step]:
                 got = np.concatenate([parts[i][step][k] for i in range(count)])
@@ -147,12 +145,13 @@ def test_checked_batches_name_the_entry_and_the_rows():
 
         return stream
 
-    ok = next(runner.checked_batches(tiny, "gensim", config, factory(8), shard)(0))
+    spec = tiny.arm("gensim", config, None).batch_spec()
+    ok = next(runner.checked_batches(spec, "tiny", factory(8), shard)(0))
     assert ok["x"].shape == (8, 6)
     with pytest.raises(ValueError, match=r"entry 'x' has \(16,\) rows; this process builds 8 rows"):
-        next(runner.checked_batches(tiny, "gensim", config, factory(16), shard)(0))
+        next(runner.checked_batches(spec, "tiny", factory(16), shard)(0))
     with pytest.raises(ValueError, match=r"the batch has no \['x'\]"):
-        next(runner.checked_batches(tiny, "gensim", config, factory(8, drop="x"), shard)(0))
+        next(runner.checked_batches(spec, "tiny", factory(8, drop="x"), shard)(0))
 
 
 def test_mesh_and_batch_errors_name_the_fields():
@@ -186,15 +185,16 @@ def test_an_arms_own_learning_rate_takes_effect_and_config_json_is_nested(tiny, 
     config.json holds the nested sections and reads back as the same config."""
     config = tiny.get_config("tiny", num_steps=3, **{"objectives.simclr.learning_rate": 0.02})
     assert config.optim.learning_rate == 0.05 and config.objectives.gensim.learning_rate is None
-    runner.run_experiment(tiny, config, tmp_path, progress=False)
+    runner.train_and_evaluate(tiny, config, tmp_path, progress=False)
     data = tiny.prepare(config)
 
     def bare_losses(arm, lr):
-        model, _, _ = tiny.model(arm, config)
-        variables = tiny.init_variables(arm, config, model, 0)
-        state = create_train_state(model, optax.sgd(lr, momentum=0.9), jax.random.key(0), variables=variables)
-        objective = tiny.objective(arm, config)
-        stream = iter(tiny.batches(arm, config, data, 0, HostShard(global_batch=config.batch_size))(0))
+        spec = tiny.arm(arm, config, data)
+        state = create_train_state(
+            spec.model, optax.sgd(lr, momentum=0.9), jax.random.key(0), variables=spec.init_variables(0)
+        )
+        objective = spec.objective
+        stream = iter(spec.batches(0, HostShard(global_batch=config.batch_size))(0))
         out = []
         for _ in range(3):
             state, m = jax.jit(lambda s, b: train_step(s, b, objective))(state, next(stream))

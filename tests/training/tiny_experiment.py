@@ -14,7 +14,7 @@ import numpy as np
 
 from gensim_jax.models import get_model
 from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent
-from gensim_jax.training.experiment import ArmConfig, Experiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import Arm, ArmConfig, Experiment, OptimConfig, TrainConfig
 
 IN, FEATURES = 6, 5
 
@@ -65,53 +65,53 @@ class Tiny(Experiment):
     CONFIGS = CONFIGS
     OBJECTIVES = ("gensim", "simclr")
 
-    def prepare(self, config):
+    def prepare(self, config, training=True):
         return _examples(config, config.seed)
 
-    def example_input(self, arm, config):
-        return np.zeros((1, IN), np.float32)
-
-    def model(self, arm, config):
+    def arm(self, name, config, data):
         kw = {"in_features": IN, "hidden": 16, "embed_dim": 4, "projection_dims": (8, 3), "projection_batchnorm": True}
-        return get_model("mlp", **kw), "mlp", kw
+        if name == "gensim":
+            objective = GenSimRegression(target=BetaBernoulliTarget(), input_key="x", output="projection")
+        else:
+            objective = NTXent(temperature=config.objectives.simclr.temperature)
 
-    def objective(self, arm, config):
-        if arm == "gensim":
-            return GenSimRegression(target=BetaBernoulliTarget(), input_key="x", output="projection")
-        return NTXent(temperature=config.objectives.simclr.temperature)
+        def batches(seed, shard):
+            features, x = data
 
-    def metadata_spec(self, arm, config):  # the Beta-Bernoulli target reads the feature vectors
-        return {"features": ((FEATURES,), np.float32)} if arm == "gensim" else {}
+            def stream(position):
+                step = position
+                while True:  # this process's rows: row j of global batch s is stream position s * B + j
+                    pos = shard.positions(step)
+                    idx = np.random.default_rng((seed, step)).permutation(len(x))[: config.batch_size][shard.rows]
+                    noise = [
+                        np.random.default_rng((seed, int(p))).normal(scale=config.data.noise, size=(2, IN)) for p in pos
+                    ]
+                    noise = np.asarray(noise, np.float32)
+                    yield {
+                        "x": x[idx],
+                        "features": features[idx],
+                        "view1": x[idx] + noise[:, 0],
+                        "view2": x[idx] + noise[:, 1],
+                    }
+                    step += 1
 
-    def batches(self, arm, config, data, seed, shard):
-        features, x = data
+            return stream
 
-        def stream(position):
-            step = position
-            while True:  # this process's rows: row j of global batch s is stream position s * B + j
-                pos = shard.positions(step)
-                idx = np.random.default_rng((seed, step)).permutation(len(x))[: config.batch_size][shard.rows]
-                noise = [
-                    np.random.default_rng((seed, int(p))).normal(scale=config.data.noise, size=(2, IN)) for p in pos
-                ]
-                noise = np.asarray(noise, np.float32)
-                yield {
-                    "x": x[idx],
-                    "features": features[idx],
-                    "view1": x[idx] + noise[:, 0],
-                    "view2": x[idx] + noise[:, 1],
-                }
-                step += 1
+        def evaluate(model, variables, seed):
+            z = np.asarray(model.apply(variables, data[1])["projection"])
+            return {"embedding_norm": float(np.linalg.norm(z, axis=1).mean())}
 
-        return stream
-
-    def export_info(self, arm, config):
-        return {"preprocess": "none"}
-
-    def evaluate_run(self, arm, config, data, model, variables, seed):
-        features, x = data
-        z = np.asarray(model.apply(variables, x)["projection"])
-        return {"embedding_norm": float(np.linalg.norm(z, axis=1).mean())}
+        return Arm(
+            model=get_model("mlp", **kw),
+            model_name="mlp",
+            model_kwargs=kw,
+            objective=objective,
+            example_input=np.zeros((1, IN), np.float32),
+            # the Beta-Bernoulli target reads the feature vectors
+            metadata={"features": ((FEATURES,), np.float32)} if name == "gensim" else {},
+            batches=batches,
+            evaluate=evaluate,
+        )
 
     def format_table(self, results):
         return "\n".join(f"| {k} | {len(v)} |" for k, v in results["evaluations"].items())
