@@ -198,7 +198,7 @@ def encoder(model, variables: Mapping[str, Any], **metadata: Any) -> ExportedEnc
     """``model`` with ``variables`` as an :class:`ExportedEncoder` (no directory): what a run evaluates.
 
     ``metadata`` is what its export will carry (``image_size``, ``preprocess``, ...;
-    :meth:`gensim_jax.training.experiment.Experiment.export_info`), so the run's evaluation and an
+    :attr:`gensim_jax.training.experiment.Arm.export`), so the run's evaluation and an
     evaluation of the export (:func:`load_encoder`) embed the same images by the same code.
     """
     return ExportedEncoder("", model, variables, dict(metadata))

@@ -908,7 +908,7 @@ def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, se
     layout = {n: (len(episodes[n][0]), np.asarray(episodes[n][2])) for n in names}
     stim = ProtocolStimuli("geoclidean", tuple(ids), images, layout, settings)
     b = config.eval.batch_size
-    rows = {  # the run's embedding of the episodes (Geoclidean.evaluate_run), one call as ge.embed_episodes makes it
+    rows = {  # the run's embedding of the episodes (the geoclidean arm's evaluate), one call as ge.embed_episodes makes it
         label: embed_images(enc.model, enc.variables, normalize_images(images), batch_size=b),
         "pixels": _pixels(images),
         f"{meta['model']} (untrained)": embed_images(

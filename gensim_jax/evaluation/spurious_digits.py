@@ -318,7 +318,7 @@ def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> l
     """Both unweighted terms of Eq. 12 at initialisation, per run: the thesis's "L_sim starts from 1e-5".
 
     For each run ``r`` (seed ``config.seed + r``): the runner's initial variables of that seed
-    (``init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
+    (``Arm.init_variables``, honouring ``torch_init``) and its first ``num_batches`` training batches
     (the runner's batch order), L_sim in both forms (:func:`gensim_jax.losses.center_similarity_loss`)
     and the cross entropy, each the mean over those batches.
 

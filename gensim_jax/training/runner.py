@@ -550,7 +550,7 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
     ``step(state, batch, objective)`` is the function :func:`train_and_evaluate` jits
     (:func:`~gensim_jax.training.step.train_step`); the state comes from the arm's model in the
     compute ``dtype`` and the config's optimizer under ``jax.eval_shape`` (no parameter is
-    allocated), the batch from :meth:`Experiment.batch_spec` with ``global_batch`` rows (default
+    allocated), the batch from :meth:`Arm.batch_spec` with ``global_batch`` rows (default
     ``config.batch_size``).  ``gensim-jax plan`` compiles exactly this for a TPU or GPU topology.
     """
     from gensim_jax.training.step import train_step

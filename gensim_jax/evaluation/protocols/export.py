@@ -2,7 +2,7 @@
 
 Each ``--export DIR`` (``WORKDIR/<arm>/run<r>/export``, written by ``gensim-jax train``) names its
 experiment, arm, seed and the run's resolved config; the experiment's evaluation of the run
-(:meth:`~gensim_jax.training.experiment.Experiment.evaluate_run`) is called again on the same
+(:attr:`~gensim_jax.training.experiment.Arm.evaluate`) is called again on the same
 stimuli with the exported encoder (:func:`gensim_jax.training.runner.evaluate_export`), so the JSON
 equals the run's ``results.json`` ``evaluations[arm][r]``. The protocols (``oddball``,
 ``geoclidean``, ...) evaluate any export or precomputed embeddings with options of their own.
