@@ -23,8 +23,13 @@ __all__ = [
     "ImageNetNotPrepared",
     "STREAMS",
     "arm_batches",
+    "DATASETS",
+    "IMAGENET_TRAIN_IMAGES",
+    "check_data_config",
     "check_imagenet_prepared",
+    "class_tree",
     "heldout_images",
+    "num_train_images",
 ]
 
 #: The stream of each arm (:data:`gensim_jax.data.streams.STREAM_KINDS`).
@@ -165,3 +170,47 @@ def heldout_images(data: Any, ev: Any, tree=None, nodes=None, attribute_seed: in
         labels.append(batch["label"][keep])
     images, labels = np.concatenate(images)[: ev.num_images], np.concatenate(labels)[: ev.num_images]
     return images, labels.astype(np.int32)
+
+
+#: The training sets: ImageNet-1k from a prepared tfds directory, or synthetic images of a balanced class tree.
+DATASETS = ("imagenet2012", "synthetic")
+IMAGENET_TRAIN_IMAGES = 1_281_167
+
+
+def class_tree(data: Any) -> tuple:
+    """``(tree, class_nodes)`` of the ``data`` section: the class tree and the node of each class label.
+
+    ImageNet: the WordNet tree of :func:`~gensim_jax.kernels.hierarchy.imagenet1k_hierarchy` (label ``y``
+    is node ``y``).  Synthetic: ``balanced_tree(data.branching)``, class ``c`` is leaf ``tree.leaves[c]``.
+    """
+    from gensim_jax.kernels.hierarchy import imagenet1k_hierarchy
+    from gensim_jax.stimuli.hierarchy import balanced_tree
+
+    if data.dataset == "imagenet2012":
+        h = imagenet1k_hierarchy()
+        return h.tree, np.asarray(h.class_nodes)
+    tree = balanced_tree(data.branching)
+    return tree, tree.leaves
+
+
+def num_train_images(data: Any) -> int:
+    """Training-set size of the ``data`` section: ImageNet-1k's 1,281,167 or ``prod(branching) * train_per_leaf``."""
+    if data.dataset == "imagenet2012":
+        return IMAGENET_TRAIN_IMAGES
+    return int(np.prod([int(b) for b in data.branching])) * int(data.train_per_leaf)
+
+
+def check_data_config(data: Any) -> None:
+    """``ValueError`` naming the ``data.`` field when the section is out of range (before anything is built)."""
+    if data.dataset not in DATASETS:
+        raise ValueError(f"data.dataset must be one of {DATASETS}, got {data.dataset!r}")
+    if not data.branching or any(int(b) < 1 for b in data.branching):
+        raise ValueError(f"data.branching must be a non-empty tuple of positive ints, got {data.branching}")
+    if data.dataset == "synthetic" and np.prod([int(b) for b in data.branching]) < 2:
+        raise ValueError(f"data.branching must give at least 2 classes, got {data.branching}")
+    if data.train_per_leaf < 2:
+        raise ValueError(
+            f"data.train_per_leaf must be >= 2 (triplets need a positive partner), got {data.train_per_leaf}"
+        )
+    if data.synthetic_noise < 0:
+        raise ValueError(f"data.synthetic_noise must be >= 0, got {data.synthetic_noise}")

@@ -842,11 +842,12 @@ def model_embedder(
 def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
     """The hierarchy entry of an ``imagenet_hierarchy`` run's export: the run's held-out images, embedded and
     decoded as the run does (``model_embedding``, ``eval.folds``, ``eval.seed``), its numbers from ``evaluation``."""
+    from gensim_jax.data.hierarchy import class_tree
     from gensim_jax.experiments import imagenet_hierarchy as ih
 
     config = ih.EXPERIMENT.config_from_dict(meta["run_config"])
     data = ih.EXPERIMENT.prepare(config, training=False)
-    tree, nodes = ih.class_tree(config)
+    tree, nodes = class_tree(config.data)
     settings = {
         "source": f"the run's held-out images ({config.data.dataset})",
         "images": len(data.labels),

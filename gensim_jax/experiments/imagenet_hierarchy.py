@@ -23,7 +23,6 @@ cpu_small`` (``python -m train`` in a checkout).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Optional
 
 import numpy as np
@@ -34,18 +33,15 @@ from gensim_jax.evaluation import figures, hierarchy_evaluator
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
 from gensim_jax.experiments import _table_arms
-from gensim_jax.kernels.hierarchy import Tree, imagenet1k_hierarchy, log_similarity_table
+from gensim_jax.kernels.hierarchy import log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
-from gensim_jax.stimuli.hierarchy import balanced_tree
 from gensim_jax.training import TableTarget
 from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _table_arms.TABLE_OBJECTIVES
 TARGET_TRANSFORMS = TABLE_TRANSFORMS
-DATASETS = ("imagenet2012", "synthetic")
-IMAGENET_TRAIN_IMAGES = 1_281_167
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,30 +147,9 @@ CONFIGS = {
 }
 
 
-def num_train_images(config: Config) -> int:
-    """Training-set size: ImageNet-1k's 1,281,167 or ``prod(branching) * train_per_leaf``."""
-    if config.data.dataset == "imagenet2012":
-        return IMAGENET_TRAIN_IMAGES
-    return math.prod(int(b) for b in config.data.branching) * int(config.data.train_per_leaf)
-
-
-def class_tree(config: Config) -> tuple[Tree, np.ndarray]:
-    """``(tree, class_nodes)``: the class tree and the node of each class label.
-
-    ImageNet: the WordNet tree of :func:`imagenet1k_hierarchy` (label ``y`` is node ``y``).
-    Synthetic: ``balanced_tree(branching)``, class ``c`` is leaf ``tree.leaves[c]``.
-    """
-    if config.data.dataset == "imagenet2012":
-        h = imagenet1k_hierarchy()
-        return h.tree, np.asarray(h.class_nodes)
-    tree = balanced_tree(config.data.branching)
-    return tree, tree.leaves
-
-
 def hierarchy_log_table(config: Config) -> np.ndarray:
     """``(C, C)`` float64 table of ``log s`` (paper Eq. 4) of the classes, in label order."""
-    tree, nodes = class_tree(config)
-    return log_similarity_table(tree, nodes)
+    return log_similarity_table(*hierarchy_data.class_tree(config.data))
 
 
 def gensim_target(config: Config) -> TableTarget:
@@ -201,7 +176,7 @@ def make_objective(objective: str, config: Config):
 
 def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
     """``(images, labels)`` of the held-out evaluation set (:func:`gensim_jax.data.hierarchy.heldout_images`)."""
-    tree, nodes = class_tree(config) if config.data.dataset == "synthetic" else (None, None)
+    tree, nodes = hierarchy_data.class_tree(config.data) if config.data.dataset == "synthetic" else (None, None)
     return hierarchy_data.heldout_images(config.data, config.eval, tree, nodes, attribute_seed=config.seed)
 
 
@@ -215,7 +190,7 @@ def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np
 
 def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Config) -> dict:
     """:func:`~gensim_jax.evaluation.hierarchy_evaluator.evaluate_embedding` on the config's class tree."""
-    tree, nodes = class_tree(config)
+    tree, nodes = hierarchy_data.class_tree(config.data)
     return hierarchy_evaluator.evaluate_embedding(
         embeddings, labels, tree, nodes, folds=config.eval.folds, seed=config.eval.seed, n_jobs=config.eval.svm_n_jobs
     )
@@ -254,17 +229,8 @@ class ImagenetHierarchy(ImageExperiment):
             raise ValueError(
                 f"objectives.gensim.target_transform must be one of {TARGET_TRANSFORMS}, got {transform!r}"
             )
-        if data.dataset not in DATASETS:
-            raise ValueError(f"data.dataset must be one of {DATASETS}, got {data.dataset!r}")
-        if not data.branching or any(int(b) < 1 for b in data.branching):
-            raise ValueError(f"data.branching must be a non-empty tuple of positive ints, got {data.branching}")
-        if data.dataset == "synthetic" and math.prod(data.branching) < 2:
-            raise ValueError(f"data.branching must give at least 2 classes, got {data.branching}")
-        if data.train_per_leaf < 2:
-            raise ValueError(
-                f"data.train_per_leaf must be >= 2 (triplets need a positive partner), got {data.train_per_leaf}"
-            )
-        n = num_train_images(config)
+        hierarchy_data.check_data_config(data)
+        n = hierarchy_data.num_train_images(data)
         if config.batch_size < 2 or config.batch_size > n:
             raise ValueError(f"batch_size must lie in [2, the {n} training images (data)], got {config.batch_size}")
         if ev.folds < 2:
@@ -280,8 +246,6 @@ class ImagenetHierarchy(ImageExperiment):
                 "objectives.simclr.grayscale_p and objectives.simclr.blur_p must lie in [0, 1], "
                 f"got {simclr.grayscale_p}, {simclr.blur_p}"
             )
-        if data.synthetic_noise < 0:
-            raise ValueError(f"data.synthetic_noise must be >= 0, got {data.synthetic_noise}")
         return config
 
     def prepare(self, config: Config, training: bool = True) -> Data:
@@ -291,7 +255,7 @@ class ImagenetHierarchy(ImageExperiment):
         if training and config.data.dataset == "imagenet2012":
             hierarchy_data.check_imagenet_prepared(config.data.data_dir)
         elif training:
-            tree, nodes = class_tree(config)
+            tree, nodes = hierarchy_data.class_tree(config.data)
             kw = {"attribute_seed": config.seed, "image_seed": config.seed, "noise": config.data.synthetic_noise}
             source = hierarchy_data.HierarchySource(
                 tree, nodes, config.data.train_per_leaf, config.data.image_size, **kw
@@ -299,7 +263,7 @@ class ImagenetHierarchy(ImageExperiment):
         return Data(source, *heldout_images(config))
 
     def num_train_examples(self, config: Config, data) -> int:
-        return num_train_images(config)
+        return hierarchy_data.num_train_images(config.data)
 
     def arm(self, name: str, config: Config, data: Optional[Data]):
         kw = model_kwargs(name, config)
@@ -333,7 +297,7 @@ class ImagenetHierarchy(ImageExperiment):
         }
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        _, nodes = class_tree(config)
+        _, nodes = hierarchy_data.class_tree(config.data)
         return {
             "num_classes": int(len(nodes)),
             "num_eval_images": int(len(data.labels)),
@@ -355,14 +319,12 @@ EXPERIMENT = ImagenetHierarchy()
 __all__ = [
     "CONFIGS",
     "Config",
-    "DATASETS",
     "Data",
     "EXPERIMENT",
     "ImageNetNotPrepared",
     "ImagenetHierarchy",
     "OBJECTIVES",
     "TARGET_TRANSFORMS",
-    "class_tree",
     "evaluate_embedding",
     "format_table",
     "gensim_target",
@@ -371,5 +333,4 @@ __all__ = [
     "make_objective",
     "model_embedding",
     "model_kwargs",
-    "num_train_images",
 ]

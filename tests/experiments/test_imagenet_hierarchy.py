@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+from gensim_jax.data import hierarchy as hierarchy_data
 from gensim_jax.data.hierarchy import HierarchySource
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.experiments import imagenet_hierarchy as exp
@@ -113,7 +114,7 @@ def test_gensim_target_on_imagenet_is_eq4_of_the_wordnet_tree():
 def test_synthetic_source_is_the_stimuli_set_of_the_config_tree():
     # the generator itself is tested in tests/stimuli/test_hierarchy.py
     config = exp.EXPERIMENT.get_config("cpu_small")
-    tree, nodes = exp.class_tree(config)
+    tree, nodes = hierarchy_data.class_tree(config.data)
     np.testing.assert_array_equal(tree.parents, balanced_tree((2, 3, 3)).parents)
     np.testing.assert_array_equal(nodes, tree.leaves)
     src = HierarchySource(
