@@ -38,7 +38,7 @@ import numpy as np
 import optax
 
 from gensim_jax.data.quadrilaterals import training_source
-from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation import oddball as oe
 from gensim_jax.experiments import quadrilaterals as q
 from gensim_jax.losses import distance_regression_loss
 from gensim_jax.models import get_model

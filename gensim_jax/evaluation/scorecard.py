@@ -4,19 +4,19 @@ One call runs the paper's behavioural protocols on an embedding function and put
 reference rows, every number with a bootstrap interval:
 
 * ``oddball`` -- the quadrilateral oddball test (paper Sec. 3.1, Fig. 2B/2C) on the seeded test set
-  of :func:`gensim_jax.evaluation.oddball_evaluator.test_trials`, read out by
-  :func:`~gensim_jax.evaluation.oddball_evaluator.readout` (graded, the headline, and the paper's
+  of :func:`gensim_jax.evaluation.oddball.test_trials`, read out by
+  :func:`~gensim_jax.evaluation.oddball.readout` (graded, the headline, and the paper's
   argmax rule) and summarised by :func:`~gensim_jax.evaluation.oddball.oddball_summary`: Spearman
   ``rho9`` with the irregularity rank, Pearson ``r_human`` (pooled five groups) and ``r_baboon``,
   ``r`` per population. Interval: percentile bootstrap over trials, resampled within each shape,
   the graded read-out's temperature held at its full-data value.
 * ``hierarchy`` -- linear decoding of every level of a 2 x 3 x 3 class tree (paper Sec. 3.3, Fig. 4B,
-  Appendix N) by :func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels` on the synthetic
+  Appendix N) by :func:`~gensim_jax.evaluation.hierarchy.decode_levels` on the synthetic
   grating images of :func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; ``score`` is
   ``sum_l log(a_l / c_l)`` with uniform chance. Interval: percentile bootstrap over the held-out
   images' cross-validated predictions (the classifiers fixed).
 * ``geoclidean`` -- few-shot concept learning (paper Sec. 3.2, Fig. 3C) by
-  :func:`~gensim_jax.evaluation.fewshot.fewshot_evaluate` (prototype scores, per-concept thresholds):
+  :func:`~gensim_jax.evaluation.geoclidean.fewshot_evaluate` (prototype scores, per-concept thresholds):
   accuracy and ROC AUC against close and far negatives, on all 37 concepts of the official benchmark
   images (Hsu et al. 2022) when a directory is given, else on the product's own renders of the 37
   programs (:func:`gensim_jax.stimuli.geoclidean.dataset.benchmark_images`, labelled as such).
@@ -46,7 +46,6 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gensim_jax.evaluation import oddball as ob
-from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation import sable_meyer as sm
 
 __all__ = [
@@ -96,7 +95,7 @@ class ProtocolStimuli:
 
 
 def _oddball_stimuli(image_size: int, seed: int, trials_per_condition: int) -> ProtocolStimuli:
-    trials = oe.test_trials(seed, trials_per_condition, image_size)
+    trials = ob.test_trials(seed, trials_per_condition, image_size)
     t, n = trials.images.shape[:2]
     ids = tuple(f"oddball/{i:05d}_{j}" for i in range(t) for j in range(n))
     images = np.repeat(trials.images.reshape(t * n, image_size, image_size)[..., None], 3, axis=-1)
@@ -105,13 +104,9 @@ def _oddball_stimuli(image_size: int, seed: int, trials_per_condition: int) -> P
 
 
 def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolStimuli:
-    from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+    from gensim_jax.evaluation.hierarchy import synthetic_stimuli
 
-    tree = balanced_tree(HIERARCHY_BRANCHING)
-    nodes = tree.leaves
-    images, labels = hierarchy_images(
-        tree, nodes, per_class, image_size, attribute_seed=seed, image_seed=seed + 1, noise=0.1
-    )
+    images, labels, tree, nodes = synthetic_stimuli(seed, per_class, image_size, HIERARCHY_BRANCHING, noise=0.1)
     ids = tuple(f"hierarchy/{i:05d}" for i in range(len(labels)))
     settings = {
         "seed": seed,
@@ -121,12 +116,11 @@ def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolSt
         "image_size": image_size,
         "folds": 3,
     }
-    return ProtocolStimuli("hierarchy", ids, images, (labels.astype(np.int64), tree, nodes), settings)
+    return ProtocolStimuli("hierarchy", ids, images, (labels, tree, nodes), settings)
 
 
 def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> ProtocolStimuli:
-    from gensim_jax.evaluation.fewshot import load_geoclidean
-    from gensim_jax.stimuli.geoclidean import dataset as geo
+    from gensim_jax.evaluation.geoclidean import load_geoclidean, sampler_episodes
     from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_NAMES
 
     episodes = {}
@@ -138,12 +132,7 @@ def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> Prot
             episodes[name] = (to_uint8(c.train), to_uint8(c.test), np.asarray(c.test_kind))
         source = f"official benchmark images ({geoclidean_dir})"
     else:
-        for name in CONCEPT_NAMES:
-            pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=image_size)
-            neg = [geo.benchmark_images(name, v, n=5, seed=seed, size=image_size) for v in ("close", "far")]
-            rgb = lambda x: np.repeat(x[..., None], 3, axis=-1)  # noqa: E731
-            kind = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
-            episodes[name] = (rgb(pos[:5]), rgb(np.concatenate([pos[5:], *neg])), kind)
+        episodes = sampler_episodes(image_size, seed, CONCEPT_NAMES)
         source = "the product's own renders of the 37 concept programs (not the official images)"
     ids, images = [], []
     for name, (train, test, kind) in episodes.items():
@@ -332,7 +321,7 @@ def _oddball_row(rates: dict, temperature: Optional[float] = None) -> dict:
 
 
 def oddball_from_evaluation(evaluation: Mapping) -> dict:
-    """The scorecard's oddball entry of an oddball evaluation (:func:`~gensim_jax.evaluation.oddball_evaluator.evaluate`)."""
+    """The scorecard's oddball entry of an oddball evaluation (:func:`~gensim_jax.evaluation.oddball.evaluate`)."""
     return _oddball_row({"graded": evaluation["graded"], "argmax": evaluation["argmax"]}, evaluation.get("temperature"))
 
 
@@ -340,7 +329,7 @@ def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int
     trials = stim.data
     t = len(trials.images)
     z = np.asarray(embeddings, np.float64).reshape(t, 6, -1)
-    r = oe.readout(z, trials, stim.settings.get("target_error"))
+    r = ob.readout(z, trials, stim.settings.get("target_error"))
     row = oddball_from_evaluation(r)
     row["regression_error"] = r["regression_error"]
     if resamples:
@@ -349,7 +338,7 @@ def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int
 
 
 def _score_hierarchy(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
-    from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+    from gensim_jax.evaluation.hierarchy import decode_levels
 
     labels, tree, nodes = stim.data
     folds, dseed = stim.settings["folds"], stim.settings.get("decode_seed", seed)
@@ -384,17 +373,9 @@ GEOCLIDEAN_METRICS = ("acc", "acc_close", "acc_far", "auc_close", "auc_far")
 
 
 def _score_geoclidean(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
-    from gensim_jax.evaluation.fewshot import fewshot_evaluate
+    from gensim_jax.evaluation.geoclidean import fewshot_evaluate, split_episodes
 
-    embedded, start = {}, 0
-    for name, (n_train, kind) in stim.data.items():
-        embedded[name] = (
-            embeddings[start : start + n_train],
-            embeddings[start + n_train : start + n_train + len(kind)],
-            kind,
-        )
-        start += n_train + len(kind)
-    res = fewshot_evaluate(embedded, threshold=stim.settings["threshold"])
+    res = fewshot_evaluate(split_episodes(embeddings, stim.data), threshold=stim.settings["threshold"])
     row = {k: float(res.mean[k]) for k in GEOCLIDEAN_METRICS}
     row["per_concept"] = {n: {k: float(v) for k, v in r.items()} for n, r in res.per_concept.items()}
     if resamples:
@@ -444,7 +425,7 @@ _INTERVAL_METHOD = {
 
 def _pixels(images: np.ndarray, size: int = 32) -> np.ndarray:
     """The model-free reference: images area-averaged to ``size x size``, ImageNet-normalised, flattened."""
-    from gensim_jax.evaluation.hierarchy_evaluator import pixel_embedding
+    from gensim_jax.evaluation.hierarchy import pixel_embedding
 
     return pixel_embedding(images, min(int(size), images.shape[1]))
 
@@ -629,7 +610,7 @@ def read_embeddings(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Errors (``ValueError``/``FileNotFoundError`` naming the file): not an npz of those arrays,
     lengths that differ, repeated ids, NaN or inf vectors.
     """
-    from gensim_jax.evaluation.protocols._common import load_npz
+    from gensim_jax.evaluation.embed import load_npz
 
     z = load_npz(str(path), ("ids", "embeddings"))
     ids, emb = z["ids"], z["embeddings"]
@@ -879,7 +860,7 @@ def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, see
 def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
     """The geoclidean entry of a ``geoclidean`` run's export: its 7 held-out concepts (the official images when the
     run had them, else its renders), embedded as the run does, its numbers from ``evaluation``."""
-    from gensim_jax.evaluation import geoclidean_evaluator as ge
+    from gensim_jax.evaluation import geoclidean as ge
     from gensim_jax.evaluation.embed import embed_images
     from gensim_jax.experiments import geoclidean as gx
     from gensim_jax.preprocessing import normalize_images
@@ -950,7 +931,7 @@ def score_export(
     """
     import jax
 
-    from gensim_jax.evaluation.protocols._common import load_encoders
+    from gensim_jax.evaluation.embed import load_encoders
     from gensim_jax.models import get_model
 
     _check_protocols(protocols)
@@ -1144,10 +1125,10 @@ def format_markdown(card: Mapping) -> str:
 
 def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
     """One figure, a panel per protocol: the model beside the reference rows (bars with their intervals)."""
-    from gensim_jax.evaluation.figures import _figure, save_figure
+    from gensim_jax.evaluation.plotting import figure, save_figure
 
     protocols = [p for p in card["protocols"] if p in card]
-    fig, axes = _figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
+    fig, axes = figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
     axes = np.atleast_1d(axes)
     for ax, p in zip(axes, protocols):
         e = card[p]
