@@ -282,6 +282,12 @@ def evaluate_embedding(
     return {"levels": levels, "score_uniform": float(res.score), "score_majority": float(score_majority)}
 
 
+def evaluate(embed, stimuli: HierarchyStimuli, *, folds: int = 3, seed: int = 0, n_jobs: int = 1) -> dict:
+    """:func:`evaluate_embedding` of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``stimuli``."""
+    x = np.asarray(embed(stimuli.images))
+    return evaluate_embedding(x, stimuli.labels, stimuli.tree, stimuli.nodes, folds=folds, seed=seed, n_jobs=n_jobs)
+
+
 def summarize_runs(per_run: list) -> dict:
     """Mean and standard deviation over runs of the per-level accuracies and the two aggregates."""
     first = per_run[0]["levels"]
@@ -445,12 +451,6 @@ def plot_hierarchy_summary(results: Mapping, path) -> Path:
     ax[1].set_xticks(levels)
     ax[1].legend(fontsize=7, ncol=2)
     return Path(save_figure(fig, path, dpi=110))
-
-
-def evaluate(embed, stimuli: HierarchyStimuli, *, folds: int = 3, seed: int = 0, n_jobs: int = 1) -> dict:
-    """:func:`evaluate_embedding` of ``embed(images (N, S, S, 3) uint8) -> (N, D)`` on ``stimuli``."""
-    x = np.asarray(embed(stimuli.images))
-    return evaluate_embedding(x, stimuli.labels, stimuli.tree, stimuli.nodes, folds=folds, seed=seed, n_jobs=n_jobs)
 
 
 # the registry's face (gensim_jax.evaluation.registry): stimuli, evaluator, summary over runs, figure

@@ -223,17 +223,14 @@ def stimuli(
 
     if int(image_size) < MIN_IMAGE_SIZE:
         raise ValueError(f"image_size must be >= {MIN_IMAGE_SIZE}, got {image_size}")
-    out = {}
-    for p in protocols:
-        if p == "oddball":
-            out[p] = _oddball_stimuli(int(image_size), int(seed), int(trials_per_condition))
-        elif p == "geoclidean":
-            out[p] = _geoclidean_stimuli(int(image_size), int(seed), geoclidean_dir)
-        elif p == "odd_one_out":
-            out[p] = _odd_one_out_stimuli(int(image_size), odd_one_out_trials, odd_one_out_images)
-        else:
-            out[p] = _hierarchy_stimuli(int(image_size), int(seed), int(per_class))
-    return out
+    s, seed = int(image_size), int(seed)
+    build = {
+        "oddball": lambda: _oddball_stimuli(s, seed, int(trials_per_condition)),
+        "hierarchy": lambda: _hierarchy_stimuli(s, seed, int(per_class)),
+        "geoclidean": lambda: _geoclidean_stimuli(s, seed, geoclidean_dir),
+        "odd_one_out": lambda: _odd_one_out_stimuli(s, odd_one_out_trials, odd_one_out_images),
+    }
+    return {p: build[p]() for p in protocols}
 
 
 def _check_protocols(protocols: Sequence[str]) -> None:
@@ -1036,91 +1033,180 @@ def _cell(value, interval=None, spec=".2f") -> str:
     return text
 
 
+def _rows(card: Mapping, entry: Mapping) -> dict:
+    """The model's row, then the reference rows, of one protocol's entry."""
+    return {card["model"]: entry, **entry["references"]}
+
+
+def _oddball_markdown(card: Mapping) -> list:
+    e = card["oddball"]
+    iv = e.get("interval", {})
+    lines = [
+        f"## Oddball ({e['stimuli']['trials']} trials; graded read-out at the humans' mean error, and the "
+        f"paper's argmax rule; {int(CONFIDENCE * 100)}% interval: "
+        f"{e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | rho9 | r human | r baboon | mean error | argmax rho9 | argmax r human | argmax r baboon |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in _rows(card, e).items():
+        gi = iv if r is e else r.get("interval", {})
+        a = r.get("argmax", {})
+        ai = gi.get("argmax", {})
+        gg = gi.get("graded", {})
+        lines.append(
+            f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
+            f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
+            f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
+            f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
+        )
+    return lines + ["", "Paper (Fig. 2C): GenSim rho9 0.88, supervised 0.47.", ""]
+
+
+def _hierarchy_markdown(card: Mapping) -> list:
+    e = card["hierarchy"]
+    head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
+    st = e["stimuli"]
+    tree = f", tree {'x'.join(map(str, st['branching']))}" if "branching" in st else ""
+    lines = [
+        f"## Hierarchy decoding ({st['images']} images: {st.get('source', 'synthetic gratings')}{tree}; "
+        "score = sum_l log(a_l / c_l), uniform chance; "
+        f"interval: {e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        f"| row | score | {head} |",
+        "|---|---|" + "---|" * len(e["levels"]),
+        "| chance | 0 | " + " | ".join(f"{c:.3f}" for c in e["chance"]) + " |",
+    ]
+    for name, r in _rows(card, e).items():
+        ri = r.get("interval", {})
+        accs = [
+            _cell(a, (ri.get("accuracy") or [None] * len(r["accuracy"]))[i], ".3f") for i, a in enumerate(r["accuracy"])
+        ]
+        lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
+    return lines + [""]
+
+
+def _geoclidean_markdown(card: Mapping) -> list:
+    e = card["geoclidean"]
+    lines = [
+        f"## Geoclidean few-shot ({e['stimuli']['concepts']} concepts, {e['stimuli']['source']}; prototype "
+        f"scores, per-concept thresholds; interval: {e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | acc | acc close | acc far | AUC close | AUC far |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in _rows(card, e).items():
+        ri = r.get("interval", {})
+        lines.append(f"| {name} | " + " | ".join(_cell(r[k], ri.get(k)) for k in GEOCLIDEAN_METRICS) + " |")
+    return lines + [
+        "",
+        "Chance: AUC 0.5; the per-concept thresholds are fitted on the test images, so an accuracy "
+        "without information is above 0.5 (docs/EVALUATION.md, section 2).",
+        "",
+    ]
+
+
+def _odd_one_out_markdown(card: Mapping) -> list:
+    e = card["odd_one_out"]
+    st = e["stimuli"]
+    lines = [
+        f"## Odd-one-out ({st['trials']} trials of {st['participants']} participants, {st['trials_csv']}; mean "
+        f"likelihood of the human choices, alpha fitted per participant; interval: "
+        f"{e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | mean likelihood |",
+        "|---|---|",
+        f"| chance | {e['chance']:.3f} |",
+    ]
+    for name, r in _rows(card, e).items():
+        lines.append(f"| {name} | {_cell(r['mean_likelihood'], r.get('interval', {}).get('mean_likelihood'), '.3f')} |")
+    return lines + [""]
+
+
+_MARKDOWN = {
+    "oddball": _oddball_markdown,
+    "hierarchy": _hierarchy_markdown,
+    "geoclidean": _geoclidean_markdown,
+    "odd_one_out": _odd_one_out_markdown,
+}
+
+
 def format_markdown(card: Mapping) -> str:
-    """Markdown tables of a scorecard: one per protocol, the model first, then the reference rows."""
+    """Markdown tables of a scorecard: one per protocol (in :data:`ALL_PROTOCOLS` order), the model first, then
+    the reference rows."""
     lines = [f"# Scorecard: {card['model']}", ""]
-    if "oddball" in card:
-        e = card["oddball"]
-        iv = e.get("interval", {})
-        lines += [
-            f"## Oddball ({e['stimuli']['trials']} trials; graded read-out at the humans' mean error, and the "
-            f"paper's argmax rule; {int(CONFIDENCE * 100)}% interval: "
-            f"{e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | rho9 | r human | r baboon | mean error | argmax rho9 | argmax r human | argmax r baboon |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        rows = {card["model"]: e, **e["references"]}
-        for name, r in rows.items():
-            gi = iv if r is e else r.get("interval", {})
-            a = r.get("argmax", {})
-            ai = gi.get("argmax", {})
-            gg = gi.get("graded", {})
-            lines.append(
-                f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
-                f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
-                f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
-                f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
-            )
-        lines += ["", "Paper (Fig. 2C): GenSim rho9 0.88, supervised 0.47.", ""]
-    if "hierarchy" in card:
-        e = card["hierarchy"]
-        head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
-        st = e["stimuli"]
-        tree = f", tree {'x'.join(map(str, st['branching']))}" if "branching" in st else ""
-        lines += [
-            f"## Hierarchy decoding ({st['images']} images: {st.get('source', 'synthetic gratings')}{tree}; "
-            "score = sum_l log(a_l / c_l), uniform chance; "
-            f"interval: {e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            f"| row | score | {head} |",
-            "|---|---|" + "---|" * len(e["levels"]),
-            "| chance | 0 | " + " | ".join(f"{c:.3f}" for c in e["chance"]) + " |",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            ri = r.get("interval", {})
-            accs = [
-                _cell(a, (ri.get("accuracy") or [None] * len(r["accuracy"]))[i], ".3f")
-                for i, a in enumerate(r["accuracy"])
-            ]
-            lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
-        lines.append("")
-    if "geoclidean" in card:
-        e = card["geoclidean"]
-        lines += [
-            f"## Geoclidean few-shot ({e['stimuli']['concepts']} concepts, {e['stimuli']['source']}; prototype "
-            f"scores, per-concept thresholds; interval: {e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | acc | acc close | acc far | AUC close | AUC far |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            ri = r.get("interval", {})
-            lines.append(f"| {name} | " + " | ".join(_cell(r[k], ri.get(k)) for k in GEOCLIDEAN_METRICS) + " |")
-        lines += [
-            "",
-            "Chance: AUC 0.5; the per-concept thresholds are fitted on the test images, so an accuracy "
-            "without information is above 0.5 (docs/EVALUATION.md, section 2).",
-            "",
-        ]
-    if "odd_one_out" in card:
-        e = card["odd_one_out"]
-        st = e["stimuli"]
-        lines += [
-            f"## Odd-one-out ({st['trials']} trials of {st['participants']} participants, {st['trials_csv']}; mean "
-            f"likelihood of the human choices, alpha fitted per participant; interval: "
-            f"{e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | mean likelihood |",
-            "|---|---|",
-            f"| chance | {e['chance']:.3f} |",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            lines.append(
-                f"| {name} | {_cell(r['mean_likelihood'], r.get('interval', {}).get('mean_likelihood'), '.3f')} |"
-            )
-        lines.append("")
+    for p in ALL_PROTOCOLS:
+        if p in card:
+            lines += _MARKDOWN[p](card)
     return "\n".join(lines)
+
+
+def _oddball_panel(ax, card: Mapping) -> None:
+    e = card["oddball"]
+    rows = _rows(card, e)
+    metrics = ("rho9", "r_human", "r_baboon")
+    width = 0.8 / len(rows)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = (e if r is e else r).get("interval", {}).get("graded", {})
+        vals = [np.nan if r.get(m) is None else r[m] for m in metrics]
+        err = np.array(
+            [[v - iv[m][0], iv[m][1] - v] if iv.get(m) and np.isfinite(v) else [0, 0] for m, v in zip(metrics, vals)]
+        ).T
+        err = err if err.any() else None  # the behaviour rows have no interval
+        ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
+    ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_ylim(-1, 1)
+    ax.set_title("Oddball (graded read-out)")
+
+
+def _geoclidean_panel(ax, card: Mapping) -> None:
+    rows = _rows(card, card["geoclidean"])
+    metrics = GEOCLIDEAN_METRICS[1:]
+    width = 0.8 / len(rows)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = r.get("interval", {})
+        vals = np.array([r[m] for m in metrics])
+        err = np.array([[v - iv[m][0], iv[m][1] - v] if iv.get(m) else [0, 0] for m, v in zip(metrics, vals)]).T
+        ax.bar(np.arange(len(metrics)) + k * width, vals, width, yerr=err, label=name, capsize=2)
+    ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["acc close", "acc far", "AUC close", "AUC far"])
+    ax.axhline(0.5, color="r", ls="--", lw=0.8)
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Geoclidean few-shot")
+
+
+def _odd_one_out_panel(ax, card: Mapping) -> None:
+    e = card["odd_one_out"]
+    rows = _rows(card, e)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = r.get("interval", {}).get("mean_likelihood")
+        v = r["mean_likelihood"]
+        ax.bar(k, v, 0.7, yerr=None if not iv else [[v - iv[0]], [iv[1] - v]], label=name, capsize=2)
+    ax.axhline(e["chance"], color="r", ls="--", lw=0.8, label="chance")
+    ax.set_xticks(range(len(rows)), list(rows), fontsize=7)
+    ax.set_ylabel("mean likelihood of the human choices")
+    ax.set_ylim(0, 1)
+    ax.set_title("Odd-one-out")
+
+
+def _hierarchy_panel(ax, card: Mapping) -> None:
+    e = card["hierarchy"]
+    for name, r in _rows(card, e).items():
+        ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
+    ax.plot(e["levels"], e["chance"], "r--", label="chance")
+    ax.set_xticks(e["levels"])
+    ax.set_xlabel("tree level")
+    ax.set_ylabel("decoding accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Hierarchy decoding")
+
+
+_PANELS = {
+    "oddball": _oddball_panel,
+    "hierarchy": _hierarchy_panel,
+    "geoclidean": _geoclidean_panel,
+    "odd_one_out": _odd_one_out_panel,
+}
 
 
 def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
@@ -1129,58 +1215,7 @@ def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
 
     protocols = [p for p in card["protocols"] if p in card]
     fig, axes = figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
-    axes = np.atleast_1d(axes)
-    for ax, p in zip(axes, protocols):
-        e = card[p]
-        rows = {card["model"]: e, **e["references"]}
-        if p == "oddball":
-            metrics = ("rho9", "r_human", "r_baboon")
-            width = 0.8 / len(rows)
-            for k, (name, r) in enumerate(rows.items()):
-                iv = (e if r is e else r).get("interval", {}).get("graded", {})
-                vals = [np.nan if r.get(m) is None else r[m] for m in metrics]
-                err = np.array(
-                    [
-                        [v - iv[m][0], iv[m][1] - v] if iv.get(m) and np.isfinite(v) else [0, 0]
-                        for m, v in zip(metrics, vals)
-                    ]
-                ).T
-                err = err if err.any() else None  # the behaviour rows have no interval
-                ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
-            ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
-            ax.axhline(0, color="k", lw=0.5)
-            ax.set_ylim(-1, 1)
-            ax.set_title("Oddball (graded read-out)")
-        elif p == "geoclidean":
-            metrics = GEOCLIDEAN_METRICS[1:]
-            width = 0.8 / len(rows)
-            for k, (name, r) in enumerate(rows.items()):
-                iv = r.get("interval", {})
-                vals = np.array([r[m] for m in metrics])
-                err = np.array([[v - iv[m][0], iv[m][1] - v] if iv.get(m) else [0, 0] for m, v in zip(metrics, vals)]).T
-                ax.bar(np.arange(len(metrics)) + k * width, vals, width, yerr=err, label=name, capsize=2)
-            ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["acc close", "acc far", "AUC close", "AUC far"])
-            ax.axhline(0.5, color="r", ls="--", lw=0.8)
-            ax.set_ylim(0, 1.05)
-            ax.set_title("Geoclidean few-shot")
-        elif p == "odd_one_out":
-            for k, (name, r) in enumerate(rows.items()):
-                iv = r.get("interval", {}).get("mean_likelihood")
-                v = r["mean_likelihood"]
-                ax.bar(k, v, 0.7, yerr=None if not iv else [[v - iv[0]], [iv[1] - v]], label=name, capsize=2)
-            ax.axhline(e["chance"], color="r", ls="--", lw=0.8, label="chance")
-            ax.set_xticks(range(len(rows)), list(rows), fontsize=7)
-            ax.set_ylabel("mean likelihood of the human choices")
-            ax.set_ylim(0, 1)
-            ax.set_title("Odd-one-out")
-        else:
-            for name, r in rows.items():
-                ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
-            ax.plot(e["levels"], e["chance"], "r--", label="chance")
-            ax.set_xticks(e["levels"])
-            ax.set_xlabel("tree level")
-            ax.set_ylabel("decoding accuracy")
-            ax.set_ylim(0, 1.05)
-            ax.set_title("Hierarchy decoding")
+    for ax, p in zip(np.atleast_1d(axes), protocols):
+        _PANELS[p](ax, card)
         ax.legend(fontsize=7)
     return save_figure(fig, path)
