@@ -16,7 +16,7 @@ one warm-up/compile call, each call waited for with ``block_until_ready``):
 ``host``
     rendering the training images (``training_source``, per image), one host batch of the
     experiment's pipeline (``make_batches``: tf.data, uint8 -> normalised float32), and one
-    evaluation (``evaluate_run``: embedding the 440 x 6 test images and both read-outs).
+    evaluation (the arm's ``evaluate``: embedding the 440 x 6 test images and both read-outs).
 ``vmap``
     the seeds of an arm as one program: ``K`` independent GenSim steps (params, Adam state and batch
     stacked on a leading axis) under one ``jax.vmap``-ed ``jax.jit``, against ``K`` calls of the
@@ -38,7 +38,7 @@ import numpy as np
 import optax
 
 from gensim_jax.data.quadrilaterals import training_source
-from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation import oddball as oe
 from gensim_jax.experiments import quadrilaterals as q
 from gensim_jax.losses import distance_regression_loss
 from gensim_jax.models import get_model

@@ -98,9 +98,9 @@ def fit_images(size: int, n_per_concept: int = 8, seed: int = 20_000) -> np.ndar
 
 def similarity_fit(export_dir, n_per_concept: int = 8, seed: int = 20_000) -> dict:
     """The similarity diagnostic of one export (module docstring); ``export_dir="pixels"``: the
-    model-free baseline (:func:`~gensim_jax.evaluation.fewshot.pixel_embedding` of 64 px images)."""
+    model-free baseline (:func:`~gensim_jax.evaluation.geoclidean.pixel_embedding` of 64 px images)."""
     from gensim_jax.evaluation.embed import load_encoder
-    from gensim_jax.evaluation.fewshot import pixel_embedding
+    from gensim_jax.evaluation.geoclidean import pixel_embedding
     from gensim_jax.kernels.trees import gram_log_table
     from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_NAMES, TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 

@@ -96,7 +96,7 @@ def final_curve(run_dir: Path, results: dict, arm: str, r: int) -> tuple[int, di
 def export_curve(run_dir: Path) -> tuple[int, dict] | None:
     """The final point of a run whose work directory has no results.json (stopped before the other
     runs ended): its exported encoder evaluated again with the experiment's own read-out."""
-    from gensim_jax.evaluation import oddball_evaluator as oe
+    from gensim_jax.evaluation import oddball as oe
     from gensim_jax.experiments import quadrilaterals as quad
     from gensim_jax.training.export import load_exported
 
@@ -234,7 +234,7 @@ def summary_step(arms: dict[str, dict[int, list[dict]]]) -> int:
 def final_summary(arms: dict[str, dict[int, list[dict]]], step: int) -> dict | None:
     """Fig. 2B/2C statistics over the runs at ``step``, in the form of the experiment's results
     (``quadrilaterals.format_table``)."""
-    from gensim_jax.evaluation import oddball_evaluator as oe
+    from gensim_jax.evaluation import oddball as oe
 
     graded, argmax, taus = {}, {}, {}
     for arm, steps in arms.items():
@@ -280,7 +280,7 @@ def main(argv=None) -> int:
     print(table(curves))
     plot(curves, a.out)
     print(f"\nwrote {a.out}")
-    from gensim_jax.evaluation.figures import plot_oddball
+    from gensim_jax.evaluation.oddball import plot_oddball
     from gensim_jax.experiments.quadrilaterals import format_table
 
     for label, arms in curves.items():

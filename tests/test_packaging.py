@@ -150,11 +150,11 @@ for name in names:
     failed += r.failed
     attempted += r.attempted
 errors = {{}}
-for module in ("gensim_jax.models", "gensim_jax.data.augment", "gensim_jax.evaluation.figures"):
+for module in ("gensim_jax.models", "gensim_jax.data.augment", "gensim_jax.evaluation.plotting"):
     try:
         importlib.import_module(module)
-        if module.endswith("figures"):
-            importlib.import_module(module).plot_odd_one_out([0.1, 1.0], {{"p": [0.4, 0.35]}})
+        if module.endswith("plotting"):
+            importlib.import_module(module).figure(1.0, 1.0)
         errors[module] = None
     except ImportError as err:
         errors[module] = str(err)
@@ -192,7 +192,7 @@ def test_core_wheel_installs_and_runs_without_extras(tmp_path):
     assert res["attempted"] >= 20 and res["failed"] == 0, res
     assert "pip install 'gensim-jax[models]'" in res["errors"]["gensim_jax.models"]
     assert "pip install 'gensim-jax[data]'" in res["errors"]["gensim_jax.data.augment"]
-    assert "pip install 'gensim-jax[eval]'" in res["errors"]["gensim_jax.evaluation.figures"]
+    assert "pip install 'gensim-jax[eval]'" in res["errors"]["gensim_jax.evaluation.plotting"]
 
 
 # ------------------------------------------------------------ the documented extras train

@@ -12,7 +12,9 @@ encoder exported by :func:`gensim_jax.training.export.export_variables`) to them
   :func:`encoder` wraps a model in memory (a run's own evaluation).  Both are the same object, so a
   run's evaluation and an evaluation of its export embed the same images alike, bit for bit.
   ``uint8`` images of the encoder's size are normalised inside the jitted embedding exactly as the
-  training step normalises them (:func:`gensim_jax.training.step.normalize_inputs`).
+  training step normalises them (:func:`gensim_jax.training.step.normalize_inputs`);
+  :func:`load_encoders` reads one per run directory with errors that name the damaged export.
+* :func:`load_npz` -- arrays of an ``.npz`` file (precomputed embeddings, trials), no pickles.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 import jax
@@ -28,7 +31,16 @@ import numpy as np
 
 from gensim_jax.preprocessing import INPUT_PREPROCESSING
 
-__all__ = ["ExportedEncoder", "PREPROCESSING", "embed_images", "encoder", "load_encoder", "prepare_images"]
+__all__ = [
+    "ExportedEncoder",
+    "PREPROCESSING",
+    "embed_images",
+    "encoder",
+    "load_encoder",
+    "load_encoders",
+    "load_npz",
+    "prepare_images",
+]
 
 #: Input normalisations an export can name in its ``preprocess`` metadata.
 PREPROCESSING = INPUT_PREPROCESSING
@@ -225,3 +237,45 @@ def load_encoder(directory: str | os.PathLike) -> ExportedEncoder:
     if pre not in PREPROCESSING:
         raise ValueError(f"export {directory}: preprocess {pre!r} is not one of {PREPROCESSING}")
     return ExportedEncoder(str(directory), model, variables, dict(metadata))
+
+
+def load_encoders(dirs):
+    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run).
+
+    A missing directory or file is ``FileNotFoundError`` naming it; an export whose files cannot be
+    read (a truncated ``variables.msgpack``, a ``model.json`` that is not JSON) is ``ValueError``
+    naming the directory and how to write it again.
+    """
+    encoders = []
+    for d in dirs:
+        try:
+            encoders.append(load_encoder(d))
+        except (FileNotFoundError, ImportError):
+            raise
+        except Exception as err:  # noqa: BLE001 - msgpack, JSON and flax errors name no file
+            raise ValueError(
+                f"{d} is a damaged export ({type(err).__name__}: {' '.join(str(err).split())}); write it again "
+                "by running the training command again with --resume (a finished run only re-exports)"
+            ) from err
+    return encoders
+
+
+def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Arrays ``keys`` of an ``.npz`` file (``ValueError`` naming the file and the missing arrays).
+
+    A missing file is ``FileNotFoundError``, a file that is not an ``.npz`` archive of arrays (no
+    pickles are loaded) ``ValueError``; both name the file.
+    """
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file (expected an .npz archive with arrays {', '.join(keys)})")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path} is not an .npz archive of arrays (np.savez writes one)") from err
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} is a single .npy array, not an .npz archive with arrays {', '.join(keys)}")
+    with z:
+        missing = [k for k in keys if k not in z.files]
+        if missing:
+            raise ValueError(f"{path}: missing arrays {missing}; it has {z.files}")
+        return {k: z[k] for k in keys}

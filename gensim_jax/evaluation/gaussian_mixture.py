@@ -19,16 +19,23 @@ as a second line: the two points come from *different* components.  The paper's 
 ``distance_ratio_component``.
 
 :func:`fig_s1_report` runs the whole protocol on embedded fitting and test points; :func:`appendix_h_evaluation`
-draws those points from the Appendix H mixture and embeds them (what the experiment records per run).
+(the evaluator, also ``evaluate``) draws those points from the Appendix H mixture and embeds them (what the
+experiment records per run); :func:`format_table` and :func:`plot_gaussian_mixture` (Fig. S1) present a run.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
+from pathlib import Path
+from typing import Mapping, Optional
 
 import numpy as np
 from scipy import stats
+
+from gensim_jax.evaluation.plotting import figure, save_figure
+
+#: The protocol's name in :data:`gensim_jax.evaluation.registry.PROTOCOLS`.
+NAME = "gaussian_mixture"
 
 
 @dataclass
@@ -238,3 +245,34 @@ def format_table(results: dict) -> str:
     lines = [f"| {'metric':<{w}} | ours | paper |", f"|{'-' * (w + 2)}|------|-------|"]
     lines += [f"| {a:<{w}} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(lines)
+
+
+def plot_gaussian_mixture(arrays: Mapping, history, num_bins: int, path) -> Path:
+    """Fig. S1 of a Gaussian-mixture run: the points coloured by their 1-D embedding, the embedding per
+    generating component, and ``s_gen`` (Eq. H2) against the embedding distance per quantile bin with the
+    training loss inset; ``arrays`` from :func:`appendix_h_evaluation`."""
+    x, comp, emb = arrays["x"], arrays["component"], arrays["embedding"]
+    dist, s_gen = arrays["distance"], arrays["s_gen"]
+    fig, ax = figure(13, 3.8, ncols=3)
+    sc = ax[0].scatter(x[:, 0], x[:, 1], c=emb[:, 0], s=4, cmap="coolwarm")
+    fig.colorbar(sc, ax=ax[0], label="embedding phi(x)")
+    ax[0].set(title="Points coloured by their learned 1-D embedding", xlabel="x1", ylabel="x2")
+    for c, colour in zip(np.unique(comp), ("tab:blue", "tab:orange")):
+        ax[1].hist(emb[comp == c, 0], bins=60, alpha=0.6, color=colour, label=f"component {c}")
+    ax[1].set(title="Embedding per generating component", xlabel="phi(x)")
+    ax[1].legend()
+    order = np.argsort(dist)
+    bins = np.array_split(order, num_bins)
+    ax[2].plot([dist[b].mean() for b in bins], [s_gen[b].mean() for b in bins], ".", ms=3)
+    ax[2].set(
+        title="s_gen (Eq. H2) vs embedding distance", xlabel="|phi(x1) - phi(x2)|", ylabel="mean s_gen per quantile bin"
+    )
+    inset = ax[2].inset_axes([0.55, 0.55, 0.4, 0.4])
+    inset.plot(history)
+    inset.set_title("train loss", fontsize=8)
+    inset.tick_params(labelsize=6)
+    return Path(save_figure(fig, path, dpi=110))
+
+
+#: The registry's face (:mod:`gensim_jax.evaluation.registry`): the evaluator of one embedding function.
+evaluate = appendix_h_evaluation

@@ -15,6 +15,11 @@ over-confident predictions), so ``objective="log_likelihood"`` is offered too: i
 
 Trials CSV: header with ``image_1, image_2, image_3, choice, rt, participant`` (``choice`` is the
 id of the odd image and must be one of the three; ``rt`` > 0 in any unit, alpha absorbs it).
+
+The trials are the user's data (no seeded stimuli): :func:`read_trials` reads them against the ids of
+an embedding table, :func:`odd_one_out_likelihood` (the evaluator, also ``evaluate``) fits and scores,
+:func:`objective_curves` gives each participant's objective over the ``alpha`` grid and
+:func:`plot_odd_one_out` draws it.
 """
 
 from __future__ import annotations
@@ -22,12 +27,18 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 from scipy.special import log_softmax
 
+from gensim_jax.evaluation.plotting import COLORS, figure, save_figure
+
 __all__ = [
+    "NAME",
+    "evaluate",
+    "objective_curves",
+    "plot_odd_one_out",
     "Trials",
     "read_trials",
     "trials_from_arrays",
@@ -37,6 +48,9 @@ __all__ = [
     "odd_one_out_likelihood",
     "DEFAULT_ALPHAS",
 ]
+
+#: The protocol's name in :data:`gensim_jax.evaluation.registry.PROTOCOLS`.
+NAME = "odd_one_out"
 
 #: Default grid of alpha values (log-spaced).
 DEFAULT_ALPHAS = np.logspace(-4, 2, 121)
@@ -197,3 +211,81 @@ def odd_one_out_likelihood(
 def trials_from_arrays(items, choice, rt, participant) -> Trials:
     """Validated :class:`Trials` from arrays (``items (T, 3)``, ``choice (T,)`` in {0,1,2}, ``rt``, ``participant``)."""
     return _make_trials(items, choice, rt, participant)
+
+
+def objective_curves(embeddings, trials: Trials, alphas, objective: str) -> dict[str, np.ndarray]:
+    """``{participant: (A,)}`` mean likelihood (or mean log-likelihood) of their choices at each alpha."""
+    out = {}
+    for p in np.unique(trials.participant):
+        lp = choice_log_probs(embeddings, _subset(trials, trials.participant == p), alphas)  # (A, T_p)
+        out[str(p)] = (np.exp(lp) if objective == "mean_likelihood" else lp).mean(axis=1)
+    return out
+
+
+def plot_odd_one_out(
+    alphas,
+    curves: Mapping[str, Sequence[float]],
+    path: Optional[str | os.PathLike] = None,
+    *,
+    fitted: Optional[Mapping[str, float]] = None,
+    chance: float = 1.0 / 3.0,
+    ylabel: str = "mean likelihood of the human choices",
+    title: str = "Odd-one-out likelihood vs temperature factor",
+):
+    """Likelihood of the human odd-one-out choices as a function of ``alpha`` (``tau = alpha * rt``).
+
+    One thin line per participant, their mean in black, each participant's fitted ``alpha`` as a
+    dot on its curve (the grid search of paper Sec. 3.3; Fig. 4D reports the value at that dot,
+    averaged over participants), chance ``1/3`` dashed. The x axis is logarithmic.
+
+    Args:
+      alphas: ``(A,)`` positive grid.
+      curves: ``{participant: (A,) objective over the grid}`` (e.g. mean likelihood).
+      path: write the PNG here when given.
+      fitted: optional ``{participant: alpha}``; the value must lie on the grid's range.
+      chance: horizontal reference line (``None`` for none; e.g. for log-likelihood curves pass
+        ``log(1/3)``).
+      ylabel, title: labels.
+
+    Returns:
+      the matplotlib ``Figure``.
+    """
+    a = np.asarray(alphas, np.float64)
+    if a.ndim != 1 or len(a) < 2 or np.any(a <= 0):
+        raise ValueError(f"alphas must be a 1-D grid of >= 2 positive values, got shape {a.shape}")
+    if not curves:
+        raise ValueError("curves is empty")
+    ys = {}
+    for p, c in curves.items():
+        c = np.asarray(c, np.float64)
+        if c.shape != a.shape:
+            raise ValueError(f"curve of participant {p!r} has shape {c.shape}, alphas has {a.shape}")
+        ys[p] = c
+    fig, (ax,) = figure(5.0, 3.4)
+    for p, c in ys.items():
+        ax.plot(a, c, lw=0.7, alpha=0.5, color=COLORS[0])
+        if fitted is not None and p in fitted:
+            ax.plot([fitted[p]], [np.interp(np.log(fitted[p]), np.log(a), c)], "o", ms=3, color=COLORS[1])
+    ax.plot(
+        a,
+        np.mean(np.stack(list(ys.values())), axis=0),
+        lw=2,
+        color="black",
+        label=f"mean over {len(ys)} participant{'s' if len(ys) != 1 else ''}",
+    )
+    if fitted:
+        ax.plot([], [], "o", ms=3, color=COLORS[1], label=r"fitted $\alpha$")
+    if chance is not None:
+        ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    ax.set_xscale("log")
+    ax.set_xlabel(r"$\alpha$ ($\tau = \alpha \cdot rt$)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+#: The registry's face (:mod:`gensim_jax.evaluation.registry`): the evaluator, on an embedding table.
+evaluate = odd_one_out_likelihood

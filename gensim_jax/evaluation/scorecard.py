@@ -4,19 +4,19 @@ One call runs the paper's behavioural protocols on an embedding function and put
 reference rows, every number with a bootstrap interval:
 
 * ``oddball`` -- the quadrilateral oddball test (paper Sec. 3.1, Fig. 2B/2C) on the seeded test set
-  of :func:`gensim_jax.evaluation.oddball_evaluator.test_trials`, read out by
-  :func:`~gensim_jax.evaluation.oddball_evaluator.readout` (graded, the headline, and the paper's
+  of :func:`gensim_jax.evaluation.oddball.test_trials`, read out by
+  :func:`~gensim_jax.evaluation.oddball.readout` (graded, the headline, and the paper's
   argmax rule) and summarised by :func:`~gensim_jax.evaluation.oddball.oddball_summary`: Spearman
   ``rho9`` with the irregularity rank, Pearson ``r_human`` (pooled five groups) and ``r_baboon``,
   ``r`` per population. Interval: percentile bootstrap over trials, resampled within each shape,
   the graded read-out's temperature held at its full-data value.
 * ``hierarchy`` -- linear decoding of every level of a 2 x 3 x 3 class tree (paper Sec. 3.3, Fig. 4B,
-  Appendix N) by :func:`~gensim_jax.evaluation.hierarchy_decoding.decode_levels` on the synthetic
+  Appendix N) by :func:`~gensim_jax.evaluation.hierarchy.decode_levels` on the synthetic
   grating images of :func:`gensim_jax.stimuli.hierarchy.hierarchy_images`; ``score`` is
   ``sum_l log(a_l / c_l)`` with uniform chance. Interval: percentile bootstrap over the held-out
   images' cross-validated predictions (the classifiers fixed).
 * ``geoclidean`` -- few-shot concept learning (paper Sec. 3.2, Fig. 3C) by
-  :func:`~gensim_jax.evaluation.fewshot.fewshot_evaluate` (prototype scores, per-concept thresholds):
+  :func:`~gensim_jax.evaluation.geoclidean.fewshot_evaluate` (prototype scores, per-concept thresholds):
   accuracy and ROC AUC against close and far negatives, on all 37 concepts of the official benchmark
   images (Hsu et al. 2022) when a directory is given, else on the product's own renders of the 37
   programs (:func:`gensim_jax.stimuli.geoclidean.dataset.benchmark_images`, labelled as such).
@@ -46,7 +46,6 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from gensim_jax.evaluation import oddball as ob
-from gensim_jax.evaluation import oddball_evaluator as oe
 from gensim_jax.evaluation import sable_meyer as sm
 
 __all__ = [
@@ -96,7 +95,7 @@ class ProtocolStimuli:
 
 
 def _oddball_stimuli(image_size: int, seed: int, trials_per_condition: int) -> ProtocolStimuli:
-    trials = oe.test_trials(seed, trials_per_condition, image_size)
+    trials = ob.test_trials(seed, trials_per_condition, image_size)
     t, n = trials.images.shape[:2]
     ids = tuple(f"oddball/{i:05d}_{j}" for i in range(t) for j in range(n))
     images = np.repeat(trials.images.reshape(t * n, image_size, image_size)[..., None], 3, axis=-1)
@@ -105,13 +104,9 @@ def _oddball_stimuli(image_size: int, seed: int, trials_per_condition: int) -> P
 
 
 def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolStimuli:
-    from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+    from gensim_jax.evaluation.hierarchy import synthetic_stimuli
 
-    tree = balanced_tree(HIERARCHY_BRANCHING)
-    nodes = tree.leaves
-    images, labels = hierarchy_images(
-        tree, nodes, per_class, image_size, attribute_seed=seed, image_seed=seed + 1, noise=0.1
-    )
+    images, labels, tree, nodes = synthetic_stimuli(seed, per_class, image_size, HIERARCHY_BRANCHING, noise=0.1)
     ids = tuple(f"hierarchy/{i:05d}" for i in range(len(labels)))
     settings = {
         "seed": seed,
@@ -121,12 +116,11 @@ def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolSt
         "image_size": image_size,
         "folds": 3,
     }
-    return ProtocolStimuli("hierarchy", ids, images, (labels.astype(np.int64), tree, nodes), settings)
+    return ProtocolStimuli("hierarchy", ids, images, (labels, tree, nodes), settings)
 
 
 def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> ProtocolStimuli:
-    from gensim_jax.evaluation.fewshot import load_geoclidean
-    from gensim_jax.stimuli.geoclidean import dataset as geo
+    from gensim_jax.evaluation.geoclidean import load_geoclidean, sampler_episodes
     from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_NAMES
 
     episodes = {}
@@ -138,12 +132,7 @@ def _geoclidean_stimuli(image_size: int, seed: int, geoclidean_dir=None) -> Prot
             episodes[name] = (to_uint8(c.train), to_uint8(c.test), np.asarray(c.test_kind))
         source = f"official benchmark images ({geoclidean_dir})"
     else:
-        for name in CONCEPT_NAMES:
-            pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=image_size)
-            neg = [geo.benchmark_images(name, v, n=5, seed=seed, size=image_size) for v in ("close", "far")]
-            rgb = lambda x: np.repeat(x[..., None], 3, axis=-1)  # noqa: E731
-            kind = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
-            episodes[name] = (rgb(pos[:5]), rgb(np.concatenate([pos[5:], *neg])), kind)
+        episodes = sampler_episodes(image_size, seed, CONCEPT_NAMES)
         source = "the product's own renders of the 37 concept programs (not the official images)"
     ids, images = [], []
     for name, (train, test, kind) in episodes.items():
@@ -234,17 +223,14 @@ def stimuli(
 
     if int(image_size) < MIN_IMAGE_SIZE:
         raise ValueError(f"image_size must be >= {MIN_IMAGE_SIZE}, got {image_size}")
-    out = {}
-    for p in protocols:
-        if p == "oddball":
-            out[p] = _oddball_stimuli(int(image_size), int(seed), int(trials_per_condition))
-        elif p == "geoclidean":
-            out[p] = _geoclidean_stimuli(int(image_size), int(seed), geoclidean_dir)
-        elif p == "odd_one_out":
-            out[p] = _odd_one_out_stimuli(int(image_size), odd_one_out_trials, odd_one_out_images)
-        else:
-            out[p] = _hierarchy_stimuli(int(image_size), int(seed), int(per_class))
-    return out
+    s, seed = int(image_size), int(seed)
+    build = {
+        "oddball": lambda: _oddball_stimuli(s, seed, int(trials_per_condition)),
+        "hierarchy": lambda: _hierarchy_stimuli(s, seed, int(per_class)),
+        "geoclidean": lambda: _geoclidean_stimuli(s, seed, geoclidean_dir),
+        "odd_one_out": lambda: _odd_one_out_stimuli(s, odd_one_out_trials, odd_one_out_images),
+    }
+    return {p: build[p]() for p in protocols}
 
 
 def _check_protocols(protocols: Sequence[str]) -> None:
@@ -332,7 +318,7 @@ def _oddball_row(rates: dict, temperature: Optional[float] = None) -> dict:
 
 
 def oddball_from_evaluation(evaluation: Mapping) -> dict:
-    """The scorecard's oddball entry of an oddball evaluation (:func:`~gensim_jax.evaluation.oddball_evaluator.evaluate`)."""
+    """The scorecard's oddball entry of an oddball evaluation (:func:`~gensim_jax.evaluation.oddball.evaluate`)."""
     return _oddball_row({"graded": evaluation["graded"], "argmax": evaluation["argmax"]}, evaluation.get("temperature"))
 
 
@@ -340,7 +326,7 @@ def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int
     trials = stim.data
     t = len(trials.images)
     z = np.asarray(embeddings, np.float64).reshape(t, 6, -1)
-    r = oe.readout(z, trials, stim.settings.get("target_error"))
+    r = ob.readout(z, trials, stim.settings.get("target_error"))
     row = oddball_from_evaluation(r)
     row["regression_error"] = r["regression_error"]
     if resamples:
@@ -349,7 +335,7 @@ def _score_oddball(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int
 
 
 def _score_hierarchy(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
-    from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+    from gensim_jax.evaluation.hierarchy import decode_levels
 
     labels, tree, nodes = stim.data
     folds, dseed = stim.settings["folds"], stim.settings.get("decode_seed", seed)
@@ -384,17 +370,9 @@ GEOCLIDEAN_METRICS = ("acc", "acc_close", "acc_far", "auc_close", "auc_far")
 
 
 def _score_geoclidean(embeddings: np.ndarray, stim: ProtocolStimuli, resamples: int, seed: int) -> dict:
-    from gensim_jax.evaluation.fewshot import fewshot_evaluate
+    from gensim_jax.evaluation.geoclidean import fewshot_evaluate, split_episodes
 
-    embedded, start = {}, 0
-    for name, (n_train, kind) in stim.data.items():
-        embedded[name] = (
-            embeddings[start : start + n_train],
-            embeddings[start + n_train : start + n_train + len(kind)],
-            kind,
-        )
-        start += n_train + len(kind)
-    res = fewshot_evaluate(embedded, threshold=stim.settings["threshold"])
+    res = fewshot_evaluate(split_episodes(embeddings, stim.data), threshold=stim.settings["threshold"])
     row = {k: float(res.mean[k]) for k in GEOCLIDEAN_METRICS}
     row["per_concept"] = {n: {k: float(v) for k, v in r.items()} for n, r in res.per_concept.items()}
     if resamples:
@@ -444,7 +422,7 @@ _INTERVAL_METHOD = {
 
 def _pixels(images: np.ndarray, size: int = 32) -> np.ndarray:
     """The model-free reference: images area-averaged to ``size x size``, ImageNet-normalised, flattened."""
-    from gensim_jax.evaluation.hierarchy_evaluator import pixel_embedding
+    from gensim_jax.evaluation.hierarchy import pixel_embedding
 
     return pixel_embedding(images, min(int(size), images.shape[1]))
 
@@ -629,7 +607,7 @@ def read_embeddings(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Errors (``ValueError``/``FileNotFoundError`` naming the file): not an npz of those arrays,
     lengths that differ, repeated ids, NaN or inf vectors.
     """
-    from gensim_jax.evaluation.protocols._common import load_npz
+    from gensim_jax.evaluation.embed import load_npz
 
     z = load_npz(str(path), ("ids", "embeddings"))
     ids, emb = z["ids"], z["embeddings"]
@@ -880,7 +858,7 @@ def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, see
 def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
     """The geoclidean entry of a ``geoclidean`` run's export: its 7 held-out concepts (the official images when the
     run had them, else its renders), embedded as the run does, its numbers from ``evaluation``."""
-    from gensim_jax.evaluation import geoclidean_evaluator as ge
+    from gensim_jax.evaluation import geoclidean as ge
     from gensim_jax.evaluation.embed import embed_images
     from gensim_jax.experiments import geoclidean as gx
     from gensim_jax.preprocessing import normalize_images
@@ -951,7 +929,7 @@ def score_export(
     """
     import jax
 
-    from gensim_jax.evaluation.protocols._common import load_encoders
+    from gensim_jax.evaluation.embed import load_encoders
     from gensim_jax.models import get_model
 
     _check_protocols(protocols)
@@ -1056,151 +1034,189 @@ def _cell(value, interval=None, spec=".2f") -> str:
     return text
 
 
+def _rows(card: Mapping, entry: Mapping) -> dict:
+    """The model's row, then the reference rows, of one protocol's entry."""
+    return {card["model"]: entry, **entry["references"]}
+
+
+def _oddball_markdown(card: Mapping) -> list:
+    e = card["oddball"]
+    iv = e.get("interval", {})
+    lines = [
+        f"## Oddball ({e['stimuli']['trials']} trials; graded read-out at the humans' mean error, and the "
+        f"paper's argmax rule; {int(CONFIDENCE * 100)}% interval: "
+        f"{e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | rho9 | r human | r baboon | mean error | argmax rho9 | argmax r human | argmax r baboon |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in _rows(card, e).items():
+        gi = iv if r is e else r.get("interval", {})
+        a = r.get("argmax", {})
+        ai = gi.get("argmax", {})
+        gg = gi.get("graded", {})
+        lines.append(
+            f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
+            f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
+            f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
+            f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
+        )
+    return lines + ["", "Paper (Fig. 2C): GenSim rho9 0.88, supervised 0.47.", ""]
+
+
+def _hierarchy_markdown(card: Mapping) -> list:
+    e = card["hierarchy"]
+    head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
+    st = e["stimuli"]
+    tree = f", tree {'x'.join(map(str, st['branching']))}" if "branching" in st else ""
+    lines = [
+        f"## Hierarchy decoding ({st['images']} images: {st.get('source', 'synthetic gratings')}{tree}; "
+        "score = sum_l log(a_l / c_l), uniform chance; "
+        f"interval: {e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        f"| row | score | {head} |",
+        "|---|---|" + "---|" * len(e["levels"]),
+        "| chance | 0 | " + " | ".join(f"{c:.3f}" for c in e["chance"]) + " |",
+    ]
+    for name, r in _rows(card, e).items():
+        ri = r.get("interval", {})
+        accs = [
+            _cell(a, (ri.get("accuracy") or [None] * len(r["accuracy"]))[i], ".3f") for i, a in enumerate(r["accuracy"])
+        ]
+        lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
+    return lines + [""]
+
+
+def _geoclidean_markdown(card: Mapping) -> list:
+    e = card["geoclidean"]
+    lines = [
+        f"## Geoclidean few-shot ({e['stimuli']['concepts']} concepts, {e['stimuli']['source']}; prototype "
+        f"scores, per-concept thresholds; interval: {e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | acc | acc close | acc far | AUC close | AUC far |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in _rows(card, e).items():
+        ri = r.get("interval", {})
+        lines.append(f"| {name} | " + " | ".join(_cell(r[k], ri.get(k)) for k in GEOCLIDEAN_METRICS) + " |")
+    return lines + [
+        "",
+        "Chance: AUC 0.5; the per-concept thresholds are fitted on the test images, so an accuracy "
+        "without information is above 0.5 (docs/EVALUATION.md, section 2).",
+        "",
+    ]
+
+
+def _odd_one_out_markdown(card: Mapping) -> list:
+    e = card["odd_one_out"]
+    st = e["stimuli"]
+    lines = [
+        f"## Odd-one-out ({st['trials']} trials of {st['participants']} participants, {st['trials_csv']}; mean "
+        f"likelihood of the human choices, alpha fitted per participant; interval: "
+        f"{e.get('interval_method', {}).get('method', 'none')})",
+        "",
+        "| row | mean likelihood |",
+        "|---|---|",
+        f"| chance | {e['chance']:.3f} |",
+    ]
+    for name, r in _rows(card, e).items():
+        lines.append(f"| {name} | {_cell(r['mean_likelihood'], r.get('interval', {}).get('mean_likelihood'), '.3f')} |")
+    return lines + [""]
+
+
+_MARKDOWN = {
+    "oddball": _oddball_markdown,
+    "hierarchy": _hierarchy_markdown,
+    "geoclidean": _geoclidean_markdown,
+    "odd_one_out": _odd_one_out_markdown,
+}
+
+
 def format_markdown(card: Mapping) -> str:
-    """Markdown tables of a scorecard: one per protocol, the model first, then the reference rows."""
+    """Markdown tables of a scorecard: one per protocol (in :data:`ALL_PROTOCOLS` order), the model first, then
+    the reference rows."""
     lines = [f"# Scorecard: {card['model']}", ""]
-    if "oddball" in card:
-        e = card["oddball"]
-        iv = e.get("interval", {})
-        lines += [
-            f"## Oddball ({e['stimuli']['trials']} trials; graded read-out at the humans' mean error, and the "
-            f"paper's argmax rule; {int(CONFIDENCE * 100)}% interval: "
-            f"{e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | rho9 | r human | r baboon | mean error | argmax rho9 | argmax r human | argmax r baboon |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        rows = {card["model"]: e, **e["references"]}
-        for name, r in rows.items():
-            gi = iv if r is e else r.get("interval", {})
-            a = r.get("argmax", {})
-            ai = gi.get("argmax", {})
-            gg = gi.get("graded", {})
-            lines.append(
-                f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
-                f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
-                f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
-                f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
-            )
-        lines += ["", "Paper (Fig. 2C): GenSim rho9 0.88, supervised 0.47.", ""]
-    if "hierarchy" in card:
-        e = card["hierarchy"]
-        head = " | ".join(f"L{lv} ({n})" for lv, n in zip(e["levels"], e["num_labels"]))
-        st = e["stimuli"]
-        tree = f", tree {'x'.join(map(str, st['branching']))}" if "branching" in st else ""
-        lines += [
-            f"## Hierarchy decoding ({st['images']} images: {st.get('source', 'synthetic gratings')}{tree}; "
-            "score = sum_l log(a_l / c_l), uniform chance; "
-            f"interval: {e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            f"| row | score | {head} |",
-            "|---|---|" + "---|" * len(e["levels"]),
-            "| chance | 0 | " + " | ".join(f"{c:.3f}" for c in e["chance"]) + " |",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            ri = r.get("interval", {})
-            accs = [
-                _cell(a, (ri.get("accuracy") or [None] * len(r["accuracy"]))[i], ".3f")
-                for i, a in enumerate(r["accuracy"])
-            ]
-            lines.append(f"| {name} | {_cell(r['score'], ri.get('score'))} | " + " | ".join(accs) + " |")
-        lines.append("")
-    if "geoclidean" in card:
-        e = card["geoclidean"]
-        lines += [
-            f"## Geoclidean few-shot ({e['stimuli']['concepts']} concepts, {e['stimuli']['source']}; prototype "
-            f"scores, per-concept thresholds; interval: {e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | acc | acc close | acc far | AUC close | AUC far |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            ri = r.get("interval", {})
-            lines.append(f"| {name} | " + " | ".join(_cell(r[k], ri.get(k)) for k in GEOCLIDEAN_METRICS) + " |")
-        lines += [
-            "",
-            "Chance: AUC 0.5; the per-concept thresholds are fitted on the test images, so an accuracy "
-            "without information is above 0.5 (docs/EVALUATION.md, section 2).",
-            "",
-        ]
-    if "odd_one_out" in card:
-        e = card["odd_one_out"]
-        st = e["stimuli"]
-        lines += [
-            f"## Odd-one-out ({st['trials']} trials of {st['participants']} participants, {st['trials_csv']}; mean "
-            f"likelihood of the human choices, alpha fitted per participant; interval: "
-            f"{e.get('interval_method', {}).get('method', 'none')})",
-            "",
-            "| row | mean likelihood |",
-            "|---|---|",
-            f"| chance | {e['chance']:.3f} |",
-        ]
-        for name, r in {card["model"]: e, **e["references"]}.items():
-            lines.append(
-                f"| {name} | {_cell(r['mean_likelihood'], r.get('interval', {}).get('mean_likelihood'), '.3f')} |"
-            )
-        lines.append("")
+    for p in ALL_PROTOCOLS:
+        if p in card:
+            lines += _MARKDOWN[p](card)
     return "\n".join(lines)
+
+
+def _oddball_panel(ax, card: Mapping) -> None:
+    e = card["oddball"]
+    rows = _rows(card, e)
+    metrics = ("rho9", "r_human", "r_baboon")
+    width = 0.8 / len(rows)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = (e if r is e else r).get("interval", {}).get("graded", {})
+        vals = [np.nan if r.get(m) is None else r[m] for m in metrics]
+        err = np.array(
+            [[v - iv[m][0], iv[m][1] - v] if iv.get(m) and np.isfinite(v) else [0, 0] for m, v in zip(metrics, vals)]
+        ).T
+        err = err if err.any() else None  # the behaviour rows have no interval
+        ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
+    ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_ylim(-1, 1)
+    ax.set_title("Oddball (graded read-out)")
+
+
+def _geoclidean_panel(ax, card: Mapping) -> None:
+    rows = _rows(card, card["geoclidean"])
+    metrics = GEOCLIDEAN_METRICS[1:]
+    width = 0.8 / len(rows)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = r.get("interval", {})
+        vals = np.array([r[m] for m in metrics])
+        err = np.array([[v - iv[m][0], iv[m][1] - v] if iv.get(m) else [0, 0] for m, v in zip(metrics, vals)]).T
+        ax.bar(np.arange(len(metrics)) + k * width, vals, width, yerr=err, label=name, capsize=2)
+    ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["acc close", "acc far", "AUC close", "AUC far"])
+    ax.axhline(0.5, color="r", ls="--", lw=0.8)
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Geoclidean few-shot")
+
+
+def _odd_one_out_panel(ax, card: Mapping) -> None:
+    e = card["odd_one_out"]
+    rows = _rows(card, e)
+    for k, (name, r) in enumerate(rows.items()):
+        iv = r.get("interval", {}).get("mean_likelihood")
+        v = r["mean_likelihood"]
+        ax.bar(k, v, 0.7, yerr=None if not iv else [[v - iv[0]], [iv[1] - v]], label=name, capsize=2)
+    ax.axhline(e["chance"], color="r", ls="--", lw=0.8, label="chance")
+    ax.set_xticks(range(len(rows)), list(rows), fontsize=7)
+    ax.set_ylabel("mean likelihood of the human choices")
+    ax.set_ylim(0, 1)
+    ax.set_title("Odd-one-out")
+
+
+def _hierarchy_panel(ax, card: Mapping) -> None:
+    e = card["hierarchy"]
+    for name, r in _rows(card, e).items():
+        ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
+    ax.plot(e["levels"], e["chance"], "r--", label="chance")
+    ax.set_xticks(e["levels"])
+    ax.set_xlabel("tree level")
+    ax.set_ylabel("decoding accuracy")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Hierarchy decoding")
+
+
+_PANELS = {
+    "oddball": _oddball_panel,
+    "hierarchy": _hierarchy_panel,
+    "geoclidean": _geoclidean_panel,
+    "odd_one_out": _odd_one_out_panel,
+}
 
 
 def plot_scorecard(card: Mapping, path: str | os.PathLike) -> Path:
     """One figure, a panel per protocol: the model beside the reference rows (bars with their intervals)."""
-    from gensim_jax.evaluation.figures import _figure, save_figure
+    from gensim_jax.evaluation.plotting import figure, save_figure
 
     protocols = [p for p in card["protocols"] if p in card]
-    fig, axes = _figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
-    axes = np.atleast_1d(axes)
-    for ax, p in zip(axes, protocols):
-        e = card[p]
-        rows = {card["model"]: e, **e["references"]}
-        if p == "oddball":
-            metrics = ("rho9", "r_human", "r_baboon")
-            width = 0.8 / len(rows)
-            for k, (name, r) in enumerate(rows.items()):
-                iv = (e if r is e else r).get("interval", {}).get("graded", {})
-                vals = [np.nan if r.get(m) is None else r[m] for m in metrics]
-                err = np.array(
-                    [
-                        [v - iv[m][0], iv[m][1] - v] if iv.get(m) and np.isfinite(v) else [0, 0]
-                        for m, v in zip(metrics, vals)
-                    ]
-                ).T
-                err = err if err.any() else None  # the behaviour rows have no interval
-                ax.bar(np.arange(3) + k * width, vals, width, yerr=err, label=name, capsize=2)
-            ax.set_xticks(np.arange(3) + 0.4 - width / 2, ["rho(9) regularity", "r humans", "r baboons"])
-            ax.axhline(0, color="k", lw=0.5)
-            ax.set_ylim(-1, 1)
-            ax.set_title("Oddball (graded read-out)")
-        elif p == "geoclidean":
-            metrics = GEOCLIDEAN_METRICS[1:]
-            width = 0.8 / len(rows)
-            for k, (name, r) in enumerate(rows.items()):
-                iv = r.get("interval", {})
-                vals = np.array([r[m] for m in metrics])
-                err = np.array([[v - iv[m][0], iv[m][1] - v] if iv.get(m) else [0, 0] for m, v in zip(metrics, vals)]).T
-                ax.bar(np.arange(len(metrics)) + k * width, vals, width, yerr=err, label=name, capsize=2)
-            ax.set_xticks(np.arange(len(metrics)) + 0.4 - width / 2, ["acc close", "acc far", "AUC close", "AUC far"])
-            ax.axhline(0.5, color="r", ls="--", lw=0.8)
-            ax.set_ylim(0, 1.05)
-            ax.set_title("Geoclidean few-shot")
-        elif p == "odd_one_out":
-            for k, (name, r) in enumerate(rows.items()):
-                iv = r.get("interval", {}).get("mean_likelihood")
-                v = r["mean_likelihood"]
-                ax.bar(k, v, 0.7, yerr=None if not iv else [[v - iv[0]], [iv[1] - v]], label=name, capsize=2)
-            ax.axhline(e["chance"], color="r", ls="--", lw=0.8, label="chance")
-            ax.set_xticks(range(len(rows)), list(rows), fontsize=7)
-            ax.set_ylabel("mean likelihood of the human choices")
-            ax.set_ylim(0, 1)
-            ax.set_title("Odd-one-out")
-        else:
-            for name, r in rows.items():
-                ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
-            ax.plot(e["levels"], e["chance"], "r--", label="chance")
-            ax.set_xticks(e["levels"])
-            ax.set_xlabel("tree level")
-            ax.set_ylabel("decoding accuracy")
-            ax.set_ylim(0, 1.05)
-            ax.set_title("Hierarchy decoding")
+    fig, axes = figure(5.5 * len(protocols), 4.0, ncols=len(protocols))
+    for ax, p in zip(np.atleast_1d(axes), protocols):
+        _PANELS[p](ax, card)
         ax.legend(fontsize=7)
     return save_figure(fig, path)

@@ -32,10 +32,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from gensim_jax.evaluation.figures import plot_accuracy_vs_lambda  # noqa: F401  (the run's figure)
+from gensim_jax.evaluation.plotting import figure, save_figure
 from gensim_jax.evaluation.statistics import t_interval
 
 __all__ = [
+    "NAME",
+    "plot",
     "CENTRE_METRICS",
     "METRICS",
     "accuracy",
@@ -52,6 +54,9 @@ __all__ = [
     "summarize",
     "t_interval",
 ]
+
+#: The protocol's name in :data:`gensim_jax.evaluation.registry.PROTOCOLS`.
+NAME = "spurious_digits"
 
 #: Per-run metrics summarised by :func:`summarize` (``gap`` is computed from the other two).
 METRICS = ("id_accuracy", "ood_accuracy", "gap")
@@ -298,6 +303,50 @@ def results_table(results: dict) -> str:
     return head + "\n" + format_table(results["summary"], cfg["eval"]["confidence"])
 
 
+def plot_accuracy_vs_lambda(
+    rows: Sequence[Mapping], path, *, title: str = "", confidence: float = 0.95, chance: float | None = 0.1
+) -> None:
+    """Plot ID and OOD accuracy (mean line, CI band) against lambda; symmetric-log x axis.
+
+    The axis is linear on ``[0, 1]`` and logarithmic beyond, so the thesis's grid
+    ``0, 0.25, 0.5, 0.75, 10, 100`` is legible. Writes ``path`` (PNG by extension).
+    """
+    if not rows:
+        raise ValueError("rows is empty")
+    fig, (ax,) = figure(6.4, 4.2)
+    import matplotlib.ticker
+
+    lam = np.array([r["lambda"] for r in rows], float)
+    for m, label, colour in (
+        ("id_accuracy", "in distribution (own pool)", "tab:blue"),
+        ("ood_accuracy", "out of distribution (swapped pools)", "tab:red"),
+    ):
+        mean = np.array([r[f"{m}_mean"] for r in rows], float)
+        ax.plot(lam, mean, "o-", color=colour, label=label)
+        if all(r[f"{m}_low"] is not None for r in rows):
+            lo = np.array([r[f"{m}_low"] for r in rows], float)
+            hi = np.array([r[f"{m}_high"] for r in rows], float)
+            ax.fill_between(
+                lam,
+                np.clip(lo, 0, 1),
+                np.clip(hi, 0, 1),
+                color=colour,
+                alpha=0.2,
+                label=f"{100 * confidence:g}% CI over seeds",
+            )
+    if chance is not None:
+        ax.axhline(chance, color="grey", lw=0.8, ls="--", label="chance")
+    ax.set_xscale("symlog", linthresh=1.0, linscale=2.0)
+    ax.set_xlim(-0.05 * max(1.0, lam.max()) ** 0.1, max(1.0, lam.max()) * 1.4)
+    ax.set_xticks(lam, [f"{v:g}" for v in lam])
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_ylim(0, 1.02)
+    ax.set(xlabel="lambda (weight of the class-centre loss, Eq. 12)", ylabel="test accuracy")
+    ax.set_title(title or "Spurious digits: accuracy against lambda", fontsize=9)
+    ax.legend(fontsize=8, loc="best")
+    save_figure(fig, path, dpi=110)
+
+
 def plot_results(results: dict, path) -> None:
     """The experiment's figure: :func:`plot_accuracy_vs_lambda` of ``summary``, titled with the data and objective."""
     cfg = results["config"]
@@ -312,6 +361,10 @@ def plot_results(results: dict, path) -> None:
             f"({center['sim_reduction']}), {cfg['num_runs']} seeds"
         ),
     )
+
+
+#: The registry's face (:mod:`gensim_jax.evaluation.registry`): the run's figure.
+plot = plot_results
 
 
 def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> list[dict]:

@@ -26,7 +26,6 @@ from typing import Iterator
 import jax
 import numpy as np
 
-from gensim_jax.evaluation import figures
 from gensim_jax.evaluation import gaussian_mixture as protocol
 from gensim_jax.evaluation.gaussian_mixture import format_table
 from gensim_jax.kernels import gaussian_mixture as gm
@@ -248,7 +247,7 @@ class GaussianMixture(Experiment):
         config = self.config_from_dict({k: v for k, v in results["config"].items() if k in known})
         _, arrays = evaluate(model, variables, config, config.seed)
         history = results["training"][ARM][0]["losses"]
-        figures.plot_gaussian_mixture(arrays, history, config.eval.num_bins, path)
+        protocol.plot_gaussian_mixture(arrays, history, config.eval.num_bins, path)
         return None
 
     def format_table(self, results: dict) -> str:

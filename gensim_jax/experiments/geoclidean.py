@@ -2,7 +2,7 @@
 
 A ResNet is trained on images of the 30 training concepts (rendered by our sampler:
 :mod:`gensim_jax.data.geoclidean`) with one of three arms, then evaluated with the few-shot
-protocol on the 7 held-out concepts (:mod:`gensim_jax.evaluation.geoclidean_evaluator`; per-concept
+protocol on the 7 held-out concepts (:mod:`gensim_jax.evaluation.geoclidean`; per-concept
 threshold as in the paper, every rule with ``eval.threshold="all"``, plus the threshold-free AUC;
 the official benchmark images too with ``data.benchmark_dir``). ``gensim`` regresses the cosine of
 the embeddings onto the transformed log tree-kernel table of the concept programs (Eq. 2; the
@@ -29,10 +29,9 @@ import jax
 import numpy as np
 
 from gensim_jax.data.geoclidean import GeoclideanSource, arm_batches
-from gensim_jax.evaluation import fewshot, figures
-from gensim_jax.evaluation import geoclidean_evaluator as ge
+from gensim_jax.evaluation import geoclidean
 from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.geoclidean_evaluator import format_table
+from gensim_jax.evaluation.geoclidean import format_table
 from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.kernels.trees import gram_log_table
@@ -90,7 +89,7 @@ class EvalConfig:
     """``eval``: the few-shot episodes' seed, the threshold rule (or ``"all"``) and the embedding batch."""
 
     seed: int = 10_000
-    threshold: str = "per_concept"  # a rule of fewshot.THRESHOLD_RULES, or "all"
+    threshold: str = "per_concept"  # a rule of geoclidean.THRESHOLD_RULES, or "all"
     batch_size: int = 64
 
 
@@ -165,13 +164,13 @@ def model_kwargs(objective: Optional[str], config: Config) -> dict:
 
 def eval_rules(config: Config) -> tuple:
     """The threshold rules evaluated: ``config.eval.threshold``, or every rule for ``"all"``."""
-    return fewshot.THRESHOLD_RULES if config.eval.threshold == "all" else (config.eval.threshold,)
+    return geoclidean.THRESHOLD_RULES if config.eval.threshold == "all" else (config.eval.threshold,)
 
 
 def result_keys(config: Config, suites) -> list:
     """Result keys: the suite name with one rule, ``"<suite>/<rule>"`` with several (``"all"``)."""
     rules = eval_rules(config)
-    return [ge.result_key(suite, rule, rules) for suite in suites for rule in rules]
+    return [geoclidean.result_key(suite, rule, rules) for suite in suites for rule in rules]
 
 
 @dataclasses.dataclass
@@ -194,9 +193,9 @@ class Geoclidean(ImageExperiment):
     def validate(self, config: Config) -> Config:
         config = super().validate(config)
         self.check_batch_size(config, config.data.num_train_images)
-        if config.eval.threshold not in (*fewshot.THRESHOLD_RULES, "all"):
+        if config.eval.threshold not in (*geoclidean.THRESHOLD_RULES, "all"):
             raise ValueError(
-                f"eval.threshold must be one of {(*fewshot.THRESHOLD_RULES, 'all')}, got {config.eval.threshold!r}"
+                f"eval.threshold must be one of {(*geoclidean.THRESHOLD_RULES, 'all')}, got {config.eval.threshold!r}"
             )
         transform = config.objectives.gensim.target_transform
         if transform not in TARGET_TRANSFORMS:
@@ -213,9 +212,9 @@ class Geoclidean(ImageExperiment):
 
     def prepare(self, config: Config, training: bool = True) -> Data:
         """The training renders (``training``) and the few-shot episodes of every suite."""
-        suites = {"sampler": ge.sampler_episodes(config.data.image_size, config.eval.seed)}
+        suites = {"sampler": geoclidean.sampler_episodes(config.data.image_size, config.eval.seed)}
         if config.data.benchmark_dir:
-            suites["official"] = ge.official_episodes(config.data.benchmark_dir, config.data.image_size)
+            suites["official"] = geoclidean.official_episodes(config.data.benchmark_dir, config.data.image_size)
         if not training:
             return Data(None, suites)
         kw = {"progress": jax.process_index() == 0}
@@ -253,13 +252,13 @@ class Geoclidean(ImageExperiment):
         )
 
     def _evaluate(self, embed, config: Config, data: Data) -> dict:
-        return ge.evaluate_suites(embed, data.suites, eval_rules(config))
+        return geoclidean.evaluate_suites(embed, data.suites, eval_rules(config))
 
     def baselines(self, config: Config, data: Data) -> dict:
         """``pixels`` and ``initial`` (the encoder of the first objective before training, seed ``seed``)."""
         first = self.arm(config.arms[0], config, data)
         return {
-            "pixels": [self._evaluate(fewshot.pixel_embedding, config, data)],
+            "pixels": [self._evaluate(geoclidean.pixel_embedding, config, data)],
             "initial": [first.evaluation(first.model, first.init_variables(config.seed), config.seed)],
         }
 
@@ -269,11 +268,13 @@ class Geoclidean(ImageExperiment):
             key: {name: [run[key] for run in runs] for name, runs in evaluations.items()}
             for key in result_keys(config, data.suites)
         }
-        summary = {suite: {name: ge.summarize_runs(v) for name, v in rows.items()} for suite, rows in per_run.items()}
+        summary = {
+            suite: {name: geoclidean.summarize_runs(v) for name, v in rows.items()} for suite, rows in per_run.items()
+        }
         return {"heldout_concepts": list(TEST_CONCEPTS), "summary": summary, "per_run": per_run, "training": training}
 
     def plot(self, results: dict, path) -> None:
-        figures.plot_geoclidean_summary(results, path)
+        geoclidean.plot_geoclidean_summary(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)

@@ -3,7 +3,7 @@
 A ResNet is trained on ImageNet-1k (tfds ``imagenet2012``, ``paper``) or on synthetic images of a
 small balanced class tree (``cpu_small``; :mod:`gensim_jax.data.hierarchy`) with one of three arms,
 then the embeddings of held-out images are decoded at every level of the class tree by linear SVMs
-(:mod:`gensim_jax.evaluation.hierarchy_evaluator`). ``gensim`` regresses the cosine of the
+(:mod:`gensim_jax.evaluation.hierarchy`). ``gensim`` regresses the cosine of the
 embeddings onto the ``log s`` table of Eq. 4 on the class tree (the WordNet tree of ImageNet-1k,
 or the synthetic one), mapped onto ``[0, 1]`` by ``objectives.gensim.target_transform="unit"`` (our
 choice; the paper's literal targets ``raw`` (``log s``) and ``exp`` (``s``) are offered, and are out
@@ -29,9 +29,9 @@ import numpy as np
 
 from gensim_jax.data import hierarchy as hierarchy_data
 from gensim_jax.data.hierarchy import ImageNetNotPrepared
-from gensim_jax.evaluation import figures, hierarchy_evaluator
+from gensim_jax.evaluation import hierarchy
 from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.hierarchy_evaluator import as_model_input, format_table, pixel_embedding
+from gensim_jax.evaluation.hierarchy import as_model_input, format_table, pixel_embedding
 from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.hierarchy import log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
@@ -189,9 +189,9 @@ def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np
 
 
 def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Config) -> dict:
-    """:func:`~gensim_jax.evaluation.hierarchy_evaluator.evaluate_embedding` on the config's class tree."""
+    """:func:`~gensim_jax.evaluation.hierarchy.evaluate_embedding` on the config's class tree."""
     tree, nodes = hierarchy_data.class_tree(config.data)
-    return hierarchy_evaluator.evaluate_embedding(
+    return hierarchy.evaluate_embedding(
         embeddings, labels, tree, nodes, folds=config.eval.folds, seed=config.eval.seed, n_jobs=config.eval.svm_n_jobs
     )
 
@@ -302,13 +302,13 @@ class ImagenetHierarchy(ImageExperiment):
             "num_classes": int(len(nodes)),
             "num_eval_images": int(len(data.labels)),
             "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
-            "summary": {name: hierarchy_evaluator.summarize_runs(per_run) for name, per_run in evaluations.items()},
+            "summary": {name: hierarchy.summarize_runs(per_run) for name, per_run in evaluations.items()},
             "per_run": evaluations,
             "training": training,
         }
 
     def plot(self, results: dict, path) -> None:
-        figures.plot_hierarchy_summary(results, path)
+        hierarchy.plot_hierarchy_summary(results, path)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)

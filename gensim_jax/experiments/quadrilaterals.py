@@ -3,7 +3,7 @@
 A CORnet is trained on the 11 reference quadrilaterals of Sable-Meyer et al. (2021) (continuous
 rotations and scalings, the test grid held out: :mod:`gensim_jax.data.quadrilaterals`) with one
 of three arms, then tested on the seeded oddball trials with
-:mod:`gensim_jax.evaluation.oddball_evaluator` (the pooled IT output, 512-d, as the embedding):
+:mod:`gensim_jax.evaluation.oddball` (the pooled IT output, 512-d, as the embedding):
 ``gensim`` regresses ``||z_i - z_j||`` onto the distance of the 22 geometric features (the limit of
 the Beta-Bernoulli generative similarity, paper Eq. I10); ``supervised`` is cross entropy on the
 11 shapes (appended to the 1000-way read-out of a pretrained CORnet-S); ``simclr`` is InfoNCE on
@@ -30,8 +30,7 @@ import numpy as np
 
 from gensim_jax.data.quadrilaterals import arm_batches, training_source
 from gensim_jax.data.sources import GreyImageSource
-from gensim_jax.evaluation import figures
-from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation import oddball
 from gensim_jax.evaluation.embed import encoder
 from gensim_jax.models import get_model
 from gensim_jax.stimuli import quadrilaterals as quads
@@ -260,9 +259,9 @@ def pretrained_variables(objective: Optional[str], config: Config, seed: int) ->
     return fine_tuning_variables(config.model.name, config.model.pretrained, kw, seed, new_classes=new)
 
 
-def test_trials(config: Config) -> oe.OddballTrials:
+def test_trials(config: Config) -> oddball.OddballTrials:
     """The seeded oddball test set of ``config`` (``eval.seed``, ``eval.trials_per_condition``, ``data.image_size``)."""
-    return oe.test_trials(config.eval.seed, config.eval.trials_per_condition, config.data.image_size)
+    return oddball.test_trials(config.eval.seed, config.eval.trials_per_condition, config.data.image_size)
 
 
 @dataclasses.dataclass
@@ -295,7 +294,7 @@ class Quadrilaterals(ImageExperiment):
         if ev.every < 0:
             raise ValueError(f"eval.every must be >= 0 (0: no evaluation during training), got {ev.every}")
         t = ev.readout_target_error
-        if t is not None and not 0 < t < oe.CHANCE_ERROR_RATE:
+        if t is not None and not 0 < t < oddball.CHANCE_ERROR_RATE:
             raise ValueError(f"eval.readout_target_error must lie in (0, 5/6) or be null (the humans' mean), got {t}")
         if ev.trials_per_condition < 1:
             raise ValueError(f"eval.trials_per_condition must be >= 1, got {ev.trials_per_condition}")
@@ -318,10 +317,10 @@ class Quadrilaterals(ImageExperiment):
         target = config.eval.readout_target_error
 
         def evaluate(model, variables, seed):
-            return oe.evaluate(self._embed(config, model, variables), data.trials, target)
+            return oddball.evaluate(self._embed(config, model, variables), data.trials, target)
 
         def curve(variables, step):  # eval.every: both read-outs during training, per shape (the learning curve)
-            return oe.curve_metrics(evaluate(model, variables, config.seed))
+            return oddball.curve_metrics(evaluate(model, variables, config.seed))
 
         return self.image_arm(
             name,
@@ -343,9 +342,9 @@ class Quadrilaterals(ImageExperiment):
         model, variables, name = self._initial(config)
         target = config.eval.readout_target_error
         return {
-            "features": [oe.readout(data.trials.features, data.trials, target)],
-            "pixels": [oe.evaluate(oe.pixel_embedding, data.trials, target)],
-            name: [oe.evaluate(self._embed(config, model, variables), data.trials, target)],
+            "features": [oddball.readout(data.trials.features, data.trials, target)],
+            "pixels": [oddball.evaluate(oddball.pixel_embedding, data.trials, target)],
+            name: [oddball.evaluate(self._embed(config, model, variables), data.trials, target)],
         }
 
     def _initial(self, config: Config) -> tuple:
@@ -363,14 +362,14 @@ class Quadrilaterals(ImageExperiment):
         return lambda images: enc(images, config.eval.batch_size)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        """:func:`~gensim_jax.evaluation.oddball_evaluator.summarize`: ``summary`` is the headline (graded)
+        """:func:`~gensim_jax.evaluation.oddball.summarize`: ``summary`` is the headline (graded)
         read-out, ``summary_argmax`` the paper's rule, ``temperatures`` per model and run."""
-        out = oe.summarize(evaluations, len(data.trials.images), config.eval.readout_target_error)
+        out = oddball.summarize(evaluations, len(data.trials.images), config.eval.readout_target_error)
         return {**out, "training": training}
 
     def plot(self, results: dict, path) -> None:
         cfg = results["config"]
-        figures.plot_oddball(
+        oddball.plot_oddball(
             results["summary"],
             path,
             title=f"Oddball error per shape (graded read-out at the humans' mean error): {cfg['model']['name']}, "
@@ -382,9 +381,9 @@ class Quadrilaterals(ImageExperiment):
 
 
 def format_table(results: dict) -> str:
-    """The Markdown tables of :func:`~gensim_jax.evaluation.oddball_evaluator.format_table`, with the note on
+    """The Markdown tables of :func:`~gensim_jax.evaluation.oddball.format_table`, with the note on
     pretrained weights when the run trained from scratch."""
-    return oe.format_table(results, None if results["config"]["model"].get("pretrained") else PRETRAINED_NOTE)
+    return oddball.format_table(results, None if results["config"]["model"].get("pretrained") else PRETRAINED_NOTE)
 
 
 EXPERIMENT = Quadrilaterals()

@@ -1,18 +1,16 @@
 """Synthetic image sets whose classes follow a class tree (the offline stand-ins for ImageNet).
 
-Two generators, both seeded and deterministic, numpy only:
-
-* :func:`hierarchy_images`: one coloured grating disc per image whose colour, orientation and
-  spatial frequency are sums of per-node offsets along the class's root-to-leaf path
-  (:func:`node_attributes`, :func:`class_attributes`), at a random position, size and phase, with
-  pixel noise. The training and held-out images of the ``imagenet_hierarchy`` experiment's
-  ``cpu_small`` config (``dataset="synthetic"``).
-* :func:`synthetic_hierarchy_images`: the sum of random ``size x size x 3`` node patterns along
-  the root-to-leaf path plus Gaussian noise. The offline input of ``python -m eval hierarchy``.
+One generator, seeded and deterministic, numpy only: :func:`hierarchy_images` draws one coloured
+grating disc per image whose colour, orientation and spatial frequency are sums of per-node offsets
+along the class's root-to-leaf path (:func:`node_attributes`, :func:`class_attributes`), at a random
+position, size and phase, with pixel noise. It makes the training and held-out images of the
+``imagenet_hierarchy`` experiment's ``cpu_small`` config (``dataset="synthetic"``) and the offline
+stimuli of ``gensim-jax score`` and ``gensim-jax eval hierarchy``
+(:func:`gensim_jax.evaluation.hierarchy.synthetic_stimuli`).
 
 The class tree is :func:`balanced_tree` (``branching[l]`` children per level-``l`` node), the tree
 that also gives the GenSim table (paper Eq. 4) and the decoding levels
-(:mod:`gensim_jax.evaluation.hierarchy_decoding`).
+(:mod:`gensim_jax.evaluation.hierarchy`).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import numpy as np
 
 from gensim_jax.kernels.hierarchy import Tree
 
-__all__ = ["balanced_tree", "node_attributes", "class_attributes", "hierarchy_images", "synthetic_hierarchy_images"]
+__all__ = ["balanced_tree", "node_attributes", "class_attributes", "hierarchy_images"]
 
 
 def balanced_tree(branching) -> Tree:
@@ -117,45 +115,3 @@ def hierarchy_images(
     img = np.where(inside[..., None], colour[:, None, None, :] * grating[..., None], 0.5)
     img = img + noise * rng.standard_normal(img.shape)
     return np.clip(np.round(img * 255), 0, 255).astype(np.uint8), labels
-
-
-def synthetic_hierarchy_images(
-    rng: np.random.Generator,
-    branching=(2, 3, 3),
-    per_leaf: int = 12,
-    size: int = 16,
-    noise: float = 0.5,
-    scale_decay: float = 0.8,
-):
-    """A small labelled image set generated from a balanced class tree (offline stand-in for ImageNet).
-
-    Every tree node (except the root) gets a random ``size x size x 3`` pattern; an image of leaf
-    ``y`` is the sum of the patterns on the root-to-``y`` path (the pattern at depth ``k`` scaled by
-    ``scale_decay ** (k - 1)``) plus i.i.d. Gaussian pixel noise of standard deviation ``noise``.
-    Images of leaves that share an ancestor at depth ``k`` share ``k`` of their patterns, so every
-    level of the tree is linearly decodable from the pixels to a degree set by ``noise``.
-
-    Args:
-      rng: numpy Generator.
-      branching: children per node at each level (default 2 x 3 x 3 = 18 leaves, 4 levels).
-      per_leaf: images per leaf.
-      size: image side.
-      noise: pixel-noise standard deviation.
-      scale_decay: pattern scale per extra depth.
-
-    Returns:
-      ``(images (N, size, size, 3) float32, classes (N,) int64 leaf index, tree)`` with
-      ``N = per_leaf * num_leaves``; class ``c`` is node ``tree.leaves[c]``.
-    """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy Generator, got {type(rng).__name__}")
-    if per_leaf < 1 or size < 1 or noise < 0:
-        raise ValueError(f"per_leaf and size must be >= 1 and noise >= 0, got {per_leaf}, {size}, {noise}")
-    tree = balanced_tree(branching)
-    patterns = rng.standard_normal((tree.num_nodes, size, size, 3))
-    scale = np.array([0.0 if d == 0 else scale_decay ** (d - 1) for d in tree.depth])
-    leaves = tree.leaves
-    protos = np.stack([sum(scale[n] * patterns[n] for n in tree.path(leaf)) for leaf in leaves])
-    classes = np.repeat(np.arange(len(leaves)), per_leaf)
-    images = protos[classes] + noise * rng.standard_normal((len(classes), size, size, 3))
-    return images.astype(np.float32), classes.astype(np.int64), tree

@@ -1,7 +1,8 @@
-"""Odd-one-out likelihood: explicit softmax loops, and alpha recovered from simulated choices."""
+"""Odd-one-out likelihood: explicit softmax loops, alpha recovered from simulated choices, the curves and figure."""
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from gensim_jax.evaluation import odd_one_out as oo
 
@@ -99,3 +100,42 @@ def test_bad_inputs(tmp_path):
         oo.read_trials(path, ["a", "b", "c", "d"])
     with pytest.raises(ValueError, match="alpha"):
         oo.choice_log_probs(np.ones((3, 2)), oo.trials_from_arrays([[0, 1, 2]], [0], [1.0], ["p"]), -1.0)
+
+
+def _png_ok(path):
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 0 and im.size[1] > 0
+
+
+def test_plot_odd_one_out_mean_curve(tmp_path):
+    a = np.logspace(-2, 1, 7)
+    curves = {"p1": np.linspace(0.6, 0.34, 7), "p2": np.linspace(0.5, 0.33, 7)}
+    fig = oo.plot_odd_one_out(a, curves, tmp_path / "o.png", fitted={"p1": a[0], "p2": a[0]})
+    mean = [ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("mean over 2")][0]
+    np.testing.assert_allclose(mean.get_ydata(), (curves["p1"] + curves["p2"]) / 2)
+    assert fig.axes[0].get_xscale() == "log"
+    _png_ok(tmp_path / "o.png")
+    with pytest.raises(ValueError, match="shape"):
+        oo.plot_odd_one_out(a, {"p": np.ones(3)})
+
+
+def test_objective_curves_are_per_participant_means_of_the_loop_probabilities():
+    rng = np.random.default_rng(7)
+    e = rng.standard_normal((6, 3))
+    items = np.array([rng.choice(6, 3, replace=False) for _ in range(9)])
+    trials = oo.trials_from_arrays(items, rng.integers(0, 3, 9), rng.uniform(0.5, 2.0, 9), ["a"] * 4 + ["b"] * 5)
+    alphas = np.array([0.1, 1.0])
+    for objective in ("mean_likelihood", "log_likelihood"):
+        curves = oo.objective_curves(e, trials, alphas, objective)
+        assert sorted(curves) == ["a", "b"]
+        for who, rows in (("a", range(4)), ("b", range(4, 9))):
+            want = []
+            for alpha in alphas:  # softmax of the remaining pair's cosine over tau = alpha * rt, by hand
+                vals = []
+                for t in rows:
+                    i, j, k = items[t]
+                    s = np.array([_cos(e[j], e[k]), _cos(e[i], e[k]), _cos(e[i], e[j])]) / (alpha * trials.rt[t])
+                    p = np.exp(s[trials.choice[t]]) / np.exp(s).sum()
+                    vals.append(p if objective == "mean_likelihood" else np.log(p))
+                want.append(np.mean(vals))
+            np.testing.assert_allclose(curves[who], want, rtol=1e-10)

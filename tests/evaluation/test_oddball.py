@@ -133,7 +133,6 @@ def test_bad_inputs():
 def test_oddball_summary_matches_direct_statistics(tmp_path):
     from scipy import stats as st
 
-    from gensim_jax.evaluation import figures
     from gensim_jax.evaluation.oddball import CHANCE_ERROR_RATE, oddball_summary
     from gensim_jax.evaluation.sable_meyer import packaged_error_rates
 
@@ -161,7 +160,7 @@ def test_oddball_summary_matches_direct_statistics(tmp_path):
     assert f["comparison"] is None and s["chance_error_rate"] == CHANCE_ERROR_RATE
     with pytest.raises(ValueError, match="must have shape"):
         oddball_summary({"bad": np.zeros((2, 10))})
-    out = figures.plot_oddball(s, tmp_path / "fig.png")
+    out = ob.plot_oddball(s, tmp_path / "fig.png")
     from PIL import Image
 
     with Image.open(out) as im:

@@ -123,7 +123,7 @@ def test_stimuli_pngs_embedded_elsewhere_score_as_the_model_itself(tmp_path, cap
 
 def test_hierarchy_interval_and_held_out_predictions():
     """decode_levels' held-out predictions reproduce its per-fold accuracies; a one-hot leaf code decodes perfectly."""
-    from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+    from gensim_jax.evaluation.hierarchy import decode_levels
 
     stim = sc.stimuli(["hierarchy"], 16, per_class=6)["hierarchy"]
     labels, tree, nodes = stim.data

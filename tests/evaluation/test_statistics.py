@@ -41,3 +41,14 @@ def test_mean_std_and_t_interval():
     assert hi - mean == pytest.approx(sps.t.ppf(0.95, 2) * s / math.sqrt(3)) and mean - lo == pytest.approx(hi - mean)
     with pytest.raises(ValueError, match="non-empty"):
         st.mean_std([])
+
+
+def test_mean_sem_by_hand():
+    v = [0.2, 0.5, 0.9]
+    m = sum(v) / 3
+    sem = math.sqrt(sum((x - m) ** 2 for x in v) / 2) / math.sqrt(3)
+    got = st.mean_sem(v)
+    assert float(got[0]) == pytest.approx(m) and float(got[1]) == pytest.approx(sem)
+    assert st.mean_sem([[1.0, 2.0]])[1].tolist() == [0.0, 0.0]  # one run: no spread
+    with pytest.raises(ValueError, match="at least one"):
+        st.mean_sem([])

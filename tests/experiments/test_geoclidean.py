@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from gensim_jax.data.geoclidean import GeoclideanSource
-from gensim_jax.evaluation import geoclidean_evaluator as ge
+from gensim_jax.evaluation import geoclidean as ge
 from gensim_jax.experiments import geoclidean as exp
 from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from gensim_jax.data.quadrilaterals import training_source
-from gensim_jax.evaluation import oddball_evaluator as oe
+from gensim_jax.evaluation import oddball as oe
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.experiments import quadrilaterals as exp

@@ -65,20 +65,3 @@ def test_hierarchy_images_are_seeded_class_major_discs():
         assert np.all(img[~disc] == 128)
     with pytest.raises(ValueError, match="per_class"):
         sh.hierarchy_images(tree, nodes, 0, 32, attribute_seed=0, image_seed=1)
-
-
-def test_synthetic_hierarchy_images_are_path_sums_and_deterministic():
-    rng_args = dict(branching=(2, 3), per_leaf=4, size=5, noise=0.0, scale_decay=0.5)
-    images, classes, tree = sh.synthetic_hierarchy_images(np.random.default_rng(2), **rng_args)
-    assert images.shape == (24, 5, 5, 3) and images.dtype == np.float32
-    np.testing.assert_array_equal(classes, np.repeat(np.arange(6), 4))
-    # independent: redraw the node patterns with the same generator and sum them along each root path
-    patterns = np.random.default_rng(2).standard_normal((tree.num_nodes, 5, 5, 3))
-    for c in range(6):
-        path = _root_path(tree.parents, tree.leaves[c])  # root, depth-1 node, leaf
-        want = patterns[path[1]] + 0.5 * patterns[path[2]]
-        np.testing.assert_allclose(images[4 * c], want, rtol=1e-6, atol=1e-6)
-    again = sh.synthetic_hierarchy_images(np.random.default_rng(2), **rng_args)
-    np.testing.assert_array_equal(images, again[0])
-    with pytest.raises(TypeError, match="Generator"):
-        sh.synthetic_hierarchy_images(0)

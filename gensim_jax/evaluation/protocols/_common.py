@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from gensim_jax.evaluation.embed import load_encoders, load_npz  # noqa: F401  (the drivers' inputs)
 from gensim_jax.jsonable import to_jsonable
 
 
@@ -56,50 +57,6 @@ def finish(result, args, protocol: str, plot: Optional[Callable[[str], object]] 
         if plot is not None:
             plot(str(wd / f"{protocol}.png"))
     return 0
-
-
-def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Arrays ``keys`` of an ``.npz`` file (``ValueError`` naming the file and the missing arrays).
-
-    A missing file is ``FileNotFoundError``, a file that is not an ``.npz`` archive of arrays (no
-    pickles are loaded) ``ValueError``; both name the file.
-    """
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path}: no such file (expected an .npz archive with arrays {', '.join(keys)})")
-    try:
-        z = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is not an .npz archive of arrays (np.savez writes one)") from err
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path} is a single .npy array, not an .npz archive with arrays {', '.join(keys)}")
-    with z:
-        missing = [k for k in keys if k not in z.files]
-        if missing:
-            raise ValueError(f"{path}: missing arrays {missing}; it has {z.files}")
-        return {k: z[k] for k in keys}
-
-
-def load_encoders(dirs):
-    """One :class:`~gensim_jax.evaluation.embed.ExportedEncoder` per export directory (one per run).
-
-    A missing directory or file is ``FileNotFoundError`` naming it; an export whose files cannot be
-    read (a truncated ``variables.msgpack``, a ``model.json`` that is not JSON) is ``ValueError``
-    naming the directory and how to write it again.
-    """
-    from gensim_jax.evaluation.embed import load_encoder
-
-    encoders = []
-    for d in dirs:
-        try:
-            encoders.append(load_encoder(d))
-        except (FileNotFoundError, ImportError):
-            raise
-        except Exception as err:  # noqa: BLE001 - msgpack, JSON and flax errors name no file
-            raise ValueError(
-                f"{d} is a damaged export ({type(err).__name__}: {' '.join(str(err).split())}); write it again "
-                "by running the training command again with --resume (a finished run only re-exports)"
-            ) from err
-    return encoders
 
 
 def run_info(encoder) -> dict:

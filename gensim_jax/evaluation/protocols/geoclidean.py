@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from gensim_jax.evaluation import fewshot
+from gensim_jax.evaluation import geoclidean as geo
 from gensim_jax.evaluation.protocols._common import (
     add_output_arguments,
     finish,
@@ -53,28 +51,6 @@ def _model_embedder(name: str, checkpoint: str | None, image_size: int, batch_si
     return lambda x: embed_images(model, variables, normalize_imagenet(x), batch_size)
 
 
-def embed_all(concepts, embed) -> dict:
-    """:func:`fewshot.embed_concepts` with one call of ``embed`` on all images (one compilation)."""
-    names = list(concepts)
-    chunks = [a for n in names for a in (concepts[n].train, concepts[n].test)]
-    e = np.asarray(embed(np.concatenate(chunks)))
-    out, start = {}, 0
-    for n in names:
-        c = concepts[n]
-        tr, te = e[start : start + len(c.train)], e[start + len(c.train) : start + len(c.train) + len(c.test)]
-        start += len(c.train) + len(c.test)
-        out[n] = (tr, te, c.test_kind)
-    return out
-
-
-def _evaluate(embedded, rules) -> dict:
-    out = {}
-    for rule in rules:
-        r = fewshot.fewshot_evaluate(embedded, rule)
-        out[rule] = {"mean": r.mean, "per_concept": r.per_concept}
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog=prog("geoclidean"), description=typed(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,7 +70,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument(
         "--threshold",
-        choices=(*fewshot.THRESHOLD_RULES, "both", "all"),
+        choices=(*geo.THRESHOLD_RULES, "both", "all"),
         default="all",
         help="threshold rule(s): 'both' = per_concept and global, 'all' (default) = every rule",
     )
@@ -107,7 +83,7 @@ def main(argv=None) -> int:
         p.error("--export replaces --model/--checkpoint; give one or the other")
 
     names = list(TEST_CONCEPTS) if a.concepts == "test" else None if a.concepts == "all" else a.concepts.split(",")
-    rules = {"both": ("per_concept", "global"), "all": fewshot.THRESHOLD_RULES}.get(a.threshold, (a.threshold,))
+    rules = {"both": ("per_concept", "global"), "all": geo.THRESHOLD_RULES}.get(a.threshold, (a.threshold,))
     fig_rule = rules[0]
     if a.export:
         encoders = load_encoders(a.export)
@@ -116,10 +92,10 @@ def main(argv=None) -> int:
         for enc in encoders:
             key = enc.image_size
             if key not in cache:
-                cache[key] = fewshot.load_geoclidean(a.root, names, image_size=enc.image_size)
+                cache[key] = geo.load_geoclidean(a.root, names, image_size=enc.image_size)
             concepts = cache[key]
-            embedded = embed_all(concepts, lambda x, enc=enc: enc(x, a.batch_size))
-            runs.append({**run_info(enc), **_evaluate(embedded, rules)})
+            embedded = geo.embed_episodes(lambda x, enc=enc: enc(x, a.batch_size), geo.concept_episodes(concepts))
+            runs.append({**run_info(enc), **geo.evaluate_rules(embedded, rules)})
         label = model_label(a.label, encoders)
         result = {
             "model": label,
@@ -133,28 +109,35 @@ def main(argv=None) -> int:
         per_run = {t: [r[fig_rule]["mean"][f"acc_{t}"] for r in runs] for t in ("close", "far")}
     else:
         if a.model == "pixels":
-            concepts = fewshot.load_geoclidean(a.root, names)
-            embed = lambda x: fewshot.pixel_embedding(x, 32)  # noqa: E731
+            concepts = geo.load_geoclidean(a.root, names)
+            embed = lambda x: geo.pixel_embedding(x, 32)  # noqa: E731
         else:
-            concepts = fewshot.load_geoclidean(a.root, names, image_size=a.image_size)
+            concepts = geo.load_geoclidean(a.root, names, image_size=a.image_size)
             embed = _model_embedder(a.model, a.checkpoint, a.image_size, a.batch_size)
         # pixels: per concept (no copy of all 360 x 360 images); a model: one call, one compilation
-        embedded = fewshot.embed_concepts(concepts, embed) if a.model == "pixels" else embed_all(concepts, embed)
+        embedded = (
+            geo.embed_concepts(concepts, embed)
+            if a.model == "pixels"
+            else geo.embed_episodes(embed, geo.concept_episodes(concepts))
+        )
         weights = (
             "none (model-free)"
             if a.model == "pixels"
             else a.checkpoint or "random initialisation (no --checkpoint given)"
         )
         label = a.label or a.model
-        result = {"model": label, "weights": weights, "concepts": list(concepts), **_evaluate(embedded, rules)}
+        result = {
+            "model": label,
+            "weights": weights,
+            "concepts": list(concepts),
+            **geo.evaluate_rules(embedded, rules),
+        }
         per_run = {t: [result[fig_rule]["mean"][f"acc_{t}"]] for t in ("close", "far")}
 
     human = {k: v for k, v in (("close", a.human_close), ("far", a.human_far)) if v is not None} or None
 
     def plot(path):
-        from gensim_jax.evaluation.figures import plot_geoclidean
-
-        plot_geoclidean(
+        geo.plot_geoclidean(
             {label: per_run},
             path,
             human=human,

@@ -9,8 +9,9 @@ Inputs (one of):
   ``--images FILE.npz`` (arrays ``images`` ``(N, H, W[, C])`` in ``[0, 1]`` and ``classes`` ``(N,)``,
   ImageNet-1k labels; WordNet tree) or, without ``--images``, the synthetic set below; each run is
   decoded separately and the JSON adds the mean and s.e.m. over runs;
-* nothing: offline, :func:`~gensim_jax.stimuli.hierarchy.synthetic_hierarchy_images`
-  (a 2 x 3 x 3 tree) embedded as raw pixels (``--shuffle-embeddings`` breaks the image-label link
+* nothing: offline, :func:`~gensim_jax.evaluation.hierarchy.synthetic_stimuli` (the grating images
+  of a 2 x 3 x 3 tree that ``gensim-jax score`` and the ``imagenet_hierarchy`` experiment's synthetic
+  data use, ``uint8``) embedded as raw pixels (``--shuffle-embeddings`` breaks the image-label link
   to show chance).
 
 ``--workdir DIR`` writes ``hierarchy.json`` and ``hierarchy.png`` (accuracy per level with chance,
@@ -23,7 +24,7 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.hierarchy_decoding import decode_levels
+from gensim_jax.evaluation.hierarchy import decode_levels, plot_hierarchy, synthetic_stimuli
 from gensim_jax.evaluation.protocols._common import (
     add_output_arguments,
     finish,
@@ -35,7 +36,6 @@ from gensim_jax.evaluation.protocols._common import (
     run_info,
     typed,
 )
-from gensim_jax.stimuli.hierarchy import synthetic_hierarchy_images
 
 
 def _decode(x, y, tree, nodes, a, rng) -> dict:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-leaf", type=int, default=12, help="synthetic images per leaf")
-    p.add_argument("--noise", type=float, default=2.0, help="synthetic pixel noise")
+    p.add_argument("--noise", type=float, default=0.1, help="synthetic pixel noise (standard deviation, [0, 1] scale)")
     p.add_argument("--size", type=int, default=16, help="synthetic image side (pixels)")
     p.add_argument("--shuffle-embeddings", action="store_true")
     p.add_argument("--chance", choices=("uniform", "majority"), default="uniform")
@@ -84,8 +84,8 @@ def main(argv=None) -> int:
         y = z["classes"].astype(np.int64)
         data, source = z.get("embeddings", z.get("images")), a.embeddings or a.images
     else:
-        data, y, tree = synthetic_hierarchy_images(rng, per_leaf=a.per_leaf, size=a.size, noise=a.noise)
-        nodes, source = None, "synthetic images" if a.export else "synthetic pixels"
+        data, y, tree, nodes = synthetic_stimuli(a.seed, per_class=a.per_leaf, image_size=a.size, noise=a.noise)
+        source = "synthetic images" if a.export else "synthetic pixels"
     head = {"source": source, "shuffled": a.shuffle_embeddings, "chance": a.chance}
     if a.export:
         encoders = load_encoders(a.export)
@@ -114,8 +114,6 @@ def main(argv=None) -> int:
         acc, chance, scores = [[lv.accuracy for lv in r["levels"]]], [lv.chance for lv in r["levels"]], [r["score"]]
 
     def plot(path):
-        from gensim_jax.evaluation.figures import plot_hierarchy
-
         plot_hierarchy(
             {label: {"levels": levels, "accuracy": acc, "chance": chance, "score": scores}},
             path,

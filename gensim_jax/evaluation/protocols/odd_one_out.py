@@ -14,19 +14,8 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.evaluation.odd_one_out import choice_log_probs, odd_one_out_likelihood, read_trials
+from gensim_jax.evaluation.odd_one_out import objective_curves, odd_one_out_likelihood, plot_odd_one_out, read_trials
 from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz, prog, typed
-
-
-def objective_curves(embeddings, trials, alphas, objective: str) -> dict[str, np.ndarray]:
-    """``{participant: (A,)}`` mean likelihood (or mean log-likelihood) of their choices at each alpha."""
-    out = {}
-    for p in np.unique(trials.participant):
-        m = trials.participant == p
-        sub = type(trials)(trials.items[m], trials.choice[m], trials.rt[m], trials.participant[m])
-        lp = choice_log_probs(embeddings, sub, alphas)  # (A, T_p)
-        out[str(p)] = (np.exp(lp) if objective == "mean_likelihood" else lp).mean(axis=1)
-    return out
 
 
 def main(argv=None) -> int:
@@ -58,8 +47,6 @@ def main(argv=None) -> int:
     result["curve"] = {"alpha": alphas, "mean": np.mean(np.stack(list(curves.values())), axis=0)}
 
     def plot(path):
-        from gensim_jax.evaluation.figures import plot_odd_one_out
-
         mean_lik = a.objective == "mean_likelihood"
         plot_odd_one_out(
             alphas,

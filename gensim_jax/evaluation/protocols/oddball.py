@@ -26,7 +26,7 @@ level of the JSON: the level-matched softmax observer of
 mean error 0.249, with each run's temperature) and the paper's argmax rule under ``"argmax"`` (the
 same fields); ``--readout graded`` or ``--readout argmax`` gives only that one at the top level.
 ``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C of the headline read-out,
-:func:`gensim_jax.evaluation.figures.plot_oddball`).
+:func:`gensim_jax.evaluation.oddball.plot_oddball`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import numpy as np
 
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
-from gensim_jax.evaluation.oddball_evaluator import trial_images
 from gensim_jax.evaluation.protocols._common import (
     add_output_arguments,
     finish,
@@ -48,41 +47,6 @@ from gensim_jax.evaluation.protocols._common import (
     run_info,
     typed,
 )
-
-
-def shape_statistics(model, table, behavior_trials=None) -> dict:
-    """Spearman with regularity and correlations with every population (and subject) of ``model`` ``(11,)``.
-
-    Nothing is computed when a shape has no trials (NaN rate); a constant rate vector (e.g. no
-    errors at all) has no correlation with anything and gets ``None``.
-    """
-    out = {}
-    if not np.all(np.isfinite(model)):
-        return out
-    if np.ptp(model) == 0:
-        return {"regularity_spearman": None, "population_correlation": None}
-    rho, pval, dof = ob.regularity_correlation(model)
-    out["regularity_spearman"] = {"rho": rho, "p": pval, "dof": dof}
-    out["population_correlation"] = {
-        pop: dict(zip(("r", "p"), ob.behaviour_correlation(model, d["error_rate"]))) for pop, d in table.items()
-    }
-    if behavior_trials:
-        subj = ob.subject_correlations(model, sm.subject_error_rates(behavior_trials))
-        by_pop: dict[str, list[float]] = {}
-        for d in subj.values():
-            by_pop.setdefault(d["population"], []).append(d["r"])
-        out["subject_correlation"] = {pop: {"mean_r": float(np.mean(r)), "n": len(r)} for pop, r in by_pop.items()}
-    return out
-
-
-def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
-    """``(T, 6, D)`` embeddings of the test set's items with ``encoder`` (renders cached per size)."""
-    s = encoder.image_size
-    if s not in cache:  # uint8, as a run renders them (gensim_jax.evaluation.oddball_evaluator): the same numbers
-        cache[s] = trial_images(trials, s)
-    img = cache[s]
-    t = img.shape[0]
-    return encoder(img.reshape(t * 6, s, s), batch_size).reshape(t, 6, -1)
 
 
 def main(argv=None) -> int:
@@ -151,12 +115,7 @@ def main(argv=None) -> int:
     rules = ("graded", "argmax") if a.readout == "both" else (a.readout,)
 
     def rates_of(embeddings, deviant, shapes, rule: str) -> dict:
-        rates = ob.error_rates_by_shape(embeddings, deviant, shapes)
-        if rule == "graded":
-            g = ob.graded_readout(embeddings, deviant, shapes, target)
-            rates = {**rates, "error_rate": g.graded_error_rate, "temperature": g.temperature}
-            rates.pop("errors")
-        return rates
+        return ob.readout_rates(embeddings, deviant, shapes, rule, target)
 
     def summarize(label: str, per_run) -> dict:
         # Fig. 2B/2C numbers over runs (one run: s.e.m. 0, no t-test); None where a correlation is undefined
@@ -176,7 +135,7 @@ def main(argv=None) -> int:
                 "error_rate": rates["error_rate"],
                 "trials": rates["trials"],
                 **({"temperature": rates["temperature"]} if "temperature" in rates else {}),
-                **shape_statistics(rates["error_rate"], table, behavior),
+                **ob.shape_statistics(rates["error_rate"], table, behavior),
                 **summarize(label, rates["error_rate"][None]),
             }
         head = {"shapes": list(sm.SHAPES)}
@@ -187,7 +146,7 @@ def main(argv=None) -> int:
         shapes = [q.SHAPE_NAMES[i] for i in test.shape]
         encoders = load_encoders(a.export)
         cache: dict = {}
-        embedded = [embed_test_set(test, enc, a.batch_size, cache) for enc in encoders]
+        embedded = [ob.embed_test_set(test, enc, a.batch_size, cache) for enc in encoders]
         label = model_label(a.label, encoders)
         for rule in rules:
             runs = []
@@ -198,14 +157,14 @@ def main(argv=None) -> int:
                         **run_info(enc),
                         "error_rate": rates["error_rate"],
                         **{k: rates[k] for k in ("errors", "temperature") if k in rates},
-                        **shape_statistics(rates["error_rate"], table),
+                        **ob.shape_statistics(rates["error_rate"], table),
                     }
                 )
             per_run = np.stack([r["error_rate"] for r in runs])
             results[rule] = {
                 "readout": rule,
                 "runs": runs,
-                "mean_over_runs": shape_statistics(per_run.mean(axis=0), table, behavior),
+                "mean_over_runs": ob.shape_statistics(per_run.mean(axis=0), table, behavior),
                 **summarize(label, per_run),
             }
         head = {
@@ -232,8 +191,6 @@ def main(argv=None) -> int:
         result["judgement_spearman"] = {"rho": rho, "p": pval, "pairs": n}
 
     def plot(path):
-        from gensim_jax.evaluation.figures import plot_oddball
-
-        plot_oddball(summary, path)
+        ob.plot_oddball(summary, path)
 
     return finish(result, a, "oddball", plot if summary is not None else None)

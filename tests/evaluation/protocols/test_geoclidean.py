@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from gensim_jax.evaluation.cli import main
-from gensim_jax.evaluation.fewshot import load_geoclidean
+from gensim_jax.evaluation.geoclidean import load_geoclidean
 from tests.evaluation.protocols.conftest import reference_embed
 
 CONCEPTS = ["triangle", "ccc"]

@@ -1,4 +1,4 @@
-"""Geoclidean few-shot protocol (paper Sec. 3.2, Fig. 3C; benchmark of Hsu et al. 2022).
+"""The Geoclidean few-shot protocol (paper Sec. 3.2, Fig. 3C; Hsu et al. 2022): episodes, scores, table, figures.
 
 For each concept: the prototype is the mean embedding of its 5 train images; a test image's score
 is its normalized L1 distance (mean absolute difference,
@@ -20,8 +20,14 @@ Three threshold rules (:data:`THRESHOLD_RULES`):
 Reported per concept and task: accuracy, and the ROC AUC of in-concept against the negatives
 (score = -distance; threshold-free).
 
-The image reader :func:`load_geoclidean` takes the benchmark directory as an argument
-(``<root>/{elements,constraints}/concept_<name>/{train,test}/*.png``).
+Episodes ``{name: (support (5, S, S, 3), test (15, S, S, 3), kind (15,))}`` come from our sampler
+(:func:`sampler_episodes`, the held-out concepts a run records) or from the official benchmark
+images (:func:`load_geoclidean` reads ``<root>/{elements,constraints}/concept_<name>/{train,test}/*.png``;
+:func:`official_episodes`, :func:`concept_episodes`). :func:`embed_episodes` embeds them by one call
+of an embedding function, :func:`fewshot_evaluate` scores embedded concepts under one threshold
+rule, :func:`evaluate_embedding` / :func:`evaluate_suites` / :func:`evaluate_rules` do both;
+:func:`summarize_runs`, :func:`format_table`, :func:`plot_geoclidean_summary` (a run's figure) and
+:func:`plot_geoclidean` (Fig. 3C) present results over runs.
 """
 
 from __future__ import annotations
@@ -29,27 +35,51 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from gensim_jax._extras import require
+from gensim_jax.evaluation.plotting import COLORS, HUMAN_COLOR, figure, per_run_values, save_figure, wrap
+from gensim_jax.evaluation.statistics import mean_sem, mean_std
 from gensim_jax.similarity import normalized_l1_distance
 
 __all__ = [
+    "METRICS",
+    "NAME",
     "TEST_LABELS",
     "THRESHOLD_RULES",
-    "prototype_scores",
-    "best_threshold",
-    "roc_auc",
     "ConceptImages",
-    "load_geoclidean",
     "FewShotResult",
-    "fewshot_evaluate",
-    "pixel_embedding",
+    "best_threshold",
+    "concept_episodes",
     "embed_concepts",
+    "embed_episodes",
+    "evaluate",
+    "evaluate_embedding",
+    "evaluate_rules",
+    "evaluate_suites",
+    "fewshot_evaluate",
+    "format_table",
+    "load_geoclidean",
+    "make_stimuli",
+    "official_episodes",
+    "pixel_embedding",
+    "plot",
+    "plot_geoclidean",
+    "plot_geoclidean_summary",
+    "prototype_scores",
+    "result_key",
+    "roc_auc",
+    "sampler_episodes",
+    "split_episodes",
+    "summarize",
+    "summarize_runs",
 ]
+
+#: The protocol's name in :data:`gensim_jax.evaluation.registry.PROTOCOLS`.
+NAME = "geoclidean"
 
 #: Test-image kinds in the order the loader returns them.
 TEST_LABELS: tuple[str, ...] = ("in", "close", "far")
@@ -301,3 +331,228 @@ def embed_concepts(
 ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Apply ``embed`` ``(B, H, W, 3) -> (B, D)`` to every concept's train and test images."""
     return {n: (np.asarray(embed(c.train)), np.asarray(embed(c.test)), c.test_kind) for n, c in concepts.items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# episodes of the held-out concepts, embedded and scored
+# ------------------------------------------------------------------------------------------------
+
+METRICS = ("acc_close", "acc_far", "auc_close", "auc_far")
+
+
+def sampler_episodes(image_size: int, seed: int, concepts: Optional[Sequence[str]] = None) -> dict:
+    """Few-shot episodes of ``concepts`` (default: the 7 held-out ones) rendered by our sampler.
+
+    Returns ``{name: (support (5, S, S, 3), test (15, S, S, 3), kind (15,))}``, uint8 RGB; support
+    and in-concept test images are the first and last 5 of 10 concept images, negatives 5 close and
+    5 far images (:func:`~gensim_jax.stimuli.geoclidean.dataset.benchmark_images` streams of ``seed``).
+    """
+    from gensim_jax.stimuli.geoclidean import dataset as geo
+    from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS
+
+    out = {}
+    for name in TEST_CONCEPTS if concepts is None else concepts:
+        pos = geo.benchmark_images(name, "concept", n=10, seed=seed, size=image_size)
+        close = geo.benchmark_images(name, "close", n=5, seed=seed, size=image_size)
+        far = geo.benchmark_images(name, "far", n=5, seed=seed, size=image_size)
+        test = np.concatenate([pos[5:], close, far])
+        kind = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
+        out[name] = (np.repeat(pos[:5, ..., None], 3, -1), np.repeat(test[..., None], 3, -1), kind)
+    return out
+
+
+def concept_episodes(concepts: Mapping[str, ConceptImages]) -> dict:
+    """Loaded concepts (:func:`load_geoclidean`) as episodes ``{name: (train, test, kind)}``, as :func:`sampler_episodes`."""
+    return {n: (c.train, c.test, np.asarray(c.test_kind)) for n, c in concepts.items()}
+
+
+def official_episodes(benchmark_dir, image_size: int) -> dict:
+    """The official benchmark images of the held-out concepts in ``benchmark_dir``, as :func:`sampler_episodes`."""
+    from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS
+
+    return concept_episodes(load_geoclidean(benchmark_dir, concepts=list(TEST_CONCEPTS), image_size=image_size))
+
+
+def result_key(suite: str, rule: str, rules: tuple) -> str:
+    """The key of a suite's result: the suite's name with one rule, ``"<suite>/<rule>"`` with several."""
+    return suite if len(rules) == 1 else f"{suite}/{rule}"
+
+
+def evaluate_rules(embedded: Mapping, rules: Sequence[str]) -> dict:
+    """``{rule: {"mean", "per_concept"}}``: :func:`fewshot_evaluate` of embedded concepts under every threshold rule."""
+    out = {}
+    for rule in rules:
+        r = fewshot_evaluate(embedded, rule)
+        out[rule] = {"mean": r.mean, "per_concept": r.per_concept}
+    return out
+
+
+def evaluate_suites(embed, suites: dict, rules: tuple) -> dict:
+    """``{result_key: means}`` of ``embed(images) -> (N, D)`` on every suite of episodes under every threshold rule
+    (one embedding call per suite)."""
+    out = {}
+    for suite, episodes in suites.items():
+        for rule, res in evaluate_rules(embed_episodes(embed, episodes), rules).items():
+            out[result_key(suite, rule, rules)] = {k: float(v) for k, v in res["mean"].items()}
+    return out
+
+
+def summarize_runs(per_run: list) -> dict:
+    """Mean and standard deviation over runs of the close/far accuracies and AUCs (``<metric>_std``), and ``runs``."""
+    out = {}
+    for m in METRICS:
+        out[m], out[m + "_std"] = mean_std([r[m] for r in per_run])
+    out["runs"] = len(per_run)
+    return out
+
+
+def split_episodes(embeddings, layout: Mapping[str, tuple]) -> dict:
+    """``{name: (support (S, D), test (M, D), kind)}`` of the rows of ``embeddings`` ``(N, D)``, concept after concept
+    (support images first); ``layout = {name: (S, kind (M,))}`` in that order."""
+    embedded, start = {}, 0
+    for name, (n_support, kind) in layout.items():
+        n_test = len(kind)
+        embedded[name] = (
+            embeddings[start : start + n_support],
+            embeddings[start + n_support : start + n_support + n_test],
+            kind,
+        )
+        start += n_support + n_test
+    return embedded
+
+
+def embed_episodes(embed, episodes: dict) -> dict:
+    """``{name: (support (5, D), test (15, D), kind)}``: ``embed(images) -> (N, D)`` called once on all images."""
+    names = list(episodes)
+    images = np.concatenate([np.concatenate([episodes[n][0], episodes[n][1]]) for n in names])
+    e = np.asarray(embed(images))  # one call: the embedding function is compiled once per model
+    return split_episodes(e, {n: (len(episodes[n][0]), episodes[n][2]) for n in names})
+
+
+def evaluate_embedding(embed, episodes: dict, threshold: str = "per_concept") -> dict:
+    """``fewshot_evaluate`` of ``embed(images) -> (N, D)`` on ``episodes``; returns the mean dict."""
+    res = fewshot_evaluate(embed_episodes(embed, episodes), threshold=threshold)
+    return {k: float(v) for k, v in res.mean.items()}
+
+
+def format_table(results: dict) -> str:
+    """Objective x held-out accuracy (close, far) and AUC, mean +- std over runs, as Markdown."""
+    lines = []
+    for suite, rows in results["summary"].items():
+        images, _, rule = suite.partition("/")
+        rule = rule or results["config"]["eval"]["threshold"]
+        lines.append(f"Held-out concepts ({images} images), {rule} threshold:")
+        lines.append("| objective | runs | acc close | acc far | AUC close | AUC far |")
+        lines.append("|---|---|---|---|---|---|")
+        for name, s in rows.items():
+            cells = [f"{s[m]:.3f} +- {s[m + '_std']:.3f}" if s["runs"] > 1 else f"{s[m]:.3f}" for m in METRICS]
+            lines.append(f"| {name} | {s['runs']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+
+
+def plot_geoclidean(
+    models: Mapping[str, Mapping[str, Sequence[float]]],
+    path: Optional[str | os.PathLike] = None,
+    *,
+    human: Optional[Mapping[str, float]] = None,
+    chance: float = 0.5,
+    title: str = "Geoclidean few-shot (held-out concepts)",
+):
+    """Fig. 3C: few-shot accuracy on the close and far tasks, one bar per model (paper Sec. 3.2).
+
+    Bars are the mean over training runs, error bars the s.e.m. over runs (none for one run), dots
+    the single runs; a dashed line marks chance and, when ``human`` is given, a green line per task
+    marks the mean human accuracy (the paper draws it but does not print its value, so none is
+    built in).
+
+    Args:
+      models: ``{label: {"close": (R,) accuracies, "far": (R,) accuracies}}`` (``R`` runs, any
+        ``R >= 1`` per model), e.g. the mean over concepts of each run's ``acc_close``/``acc_far``.
+      path: write the PNG here when given.
+      human: optional ``{"close": a, "far": b}`` human accuracies.
+      chance: chance accuracy (0.5: balanced binary tasks).
+      title: axes title.
+
+    Returns:
+      the matplotlib ``Figure``.
+    """
+    if not models:
+        raise ValueError("models is empty")
+    tasks = ("close", "far")
+    fig, (ax,) = figure(max(3.6, 1.6 + 1.1 * len(models)), 3.4)
+    width = 0.8 / len(models)
+    for i, (label, acc) in enumerate(models.items()):
+        missing = [t for t in tasks if t not in acc]
+        if missing:
+            raise ValueError(f"model {label!r} lacks accuracies for {missing}; it has {sorted(acc)}")
+        runs = [per_run_values(acc[t], f"models[{label!r}][{t!r}]") for t in tasks]
+        means = [mean_sem(r)[0] for r in runs]
+        sems = [mean_sem(r)[1] for r in runs]
+        x = np.arange(len(tasks)) - 0.4 + width * (i + 0.5)
+        color = COLORS[i % len(COLORS)]
+        multi = min(len(r) for r in runs) > 1
+        ax.bar(x, means, width * 0.9, yerr=sems if multi else None, capsize=3, color=color, label=label)
+        for xi, r in zip(x, runs):
+            if len(r) > 1:
+                ax.plot(np.full(len(r), xi), r, "o", ms=2.5, color="black", alpha=0.6)
+    ax.axhline(chance, ls="--", color="grey", lw=1, label="chance")
+    if human is not None:
+        for j, t in enumerate(tasks):
+            if t in human:
+                ax.hlines(
+                    float(human[t]), j - 0.45, j + 0.45, color=HUMAN_COLOR, lw=2.5, label="human" if j == 0 else None
+                )
+    ax.set_xticks(np.arange(len(tasks)), ["close", "far"])
+    ax.set_ylabel("classification accuracy")
+    ax.set_ylim(0.0, 1.0)
+    ax.set_title(wrap(title), fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def plot_geoclidean_summary(results: Mapping, path) -> Path:
+    """A Geoclidean run's figure: close/far accuracy and AUC of every row on the held-out concepts (our
+    sampler's images; std over runs) and each objective's training loss; ``results`` as
+    :mod:`gensim_jax.experiments.geoclidean` writes them."""
+
+    key = next(k for k in results["summary"] if k in ("sampler", "sampler/per_concept"))
+    summary = results["summary"][key]
+    names = list(summary)
+    training = results["training"]
+    fig, ax = figure(6 + 3.2 * len(training), 4, ncols=1 + len(training))
+    width = 0.2
+    x = np.arange(len(names))
+    for k, m in enumerate(METRICS):
+        ax[0].bar(
+            x + (k - 1.5) * width,
+            [summary[n][m] for n in names],
+            width,
+            yerr=[summary[n][m + "_std"] for n in names],
+            label=m,
+        )
+    ax[0].axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax[0].set_xticks(x, names)
+    ax[0].set_ylim(0, 1.05)
+    ax[0].set(title="Held-out Geoclidean concepts (few-shot, our sampler)", ylabel="accuracy / AUC")
+    ax[0].legend(fontsize=8, ncol=2)
+    for a, (name, runs) in zip(ax[1:], training.items()):
+        for i, run in enumerate(runs):
+            a.plot(run["losses"], lw=1, label=f"run {i}")
+        a.set(title=f"{name}: training loss", xlabel="step")
+    ax[1].set_ylabel("loss")
+    return Path(save_figure(fig, path, dpi=110))
+
+
+# the registry's face (gensim_jax.evaluation.registry): stimuli, evaluator, summary over runs, figure
+make_stimuli = sampler_episodes
+evaluate = evaluate_embedding
+summarize = summarize_runs
+plot = plot_geoclidean_summary

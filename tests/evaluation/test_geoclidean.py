@@ -1,11 +1,12 @@
 """Geoclidean few-shot protocol: synthetic known answers, AUC vs sklearn and a Mann-Whitney count,
-and the official benchmark images end to end with a pixel embedding."""
+the official benchmark images end to end with a pixel embedding, and the Fig. 3C bars."""
 
 import numpy as np
 import pytest
+from PIL import Image
 from sklearn.metrics import roc_auc_score
 
-from gensim_jax.evaluation import fewshot as fs
+from gensim_jax.evaluation import geoclidean as fs
 from gensim_jax.stimuli.geoclidean.concepts import CONCEPT_NAMES, TEST_CONCEPTS
 
 KINDS = np.array(["in"] * 5 + ["close"] * 5 + ["far"] * 5)
@@ -152,3 +153,25 @@ def test_official_benchmark_end_to_end(shared_dir):
             # a fitted threshold is never worse than calling everything "out" (5 of 10 right)
             if rule == "per_concept":
                 assert min(row["acc_close"] for row in r.per_concept.values()) >= 0.5
+
+
+def _png_ok(path):
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 0 and im.size[1] > 0
+
+
+def test_plot_geoclidean_bars_are_run_means(tmp_path):
+    models = {"gensim": {"close": [0.7, 0.8], "far": [0.9, 0.95]}, "simclr": {"close": [0.6], "far": [0.65]}}
+    fig = fs.plot_geoclidean(models, tmp_path / "g.png", human={"close": 0.85, "far": 0.97})
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 6) for p in ax.patches)
+    assert heights == sorted([0.75, 0.925, 0.6, 0.65])
+    human = [c for c in ax.collections if c.get_label() == "human"]
+    assert len(human) == 1
+    ys = sorted(
+        {round(float(s[0][1]), 6) for c in ax.collections if c.get_color()[0][1] > 0.5 for s in c.get_segments()}
+    )
+    assert 0.85 in ys
+    _png_ok(tmp_path / "g.png")
+    with pytest.raises(ValueError, match="far"):
+        fs.plot_geoclidean({"m": {"close": [0.5]}})

@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from PIL import Image
 
-from gensim_jax.evaluation import hierarchy_decoding as hd
+from gensim_jax.evaluation import hierarchy as hd
 from gensim_jax.kernels.hierarchy import Tree
 
 
@@ -36,16 +37,21 @@ def test_random_embeddings_give_chance():
     assert abs(r.score) < 0.5
 
 
-def test_synthetic_images_are_decodable():
-    images, classes, tree = hd.synthetic_hierarchy_images(
-        np.random.default_rng(2), branching=(2, 3), per_leaf=10, size=8, noise=1.0
-    )
-    assert images.shape == (60, 8, 8, 3) and classes.shape == (60,)
-    r = hd.decode_levels(images.reshape(60, -1), classes, tree, seed=0)
-    assert all(lv.accuracy > 0.9 for lv in r.levels)
+def test_synthetic_stimuli_are_the_experiments_gratings_and_decodable():
+    from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
+
+    images, classes, tree, nodes = hd.synthetic_stimuli(2, per_class=10, image_size=16, branching=(2, 3))
+    assert images.shape == (60, 16, 16, 3) and images.dtype == np.uint8 and classes.dtype == np.int64
+    np.testing.assert_array_equal(classes, np.repeat(np.arange(6), 10))
+    # the one generator: the imagenet_hierarchy experiment's gratings, appearance seed 2, image seed 3
+    want, labels = hierarchy_images(balanced_tree((2, 3)), balanced_tree((2, 3)).leaves, 10, 16, attribute_seed=2,
+                                    image_seed=3, noise=0.1)  # fmt: skip
+    np.testing.assert_array_equal(images, want)
+    np.testing.assert_array_equal(nodes, tree.leaves)
+    r = hd.decode_levels(hd.pixel_embedding(images, 4), classes, tree, nodes, seed=0)
+    assert all(lv.accuracy > lv.chance for lv in r.levels)  # every level above chance from 4 x 4 pooled pixels
     # deterministic in the seed
-    again = hd.synthetic_hierarchy_images(np.random.default_rng(2), branching=(2, 3), per_leaf=10, size=8, noise=1.0)
-    np.testing.assert_array_equal(images, again[0])
+    np.testing.assert_array_equal(images, hd.synthetic_stimuli(2, per_class=10, image_size=16, branching=(2, 3))[0])
 
 
 def test_aggregate_and_errors():
@@ -73,3 +79,24 @@ def test_majority_chance_on_unbalanced_levels():
     assert maj.score < uni.score
     with pytest.raises(ValueError, match="chance"):
         hd.decode_levels(x, classes, tree, chance="prior")
+
+
+def _png_ok(path):
+    with Image.open(path) as im:
+        assert im.format == "PNG" and im.size[0] > 0 and im.size[1] > 0
+
+
+def test_plot_hierarchy_lines_and_scores(tmp_path):
+    acc = np.array([[0.9, 0.5, 0.2], [0.8, 0.4, 0.3]])
+    chance = np.array([0.5, 1 / 6, 1 / 18])
+    score = np.log(acc / chance).sum(1)
+    fig = hd.plot_hierarchy(
+        {"m": {"levels": [1, 2, 3], "accuracy": acc, "chance": chance, "score": score}}, tmp_path / "h.png"
+    )
+    ax_l, ax_s = fig.axes[:2]
+    bars = [c for c in ax_l.containers if c.get_label() == "m"][0]  # ErrorbarContainer
+    np.testing.assert_allclose(bars.lines[0].get_ydata(), [0.85, 0.45, 0.25])
+    assert ax_s.patches[0].get_height() == pytest.approx(score.mean())
+    _png_ok(tmp_path / "h.png")
+    with pytest.raises(ValueError, match="accuracy must be"):
+        hd.plot_hierarchy({"m": {"levels": [1, 2], "accuracy": acc, "chance": chance[:2], "score": score}})
