@@ -1,4 +1,4 @@
-"""Device mesh, shardings, multi-host set-up and the ``pmap`` compatibility path.
+"""Device mesh, shardings and multi-host set-up.
 
 Design (see docs/SCALING.md):
 
@@ -9,11 +9,6 @@ Design (see docs/SCALING.md):
 * The train step is ONE ``jax.jit`` with ``in_shardings``/``out_shardings``.  Inside it the
   batch is a global array: the ``B x B`` similarity matrix of an all-pairs loss and the BatchNorm
   statistics are global-batch quantities, with no hand-written collective.
-* :func:`gensim_jax.training.pmap.pmap_train_step` is the explicit alternative: each device embeds its shard, the
-  outputs and metadata are ``lax.all_gather``-ed, every device evaluates the global loss, and
-  gradients are ``lax.pmean``-ed.  It gives the same numbers as the jit path for models without
-  BatchNorm (the encoders' BatchNorm layers have no ``axis_name``, so under pmap they normalise
-  by per-device statistics; use the jit path for BatchNorm models).
 * Multi-host: :func:`initialize_distributed` calls ``jax.distributed.initialize()`` (which reads
   SLURM / TPU / Open MPI environments), each process loads its own slice of the global batch
   (:func:`process_batch_slice`) and :func:`shard_batch` assembles the global array with
@@ -46,9 +41,6 @@ __all__ = [
     "cpu_only_without_accelerators",
     "process_batch_slice",
     "gather_to_host",
-    "replicate_for_pmap",
-    "unreplicate",
-    "split_for_pmap",
     "device_summary",
     "global_batch_size",
 ]
@@ -334,34 +326,6 @@ def process_batch_slice(
         raise ValueError(f"global batch size {global_batch_size} is not divisible by {pc} processes")
     per = global_batch_size // pc
     return slice(pi * per, (pi + 1) * per)
-
-
-# --------------------------------------------------------------------------------------------
-# pmap path
-# --------------------------------------------------------------------------------------------
-
-
-def replicate_for_pmap(tree, n: Optional[int] = None):
-    """Stack ``n`` copies of every leaf (leading device axis) for ``jax.pmap``."""
-    n = jax.local_device_count() if n is None else n
-    return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + jnp.shape(x)), tree)
-
-
-def unreplicate(tree):
-    """The first device's copy of a pmapped pytree."""
-    return jax.tree.map(lambda x: x[0], tree)
-
-
-def split_for_pmap(batch: Mapping[str, Any], n: Optional[int] = None) -> dict:
-    """Reshape every ``(B, ...)`` entry to ``(n, B/n, ...)``: device ``d`` gets rows ``d B/n .. (d+1) B/n``."""
-    n = jax.local_device_count() if n is None else n
-    out = {}
-    for k, v in batch.items():
-        v = jnp.asarray(v)
-        if v.ndim == 0 or v.shape[0] % n:
-            raise ValueError(f"batch[{k!r}] with shape {v.shape} cannot be split over {n} devices")
-        out[k] = v.reshape((n, v.shape[0] // n) + v.shape[1:])
-    return out
 
 
 def device_summary() -> dict:

@@ -1,4 +1,4 @@
-"""Parallelism: sharded (1x8, 2x4 FSDP) and pmap steps equal the single-device step; mesh helpers.
+"""Parallelism: sharded steps (1x8, 2x4 FSDP) equal the single-device step; mesh helpers.
 
 The 8-device comparison runs in a subprocess (tests/_parallel_worker.py) because XLA_FLAGS must be
 set before jax is imported, and this pytest process has already imported jax with one CPU device.
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_sharded_and_pmap_steps_equal_the_single_device_step():
+def test_sharded_steps_equal_the_single_device_step():
     """One subprocess (8 CPU devices) runs every layout; each must match the single-device run."""
     xla_flags = with_device_count(os.environ.get("XLA_FLAGS", ""), 8)
     env = dict(os.environ, XLA_FLAGS=xla_flags, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
@@ -35,7 +35,7 @@ def test_sharded_and_pmap_steps_equal_the_single_device_step():
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    cases = ["gensim/1x8", "gensim/2x4", "gensim/pmap", "ntxent_bn/1x8", "ntxent_bn/2x4"]
+    cases = ["gensim/1x8", "gensim/2x4", "ntxent_bn/1x8", "ntxent_bn/2x4"]
     assert sorted(results) == sorted(cases)
     for case in cases:
         r = results[case]
@@ -45,7 +45,7 @@ def test_sharded_and_pmap_steps_equal_the_single_device_step():
     # the layouts really distribute: FSDP splits parameter leaves, every layout spans 8 devices
     assert results["gensim/1x8"]["fsdp_split_leaves"] == 0
     assert results["gensim/2x4"]["fsdp_split_leaves"] > 0 and results["ntxent_bn/2x4"]["fsdp_split_leaves"] > 0
-    assert all(v["param_devices"] == 8 for k, v in results.items() if "pmap" not in k)
+    assert all(v["param_devices"] == 8 for v in results.values())
 
 
 def test_make_mesh_validates_sizes():
@@ -69,17 +69,13 @@ def test_process_batch_slice():
         parallel.process_batch_slice(10, 0, 3)
 
 
-def test_shard_batch_and_split_for_pmap():
+def test_shard_batch():
     mesh = parallel.make_mesh()
     b = {"x": np.arange(8.0).reshape(4, 2), "y": np.arange(4)}
     g = parallel.shard_batch(b, mesh)
     np.testing.assert_array_equal(np.asarray(g["x"]), b["x"])
     with pytest.raises(ValueError, match="leading batch axis"):
         parallel.shard_batch({"s": np.float32(1.0)}, mesh)
-    s = parallel.split_for_pmap(b, 2)
-    assert s["x"].shape == (2, 2, 2)
-    with pytest.raises(ValueError, match="cannot be split"):
-        parallel.split_for_pmap(b, 3)
 
 
 def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):
