@@ -65,8 +65,42 @@ def test_leaf_sharding_rules_on_a_one_device_mesh():
 def test_process_batch_slice():
     assert parallel.process_batch_slice(12, 1, 3) == slice(4, 8)
     assert parallel.process_batch_slice(12) == slice(0, 12)
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(ValueError, match="multiple of the 3 processes"):
         parallel.process_batch_slice(10, 0, 3)
+
+
+def test_host_shards_partition_every_global_batch_in_stream_order():
+    """Every process count splits global batch ``s`` into the positions ``s G .. (s+1) G - 1`` in order
+    (a loop over processes, against numpy's arange); the data pipelines' StreamIndex and
+    process_batch_slice give the same rows and positions."""
+    from gensim_jax.data.indexing import StreamIndex
+
+    G = 12
+    for count in (1, 2, 3, 4, 6, 12):
+        shards = [parallel.HostShard(i, count, G) for i in range(count)]
+        rows = np.concatenate([np.arange(G)[sh.rows] for sh in shards])
+        np.testing.assert_array_equal(rows, np.arange(G))
+        for step in (0, 1, 5):
+            got = np.concatenate([sh.positions(step) for sh in shards])
+            np.testing.assert_array_equal(got, np.arange(step * G, (step + 1) * G))
+        for i, sh in enumerate(shards):
+            assert sh.batch == G // count and parallel.process_batch_slice(G, i, count) == sh.rows
+            assert sh.pipeline_kwargs == {"batch_size": G // count, "process_index": i, "process_count": count}
+            index = StreamIndex(5, G // count, seed=0, process_index=i, process_count=count)
+            np.testing.assert_array_equal(index.positions(7), sh.positions(7))
+    assert parallel.HostShard.of_this_process(G) == parallel.HostShard(0, 1, G)
+    with pytest.raises(ValueError, match="index < count"):
+        parallel.HostShard(2, 2, 16)
+    with pytest.raises(ValueError, match="step must be non-negative"):
+        parallel.HostShard(0, 1, 4).positions(-1)
+
+
+def test_host_shard_keeps_its_public_names():
+    """Forks import it from gensim_jax.training (and the experiment interface module): one class."""
+    from gensim_jax.training import HostShard
+    from gensim_jax.training.experiment import HostShard as HostShardOfExperiment
+
+    assert HostShard is parallel.HostShard is HostShardOfExperiment
 
 
 def test_shard_batch():
