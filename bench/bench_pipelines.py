@@ -56,7 +56,7 @@ def measure(n: int = 512, batch: int = 64, steps: int = 20, size: int = 224, war
     """Images/s of every pipeline (or of those in ``names``) and of the tf.data reference."""
     args = argparse.Namespace(n=n, batch=batch, steps=steps, size=size)
 
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
     from gensim_jax.data.augment import IMAGENET_MEAN, IMAGENET_STD, simclr_augment
     from gensim_jax.data.pipelines import as_numpy, labelled_batches, pair_batches, triplet_batches, view_batches
     from gensim_jax.data.sources import ArraySource

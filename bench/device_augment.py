@@ -46,7 +46,7 @@ def _images(batch: int, size: int) -> np.ndarray:
 def _host_views_per_s(preset: str, aug, images: np.ndarray, count: int) -> float | None:
     try:
         from gensim_jax.data import augment as host
-        from gensim_jax.data._tf import tf
+        from gensim_jax.data import tf
     except ImportError:
         return None
     fn = tf.function(

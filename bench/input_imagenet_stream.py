@@ -66,7 +66,7 @@ BATCH = 32
 
 
 def _write_records(jpegs: list[bytes], path: str) -> None:
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
 
     with tf.io.TFRecordWriter(path) as writer:
         for i, data in enumerate(jpegs):
@@ -81,7 +81,7 @@ def _mocked_imagenet(path: str):
     """``tfds.testing.mock_data`` whose ``imagenet2012`` records are those of the TFRecord file ``path``."""
     import tensorflow_datasets as tfds
 
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
 
     spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
 
@@ -92,7 +92,7 @@ def _mocked_imagenet(path: str):
 
 
 def _options(threads):
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
 
     options = tf.data.Options()
     if threads == 1:
@@ -122,7 +122,7 @@ def device_host_part(views: int, n: int, host_work: str, seed: int = 0):
     import tensorflow_datasets as tfds
 
     from gensim_jax.data import augment as aug
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
 
     builder = tfds.builder("imagenet2012")
     base = builder.as_dataset(split="train", shuffle_files=False, decoders={"image": tfds.decode.SkipDecoding()})
@@ -164,7 +164,7 @@ def device_host_part(views: int, n: int, host_work: str, seed: int = 0):
 def prepared_host_part(directory: str, n: int, seed: int = 0):
     """The host's part from records of :func:`gensim_jax.data.prepared.prepare_records`: read, shuffle
     (undecoded records), decode the stored ``L x L`` image (or parse raw pixels), batch."""
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
     from gensim_jax.data.prepared import prepared_dataset
 
     ds = prepared_dataset(directory, "train", shuffle_buffer=n, seed=seed).repeat().batch(BATCH, drop_remainder=True)
@@ -218,7 +218,7 @@ def eager_reference(jpegs: list[bytes], count: int, seed: int = 0) -> float:
     on the calling thread in practice, and CPU time (all threads) is what is counted.
     """
     from gensim_jax.data import augment as aug
-    from gensim_jax.data._tf import tf
+    from gensim_jax.data import tf
 
     def one(i):
         data = tf.constant(jpegs[i % len(jpegs)])

@@ -87,11 +87,7 @@ def numpy_loop(x1, x2, weights, means, covs, num_samples, seed=0):
 
 
 def _temp_bytes(model, x1, x2, num_samples, num_pairs):
-    chunk = max(1, min(num_samples, est_mod.DEFAULT_MAX_CHUNK_ELEMENTS // num_pairs))
-    compiled = est_mod._log_sums.lower(
-        model, x1, x2, jax.random.key(0), jnp.asarray(num_samples, jnp.int32), chunk, None
-    ).compile()
-    return int(compiled.memory_analysis().temp_size_in_bytes)
+    return est_mod.estimate_temp_bytes(model, x1, x2, num_samples)
 
 
 def run(quick: bool = False) -> list[dict]:
