@@ -25,7 +25,7 @@ samples) and reduces them to nine running log-sums per pair (first moments, squa
 products of ``A, B, C``, each shifted by the chunk maximum and merged with ``logaddexp``), so the
 memory is ``O(chunk x P)`` whatever ``S`` (``10**6`` samples x 1,000 pairs: about 6 MB of XLA
 temporaries with the default chunk of ``2**18 // P`` samples, small enough to stay in cache; see
-``bench/mc_estimator.py``).
+``bench/functions/mc_estimator.py``).
 Sample ``i`` uses the key ``fold_in(key, i)``, so the estimate does not depend on the chunk size.
 
 Cost. With draws from the prior (no proposal) the weights are 1, so ``A = B C``: the first chunk
@@ -34,7 +34,7 @@ two exponentials per sample and pair and no column maxima (``_product_log_sums``
 the general three-exponential form for a chunk whose sums overflow or, throughout, when the first
 chunk leaves some pair without a joint term or with ``max l1 + max l2 - max(l1 + l2) > 20``.
 The tables are mapped over pairs outside and draws inside. Together about 1.7x the throughput of
-the general form at 1,000 pairs on XLA:CPU (``bench/mc_estimator.py``, docs/PERFORMANCE.md).
+the general form at 1,000 pairs on XLA:CPU (``bench/functions/mc_estimator.py``, docs/PERFORMANCE.md).
 
 Example:
     >>> import jax, jax.numpy as jnp
