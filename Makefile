@@ -106,7 +106,7 @@ demo: $(VENV_DEP)
 bench: $(VENV_DEP)
 	$(RUN_ENV) $(PY) -m bench.run_all
 
-# The accelerator acceptance run (bench/accelerator.py, docs/PERFORMANCE.md): loss curves on the
+# The accelerator acceptance run (bench/runner/accelerator.py, docs/PERFORMANCE.md): loss curves on the
 # accelerator against the CPU, the paper configs' steps against `gensim-jax plan`, several devices
 # against one. The lock is CPU-only: on a machine with an NVIDIA driver the CUDA plugin matching the
 # locked jax is added to the venv first; a TPU VM has libtpu from the lock. Writes accel_check.jsonl
@@ -114,4 +114,4 @@ bench: $(VENV_DEP)
 ACCEL_ARGS ?=
 accel-check: $(VENV_DEP)
 	$(CUDA_PLUGIN)
-	$(RUN_ENV) $(PY) -m bench.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)
+	$(RUN_ENV) $(PY) -m bench.runner.accelerator --out accel_check.jsonl --table accel_check.md $(ACCEL_ARGS)

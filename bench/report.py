@@ -25,16 +25,16 @@ def _params(p: dict) -> str:
 
 
 _MODULE = {
-    "gensim_loss_grad": "losses",
-    "ntxent_loss_grad": "losses",
-    "supcon_loss_grad": "losses",
-    "beta_bernoulli_table": "kernels",
-    "hierarchy_table": "kernels",
-    "tree_kernel_gram": "kernels",
-    "mc_estimator_gaussian_mixture": "mc_estimator",
-    "input_scaling": "input_scaling",
-    "input_imagenet_stream": "input_imagenet_stream",
-    "runner_overhead": "runner_overhead",
+    "gensim_loss_grad": "functions.losses",
+    "ntxent_loss_grad": "functions.losses",
+    "supcon_loss_grad": "functions.losses",
+    "beta_bernoulli_table": "functions.kernels",
+    "hierarchy_table": "functions.kernels",
+    "tree_kernel_gram": "functions.kernels",
+    "mc_estimator_gaussian_mixture": "functions.mc_estimator",
+    "input_scaling": "input.scaling",
+    "input_imagenet_stream": "input.imagenet_stream",
+    "runner_overhead": "runner.overhead",
 }
 
 
@@ -43,12 +43,12 @@ def _module(bench: str) -> str:
     if bench in _MODULE:
         return _MODULE[bench]
     if bench.startswith("scaling_"):
-        return "scaling"
+        return "functions.scaling"
     if bench.startswith("train_step_"):
-        return "training_step"
+        return "step.training_step"
     if bench.startswith("pipeline_") or bench.endswith(("_render", "_render_only")):
-        return "inputs"
-    return "kernels"
+        return "input.throughput"
+    return "functions.kernels"
 
 
 def tables(lines: list[dict], machine: str = "", date: str = "") -> str:

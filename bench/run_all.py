@@ -5,23 +5,23 @@ Usage::
     python -m bench.run_all            # the default suite (``make bench``; < 5 min on 2 CPU cores)
     python -m bench.run_all --full     # adds the 224 x 224 training steps (~+10 min here)
     python -m bench.run_all --quick    # tiny sizes, a smoke run
-    python -m bench.run_all --only losses kernels
-    python -m bench.run_all --only accelerator   # the accelerator acceptance run (bench/accelerator.py)
+    python -m bench.run_all --only functions.losses functions.kernels
+    python -m bench.run_all --only runner.accelerator   # the accelerator acceptance run (bench/runner/accelerator.py)
 
-Modules: ``losses``, ``kernels``, ``scaling`` (loss and table timings vs PyTorch), ``runner_overhead``
-(the runner against a bare jit loop, 1 and 2 processes), ``inputs``
-(data pipelines vs tf.data, stimulus rendering vs matplotlib), ``training_step`` (ResNet-50 and
-CORnet-S training steps vs PyTorch; 64 x 64 by default, 224 x 224 with ``--full``), ``mc_estimator``
-(the Monte Carlo Eq. 1 estimator of ``gensim_jax.testing`` vs a NumPy loop over samples), ``input_scaling``
-(host input work per process of one global batch at 1, 2 and 4 processes), ``input_imagenet_stream``
-(the ImageNet training stream on ImageNet-sized JPEGs: images per second per host core, host and device
-augmentation), ``runner_device_idle`` (the run's device-idle figure against a simulated accelerator
-whose idle time is known), ``device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views
-per core).
-``augment_default`` (host vs device augmentation per SimCLR step through the runner, minutes) and
-``accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
+Modules (``--only`` names them by their path under bench/): ``functions.losses``, ``functions.kernels``,
+``functions.scaling`` (loss and table timings vs PyTorch), ``runner.overhead`` (the runner against a
+bare jit loop, 1 and 2 processes), ``input.throughput`` (data pipelines vs tf.data, stimulus rendering
+vs matplotlib), ``step.training_step`` (ResNet-50 and CORnet-S training steps vs PyTorch; 64 x 64 by
+default, 224 x 224 with ``--full``), ``functions.mc_estimator`` (the Monte Carlo Eq. 1 estimator of
+``gensim_jax.testing`` vs a NumPy loop over samples), ``input.scaling`` (host input work per process of
+one global batch at 1, 2 and 4 processes), ``input.imagenet_stream`` (the ImageNet training stream on
+ImageNet-sized JPEGs: images per second per host core, host and device augmentation),
+``runner.device_idle`` (the run's device-idle figure against a simulated accelerator whose idle time is
+known), ``input.device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views per core).
+``input.augment_default`` (host vs device augmentation per SimCLR step through the runner, minutes) and
+``runner.accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
 several devices vs one; ``make accel-check``) run only when named with ``--only``; on a CPU-only
-machine ``accelerator`` needs ``--quick`` (its smoke mode).
+machine ``runner.accelerator`` needs ``--quick`` (its smoke mode).
 
 Each module runs in a fresh Python process (``--same-process`` runs them all in this one): what one
 benchmark leaves behind -- PyTorch's OpenMP pool after the training steps, TensorFlow's thread pools
@@ -50,20 +50,21 @@ from pathlib import Path
 if __package__ in (None, ""):  # ``python bench/run_all.py``: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# names are modules under bench/ (``--only functions.losses`` runs ``bench.functions.losses``)
 MODULES = (
-    "losses",
-    "kernels",
-    "scaling",
-    "inputs",
-    "input_scaling",
-    "input_imagenet_stream",
-    "device_augment",
-    "training_step",
-    "runner_overhead",
-    "runner_device_idle",
-    "mc_estimator",
+    "functions.losses",
+    "functions.kernels",
+    "functions.scaling",
+    "input.throughput",
+    "input.scaling",
+    "input.imagenet_stream",
+    "input.device_augment",
+    "step.training_step",
+    "runner.overhead",
+    "runner.device_idle",
+    "functions.mc_estimator",
 )
-OPTIONAL = ("accelerator", "augment_default")  # run only when named in --only
+OPTIONAL = ("runner.accelerator", "input.augment_default")  # run only when named in --only
 
 
 def main(argv=None) -> int:
@@ -107,7 +108,7 @@ def main(argv=None) -> int:
 
 def _run_module(name: str, quick: bool, full: bool) -> list[dict]:
     module = importlib.import_module(f"bench.{name}")
-    kwargs = {"full": full} if name == "training_step" else {}
+    kwargs = {"full": full} if name == "step.training_step" else {}
     return list(module.run(quick=quick, **kwargs))
 
 

@@ -1,4 +1,4 @@
-"""Device mesh, shardings, multi-host set-up and the ``pmap`` compatibility path.
+"""Device mesh, shardings and multi-host set-up.
 
 Design (see docs/SCALING.md):
 
@@ -9,19 +9,16 @@ Design (see docs/SCALING.md):
 * The train step is ONE ``jax.jit`` with ``in_shardings``/``out_shardings``.  Inside it the
   batch is a global array: the ``B x B`` similarity matrix of an all-pairs loss and the BatchNorm
   statistics are global-batch quantities, with no hand-written collective.
-* :func:`gensim_jax.training.pmap.pmap_train_step` is the explicit alternative: each device embeds its shard, the
-  outputs and metadata are ``lax.all_gather``-ed, every device evaluates the global loss, and
-  gradients are ``lax.pmean``-ed.  It gives the same numbers as the jit path for models without
-  BatchNorm (the encoders' BatchNorm layers have no ``axis_name``, so under pmap they normalise
-  by per-device statistics; use the jit path for BatchNorm models).
 * Multi-host: :func:`initialize_distributed` calls ``jax.distributed.initialize()`` (which reads
-  SLURM / TPU / Open MPI environments), each process loads its own slice of the global batch
-  (:func:`process_batch_slice`) and :func:`shard_batch` assembles the global array with
-  ``jax.make_array_from_process_local_data``.
+  SLURM / TPU / Open MPI environments), each process loads its own rows of the global batch
+  (:class:`HostShard`, the one definition of the per-process row arithmetic; the data pipelines'
+  :class:`~gensim_jax.data.indexing.StreamIndex` and :func:`process_batch_slice` use it) and
+  :func:`shard_batch` assembles the global array with ``jax.make_array_from_process_local_data``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -44,11 +41,9 @@ __all__ = [
     "jit_sharded",
     "initialize_distributed",
     "cpu_only_without_accelerators",
+    "HostShard",
     "process_batch_slice",
     "gather_to_host",
-    "replicate_for_pmap",
-    "unreplicate",
-    "split_for_pmap",
     "device_summary",
     "global_batch_size",
 ]
@@ -321,47 +316,77 @@ def initialize_distributed(
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class HostShard:
+    """This process's share of every global batch: the rows an experiment's batches build.
+
+    Process ``index`` of ``count`` feeds rows ``[index b, (index + 1) b)`` of every global batch of
+    ``global_batch`` rows, ``b = global_batch / count`` (:attr:`batch`); :func:`shard_batch`
+    assembles the global array from every process's rows.  A source builds only those rows, so host
+    work per process falls as processes are added, and the set of examples in a global batch does
+    not depend on ``count``: row ``j`` of global batch ``s`` is stream position
+    ``s * global_batch + j`` (:meth:`positions`), which the data pipelines
+    (:mod:`gensim_jax.data.pipelines`, ``process_index`` / ``process_count``) and
+    :class:`~gensim_jax.data.indexing.StreamIndex` follow.  This class is the one place that
+    arithmetic is written; it is re-exported as ``gensim_jax.training.HostShard``.
+
+    Example:
+      >>> shard = HostShard(index=1, count=2, global_batch=8)
+      >>> shard.batch, shard.rows, shard.positions(3).tolist()
+      (4, slice(4, 8, None), [28, 29, 30, 31])
+    """
+
+    index: int = 0
+    count: int = 1
+    global_batch: int = 1
+
+    def __post_init__(self):
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"need 0 <= index < count, got index={self.index}, count={self.count}")
+        if self.global_batch < 1 or self.global_batch % self.count:
+            raise ValueError(
+                f"the global batch ({self.global_batch}) must be a positive multiple of the {self.count} processes"
+            )
+
+    @classmethod
+    def of_this_process(cls, global_batch: int) -> "HostShard":
+        """The shard of the calling process (``jax.process_index()`` of ``jax.process_count()``)."""
+        return cls(jax.process_index(), jax.process_count(), int(global_batch))
+
+    @property
+    def batch(self) -> int:
+        """Rows this process builds per global batch."""
+        return self.global_batch // self.count
+
+    @property
+    def rows(self) -> slice:
+        """This process's rows of a global batch."""
+        return slice(self.index * self.batch, (self.index + 1) * self.batch)
+
+    def positions(self, step: int) -> np.ndarray:
+        """``(batch,)`` int64 global stream positions of this process's rows of global batch ``step`` (>= 0)."""
+        if int(step) < 0:
+            raise ValueError(f"step must be non-negative, got {step}")
+        start = int(step) * self.global_batch + self.index * self.batch
+        return np.arange(start, start + self.batch, dtype=np.int64)
+
+    @property
+    def pipeline_kwargs(self) -> dict:
+        """``batch_size``, ``process_index``, ``process_count`` for :mod:`gensim_jax.data.pipelines` builders."""
+        return {"batch_size": self.batch, "process_index": self.index, "process_count": self.count}
+
+
 def process_batch_slice(
     global_batch_size: int, process_index: Optional[int] = None, process_count: Optional[int] = None
 ) -> slice:
-    """The rows ``[start, stop)`` of the global batch that this process loads.
+    """The rows ``[start, stop)`` of the global batch that this process loads (:attr:`HostShard.rows`).
 
-    Raises ``ValueError`` when the global batch does not split evenly over processes.
+    ``process_index`` and ``process_count`` default to the calling process's.  Raises ``ValueError``
+    when the global batch is not a positive multiple of the process count.
     """
     pi = jax.process_index() if process_index is None else process_index
     pc = jax.process_count() if process_count is None else process_count
-    if global_batch_size % pc:
-        raise ValueError(f"global batch size {global_batch_size} is not divisible by {pc} processes")
-    per = global_batch_size // pc
-    return slice(pi * per, (pi + 1) * per)
-
-
-# --------------------------------------------------------------------------------------------
-# pmap path
-# --------------------------------------------------------------------------------------------
-
-
-def replicate_for_pmap(tree, n: Optional[int] = None):
-    """Stack ``n`` copies of every leaf (leading device axis) for ``jax.pmap``."""
-    n = jax.local_device_count() if n is None else n
-    return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + jnp.shape(x)), tree)
-
-
-def unreplicate(tree):
-    """The first device's copy of a pmapped pytree."""
-    return jax.tree.map(lambda x: x[0], tree)
-
-
-def split_for_pmap(batch: Mapping[str, Any], n: Optional[int] = None) -> dict:
-    """Reshape every ``(B, ...)`` entry to ``(n, B/n, ...)``: device ``d`` gets rows ``d B/n .. (d+1) B/n``."""
-    n = jax.local_device_count() if n is None else n
-    out = {}
-    for k, v in batch.items():
-        v = jnp.asarray(v)
-        if v.ndim == 0 or v.shape[0] % n:
-            raise ValueError(f"batch[{k!r}] with shape {v.shape} cannot be split over {n} devices")
-        out[k] = v.reshape((n, v.shape[0] // n) + v.shape[1:])
-    return out
+    return HostShard(int(pi), int(pc), int(global_batch_size)).rows
 
 
 def device_summary() -> dict:

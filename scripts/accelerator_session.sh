@@ -6,7 +6,7 @@
 #   OUT=DIR bash scripts/accelerator_session.sh [PART...]
 #
 # PART (default: all, in this order): runner (the runner-level ResNet-50 run of
-# ../shared/measurements/gpu_h100.md, with the device-idle figures), accel (python -m bench.accelerator:
+# ../shared/measurements/gpu_h100.md, with the device-idle figures), accel (python -m bench.runner.accelerator:
 # loss curves step by step, the paper steps against the planner), cornet (the CORnet-S paper step again
 # with accel's persistent compilation cache: accel compiled and autotuned it, this run loads the
 # executable, so its peak is the step's own; run it after accel), plan (gensim-jax plan for h100:1x8 through the CUDA
@@ -47,12 +47,12 @@ for part in $parts; do
       grep -h '"perf/' "$OUT/simclr_metrics.jsonl" | tail -3 | cut -c1-800 ;;
     accel)
       JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-        timeout 290 $PY -m bench.accelerator --skip multi --steps 6 --paper-steps 25 \
+        timeout 290 $PY -m bench.runner.accelerator --skip multi --steps 6 --paper-steps 25 \
         --out "$OUT/accel.jsonl" --table "$OUT/accel.md" > "$OUT/accel.log" 2>&1
       echo "rc $?"; cat "$OUT/accel.md" 2>/dev/null ;;
     cornet)  # the quadrilaterals paper step again, its executable from accel's cache: no autotuning
       JAX_COMPILATION_CACHE_DIR=$cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 \
-        timeout 100 $PY -m bench.accelerator --experiments quadrilaterals --skip curves multi --paper-steps 25 \
+        timeout 100 $PY -m bench.runner.accelerator --experiments quadrilaterals --skip curves multi --paper-steps 25 \
         --isolate no --out "$OUT/cornet_cached.jsonl" > "$OUT/cornet_cached.log" 2>&1
       echo "rc $?"; $PY - "$OUT" <<'PYEOF'
 import json, sys

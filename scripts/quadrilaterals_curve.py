@@ -106,7 +106,7 @@ def export_curve(run_dir: Path) -> tuple[int, dict] | None:
     config = quad.EXPERIMENT.config_from_dict({k: v for k, v in saved.items() if k not in ("arm", "experiment")})
     model, variables, _ = load_exported(run_dir / "export")
     trials = quad.test_trials(config)
-    e = oe.trial_embeddings(quad.EXPERIMENT._embed(config, model, variables), trials)
+    e = oe.trial_embeddings(quad.embedding_fn(config, model, variables), trials)
     out = oe.readout(e, trials, config.eval.readout_target_error)
     return int(saved["num_steps"]), point(out["graded"], out["argmax"], out["temperature"], out["regression_error"])
 

@@ -21,7 +21,6 @@ jax.config.update("jax_default_matmul_precision", "highest")
 
 from gensim_jax import parallel  # noqa: E402
 from gensim_jax.training import BetaBernoulliTarget, GenSimRegression, NTXent, create_train_state, make_train_step  # noqa: E402
-from gensim_jax.training.pmap import pmap_train_step  # noqa: E402
 from tests.training._tiny import tiny_batch, tiny_model  # noqa: E402
 
 STEPS, B = 2, 16
@@ -66,28 +65,17 @@ def run_mesh(state, obj, batches, data, fsdp):
     return st, losses, {"fsdp_split_leaves": split, "param_devices": spread}
 
 
-def run_pmap(state, obj, batches):
-    step = pmap_train_step(obj)
-    st = parallel.replicate_for_pmap(jax.tree.map(np.asarray, state), 8)
-    losses = []
-    for b in batches:
-        st, m = step(st, parallel.split_for_pmap(b, 8))
-        losses.append(float(m["loss"][0]))
-        assert np.allclose(np.asarray(m["loss"]), float(m["loss"][0]))  # every device computed the global loss
-    return parallel.unreplicate(st), losses
-
-
 def main():
     assert jax.device_count() == 8, jax.devices()
     parallel.FSDP_MIN_SIZE = 16  # let FSDP split the tiny model's matrices
     rng = np.random.default_rng(0)
     batches = [tiny_batch(rng, B) for _ in range(STEPS)]
     cases = {
-        "gensim": (GenSimRegression(target=BetaBernoulliTarget(), input_key="x"), {}, True),
-        "ntxent_bn": (NTXent(temperature=0.5), {"batchnorm": True}, False),
+        "gensim": (GenSimRegression(target=BetaBernoulliTarget(), input_key="x"), {}),
+        "ntxent_bn": (NTXent(temperature=0.5), {"batchnorm": True}),
     }
     out = {}
-    for name, (obj, model_kw, with_pmap) in cases.items():
+    for name, (obj, model_kw) in cases.items():
         state = create_train_state(tiny_model(**model_kw), optax.sgd(0.05, momentum=0.9), 0)
         ref, ref_losses = run_single(state, obj, batches)
         layouts = {"1x8": (8, 1), "2x4": (2, 4)}
@@ -99,13 +87,6 @@ def main():
                 "batch_stats": max_diff(st.batch_stats, ref.batch_stats) if ref.batch_stats else 0.0,
                 "loss_value": ref_losses[-1],
                 **info,
-            }
-        if with_pmap:
-            st, losses = run_pmap(state, obj, batches)
-            out[f"{name}/pmap"] = {
-                "loss": max_diff(losses, ref_losses),
-                "params": max_diff(st.params, ref.params),
-                "loss_value": ref_losses[-1],
             }
     print(json.dumps(out))
 

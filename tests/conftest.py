@@ -15,7 +15,7 @@ XLA:CPU's element-wise loop emitters instead of its MLIR fusion emitters
 multi-process harness and tests/test_parallel.py keep them beside their device count). On the idle
 2-core machine the whole suite took 437 s with neither, 387 s with the level, and 343 s with both
 (the workers' own XLA compile time 268 s -> 142 s), with the same results. Neither is fast-math:
-values agree with the default compile to float rounding (``python -m bench.compile_flags``: a ResNet-18
+values agree with the default compile to float rounding (``python -m bench.suite.compile_flags``: a ResNet-18
 step's loss 2.60085320 against 2.60085391); a statistic that divides by a near-zero spread, such as
 BatchNorm over 2 images, can magnify that rounding (the CORnet-S step there: 3.1021 against 3.0772).
 A caller who sets either flag keeps its value; ``make bench`` and the library never see them. A jaxlib

@@ -1,4 +1,4 @@
-"""Parallelism: sharded (1x8, 2x4 FSDP) and pmap steps equal the single-device step; mesh helpers.
+"""Parallelism: sharded steps (1x8, 2x4 FSDP) equal the single-device step; mesh helpers.
 
 The 8-device comparison runs in a subprocess (tests/_parallel_worker.py) because XLA_FLAGS must be
 set before jax is imported, and this pytest process has already imported jax with one CPU device.
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_sharded_and_pmap_steps_equal_the_single_device_step():
+def test_sharded_steps_equal_the_single_device_step():
     """One subprocess (8 CPU devices) runs every layout; each must match the single-device run."""
     xla_flags = with_device_count(os.environ.get("XLA_FLAGS", ""), 8)
     env = dict(os.environ, XLA_FLAGS=xla_flags, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
@@ -35,7 +35,7 @@ def test_sharded_and_pmap_steps_equal_the_single_device_step():
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    cases = ["gensim/1x8", "gensim/2x4", "gensim/pmap", "ntxent_bn/1x8", "ntxent_bn/2x4"]
+    cases = ["gensim/1x8", "gensim/2x4", "ntxent_bn/1x8", "ntxent_bn/2x4"]
     assert sorted(results) == sorted(cases)
     for case in cases:
         r = results[case]
@@ -45,7 +45,7 @@ def test_sharded_and_pmap_steps_equal_the_single_device_step():
     # the layouts really distribute: FSDP splits parameter leaves, every layout spans 8 devices
     assert results["gensim/1x8"]["fsdp_split_leaves"] == 0
     assert results["gensim/2x4"]["fsdp_split_leaves"] > 0 and results["ntxent_bn/2x4"]["fsdp_split_leaves"] > 0
-    assert all(v["param_devices"] == 8 for k, v in results.items() if "pmap" not in k)
+    assert all(v["param_devices"] == 8 for v in results.values())
 
 
 def test_make_mesh_validates_sizes():
@@ -65,21 +65,51 @@ def test_leaf_sharding_rules_on_a_one_device_mesh():
 def test_process_batch_slice():
     assert parallel.process_batch_slice(12, 1, 3) == slice(4, 8)
     assert parallel.process_batch_slice(12) == slice(0, 12)
-    with pytest.raises(ValueError, match="divisible"):
+    with pytest.raises(ValueError, match="multiple of the 3 processes"):
         parallel.process_batch_slice(10, 0, 3)
 
 
-def test_shard_batch_and_split_for_pmap():
+def test_host_shards_partition_every_global_batch_in_stream_order():
+    """Every process count splits global batch ``s`` into the positions ``s G .. (s+1) G - 1`` in order
+    (a loop over processes, against numpy's arange); the data pipelines' StreamIndex and
+    process_batch_slice give the same rows and positions."""
+    from gensim_jax.data.indexing import StreamIndex
+
+    G = 12
+    for count in (1, 2, 3, 4, 6, 12):
+        shards = [parallel.HostShard(i, count, G) for i in range(count)]
+        rows = np.concatenate([np.arange(G)[sh.rows] for sh in shards])
+        np.testing.assert_array_equal(rows, np.arange(G))
+        for step in (0, 1, 5):
+            got = np.concatenate([sh.positions(step) for sh in shards])
+            np.testing.assert_array_equal(got, np.arange(step * G, (step + 1) * G))
+        for i, sh in enumerate(shards):
+            assert sh.batch == G // count and parallel.process_batch_slice(G, i, count) == sh.rows
+            assert sh.pipeline_kwargs == {"batch_size": G // count, "process_index": i, "process_count": count}
+            index = StreamIndex(5, G // count, seed=0, process_index=i, process_count=count)
+            np.testing.assert_array_equal(index.positions(7), sh.positions(7))
+    assert parallel.HostShard.of_this_process(G) == parallel.HostShard(0, 1, G)
+    with pytest.raises(ValueError, match="index < count"):
+        parallel.HostShard(2, 2, 16)
+    with pytest.raises(ValueError, match="step must be non-negative"):
+        parallel.HostShard(0, 1, 4).positions(-1)
+
+
+def test_host_shard_keeps_its_public_names():
+    """Forks import it from gensim_jax.training (and the experiment interface module): one class."""
+    from gensim_jax.training import HostShard
+    from gensim_jax.training.experiment import HostShard as HostShardOfExperiment
+
+    assert HostShard is parallel.HostShard is HostShardOfExperiment
+
+
+def test_shard_batch():
     mesh = parallel.make_mesh()
     b = {"x": np.arange(8.0).reshape(4, 2), "y": np.arange(4)}
     g = parallel.shard_batch(b, mesh)
     np.testing.assert_array_equal(np.asarray(g["x"]), b["x"])
     with pytest.raises(ValueError, match="leading batch axis"):
         parallel.shard_batch({"s": np.float32(1.0)}, mesh)
-    s = parallel.split_for_pmap(b, 2)
-    assert s["x"].shape == (2, 2, 2)
-    with pytest.raises(ValueError, match="cannot be split"):
-        parallel.split_for_pmap(b, 3)
 
 
 def test_initialize_distributed_is_a_no_op_on_one_machine(monkeypatch):

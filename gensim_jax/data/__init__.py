@@ -5,7 +5,9 @@ gensim_jax.data`` loads the numpy-only parts (:mod:`~gensim_jax.data.sources`,
 :mod:`~gensim_jax.data.indexing`); the TensorFlow modules (:mod:`~gensim_jax.data.augment`,
 :mod:`~gensim_jax.data.pipelines`, :mod:`~gensim_jax.data.spurious_digits`,
 :mod:`~gensim_jax.data.imagenet`) are imported on first attribute access, with every GPU hidden
-from TensorFlow (JAX owns the accelerators).
+from TensorFlow (JAX owns the accelerators). ``gensim_jax.data.tf`` is that TensorFlow module
+(imported on first access, GPUs hidden, start-up notices dropped): code outside the library that
+needs TensorFlow next to JAX (benchmarks, scripts) takes it from here.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ _LAZY = {
     "SpuriousDigits": "gensim_jax.data.spurious_digits",
     "load_spurious_digits": "gensim_jax.data.spurious_digits",
     "imagenet_dataset": "gensim_jax.data.imagenet",
+    "tf": "gensim_jax.data._tf",
 }
 
 __all__ = [

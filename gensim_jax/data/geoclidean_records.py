@@ -94,8 +94,8 @@ def write_tfrecords(
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
-    ids = _ds._resolve_ids(concepts)
-    v = _ds._variant_index(variant)
+    ids = _ds.program_ids(concepts)
+    v = _ds.variant_index(variant)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     meta = {

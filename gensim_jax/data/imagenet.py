@@ -312,7 +312,7 @@ def imagenet_stream(
     blur_p: float = 0.5,
 ):
     """``position -> iterator`` of this process's rows (``shard``, a
-    :class:`~gensim_jax.training.experiment.HostShard`) of the training batches of ``kind`` from ``split``.
+    :class:`~gensim_jax.parallel.HostShard`) of the training batches of ``kind`` from ``split``.
 
     Kinds as :func:`gensim_jax.data.streams.stream`, images ``uint8`` (normalised in the step):
     ``labelled`` (``image``, ``label``, ``mask``); ``views`` (two SimCLR views ``view1``, ``view2``);

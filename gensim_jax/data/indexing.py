@@ -8,9 +8,7 @@ random number a pipeline draws for position ``p`` comes from :func:`stateless_un
 ``(seed, stream, p)``. Hence the batch of step ``s`` is a pure function of
 ``(seed, s, b, P, h)``: resuming at step ``k`` costs one permutation of ``N`` indices, not a
 replay of ``k`` steps, and the global stream does not depend on how it is sharded (for a fixed
-global batch ``P b``).
-
-Numpy only.
+global batch ``P b``). The per-host row arithmetic is :class:`gensim_jax.parallel.HostShard`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +16,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+
+from gensim_jax.parallel import HostShard
 
 __all__ = ["derive_key", "stateless_uniform", "StreamIndex"]
 
@@ -115,19 +115,17 @@ class StreamIndex:
         self.num_examples, self.batch_size = int(num_examples), int(batch_size)
         self.seed, self.shuffle = int(seed), bool(shuffle)
         self.process_index, self.process_count = int(process_index), int(process_count)
+        self.shard = HostShard(self.process_index, self.process_count, self.batch_size * self.process_count)
         self._perms: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()  # tf.data calls indices() from several threads
 
     @property
     def global_batch_size(self) -> int:
-        return self.batch_size * self.process_count
+        return self.shard.global_batch
 
     def positions(self, step: int) -> np.ndarray:
-        """``(b,)`` int64 global stream positions this host reads at ``step``."""
-        if int(step) < 0:
-            raise ValueError(f"step must be non-negative, got {step}")
-        start = int(step) * self.global_batch_size + self.process_index * self.batch_size
-        return np.arange(start, start + self.batch_size, dtype=np.int64)
+        """``(b,)`` int64 global stream positions this host reads at ``step`` (:meth:`HostShard.positions`)."""
+        return self.shard.positions(step)
 
     def permutation(self, epoch: int) -> np.ndarray:
         """``perm_e``: the order of epoch ``epoch`` (cached for the two latest epochs)."""

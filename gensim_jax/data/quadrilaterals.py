@@ -59,7 +59,7 @@ def arm_batches(
     simclr: Optional[Any] = None,
     augment: str = "host",
 ):
-    """``position -> iterator`` of this process's rows (``shard``, a :class:`~gensim_jax.training.experiment.HostShard`)
+    """``position -> iterator`` of this process's rows (``shard``, a :class:`~gensim_jax.parallel.HostShard`)
     of the batches of ``arm``.
 
     ``gensim``: ``image``, ``features``; ``supervised``: ``image``, ``label`` (plus ``label_offset``:

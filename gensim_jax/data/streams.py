@@ -2,7 +2,7 @@
 
 Every experiment trains on one of three kinds of batch, built here once for all of them from the
 pipelines of :mod:`gensim_jax.data.pipelines` (stateless, resumable, identical for any process
-count: :class:`~gensim_jax.training.experiment.HostShard`):
+count: :class:`~gensim_jax.parallel.HostShard`):
 
 ==============  ==============================================================  ===========================
 kind            batch entries                                                   objectives
@@ -111,7 +111,7 @@ def stream(
       kind: one of :data:`STREAM_KINDS` (see the module docstring).
       source: an :class:`~gensim_jax.data.sources.IndexedSource` of ``uint8`` images with metadata.
       seed: the stream's seed (order, partners, augmentation).
-      shard: the :class:`~gensim_jax.training.experiment.HostShard` of this process.
+      shard: the :class:`~gensim_jax.parallel.HostShard` of this process.
       keys: metadata entries carried along (e.g. ``("features",)``, ``("label",)``).
       group_key: ``triplets``: the metadata whose value is the generative parameter (class, program).
       augment: ``views``: ``augment(image, seed)`` (:func:`gensim_jax.data.augment.simclr_augment`).

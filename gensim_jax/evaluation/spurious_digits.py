@@ -387,8 +387,8 @@ def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> l
     import jax.numpy as jnp
 
     from gensim_jax import losses
+    from gensim_jax.parallel import HostShard
     from gensim_jax.preprocessing import normalize_uint8
-    from gensim_jax.training.experiment import HostShard
 
     if num_batches < 1:
         raise ValueError(f"num_batches must be >= 1, got {num_batches}")

@@ -264,6 +264,12 @@ def test_trials(config: Config) -> oddball.OddballTrials:
     return oddball.test_trials(config.eval.seed, config.eval.trials_per_condition, config.data.image_size)
 
 
+def embedding_fn(config: Config, model, variables):
+    """``images -> (N, D)``: the run's encoder as its export will be read (:func:`~gensim_jax.evaluation.embed.encoder`)."""
+    enc = encoder(model, variables, image_size=int(config.data.image_size), preprocess="imagenet")
+    return lambda images: enc(images, config.eval.batch_size)
+
+
 @dataclasses.dataclass
 class Data:
     """What every run shares: the rendered training images (None when only evaluating) and the oddball test trials."""
@@ -317,7 +323,7 @@ class Quadrilaterals(ImageExperiment):
         target = config.eval.readout_target_error
 
         def evaluate(model, variables, seed):
-            return oddball.evaluate(self._embed(config, model, variables), data.trials, target)
+            return oddball.evaluate(embedding_fn(config, model, variables), data.trials, target)
 
         def curve(variables, step):  # eval.every: both read-outs during training, per shape (the learning curve)
             return oddball.curve_metrics(evaluate(model, variables, config.seed))
@@ -344,7 +350,7 @@ class Quadrilaterals(ImageExperiment):
         return {
             "features": [oddball.readout(data.trials.features, data.trials, target)],
             "pixels": [oddball.evaluate(oddball.pixel_embedding, data.trials, target)],
-            name: [oddball.evaluate(self._embed(config, model, variables), data.trials, target)],
+            name: [oddball.evaluate(embedding_fn(config, model, variables), data.trials, target)],
         }
 
     def _initial(self, config: Config) -> tuple:
@@ -355,11 +361,6 @@ class Quadrilaterals(ImageExperiment):
             return model, pretrained_variables(None, config, config.seed), "pretrained"
         s = self.image_size(config)
         return model, Arm(model, None, None, np.zeros((1, s, s, 3), np.float32)).init_variables(config.seed), "initial"
-
-    def _embed(self, config: Config, model, variables):
-        """The run's encoder as its export will be read (:func:`~gensim_jax.evaluation.embed.encoder`)."""
-        enc = encoder(model, variables, image_size=self.image_size(config), preprocess="imagenet")
-        return lambda images: enc(images, config.eval.batch_size)
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
         """:func:`~gensim_jax.evaluation.oddball.summarize`: ``summary`` is the headline (graded)

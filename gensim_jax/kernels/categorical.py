@@ -48,6 +48,7 @@ import numpy as np
 from gensim_jax.kernels._numeric_checks import check_ndim, concrete_value
 
 __all__ = [
+    "check_class_probs",
     "uniform_class_probs",
     "log_similarity_table",
     "noisy_label_log_similarity_table",
@@ -58,7 +59,25 @@ __all__ = [
 ]
 
 
-def _check_class_probs(class_probs, atol: float = 1e-5) -> None:
+def check_class_probs(class_probs, atol: float = 1e-5) -> None:
+    """Check class probabilities ``pi`` of shape ``(C,)``: ``C >= 1``, floating, each in ``(0, 1]``, summing to 1.
+
+    The prior of the class-identity model (paper Appendix A, ``c ~ Categorical(pi)``); every
+    function here, :mod:`~gensim_jax.kernels.monte_carlo`'s class samplers and
+    :func:`gensim_jax.testing.categorical_model` call it. Under ``jit`` (a traced ``class_probs``)
+    only the shape is checked.
+
+    Raises:
+      ValueError: wrong rank, no class, a value outside ``(0, 1]``, or a sum off 1 by more than ``atol``.
+      TypeError: a non-floating array.
+
+    Example:
+      >>> check_class_probs(uniform_class_probs(4))
+      >>> check_class_probs(jnp.array([0.5, 0.6]))
+      Traceback (most recent call last):
+      ...
+      ValueError: class_probs must sum to 1 (atol=1e-05); got sum 1.1... over 2 classes
+    """
     check_ndim("class_probs", jnp.shape(class_probs), 1)
     if jnp.shape(class_probs)[0] < 1:
         raise ValueError("class_probs must have at least one class; got shape (0,)")
@@ -134,7 +153,7 @@ def log_similarity_table(class_probs, log_floor=None) -> jax.Array:
       >>> np.asarray(log_similarity_table(jnp.array([0.5, 0.5]), log_floor=0.0), dtype=float).round(4).tolist()
       [[0.6931, 0.0], [0.0, 0.6931]]
     """
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     _check_log_floor(log_floor)
     pi = jnp.asarray(class_probs)
     c = pi.shape[0]
@@ -171,7 +190,7 @@ def noisy_label_log_similarity_table(class_probs, label_noise) -> jax.Array:
       >>> bool(t[0, 1] < 0 < t[0, 0])
       True
     """
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     eps_val = concrete_value(label_noise)
     if eps_val is not None and (eps_val.shape != () or not (0.0 < float(eps_val) <= 1.0)):
         raise ValueError(f"label_noise must be a scalar in (0, 1]; got {label_noise!r}")
@@ -246,7 +265,7 @@ def log_similarity(y1, y2, class_probs, log_floor=None) -> jax.Array:
       >>> np.asarray(s, dtype=float).round(4).tolist()
       [1.3863, -2.0]
     """
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     _check_log_floor(log_floor)
     c = jnp.shape(class_probs)[0]
     _check_labels("y1", y1, c)

@@ -40,7 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from gensim_jax.kernels import gaussian_mixture as _gm
-from gensim_jax.kernels.categorical import _check_class_probs
+from gensim_jax.kernels.categorical import check_class_probs
 
 __all__ = [
     "Triplets",
@@ -159,7 +159,7 @@ def categorical_prior(class_probs) -> PriorSampler:
     Returns:
       A function usable as ``prior_sampler`` in :func:`sample_triplets`.
     """
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     logits = jnp.log(jnp.asarray(class_probs))
 
     def sample(key):
@@ -201,7 +201,7 @@ def sample_class_triplets(
       True
     """
     num = _check_num(num)
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     if not callable(likelihood_sampler):
         raise TypeError(
             f"likelihood_sampler must be callable (key, class) -> x; got {type(likelihood_sampler).__name__}"

@@ -139,7 +139,7 @@ def strided_conv(x: Array, kernel: Array, stride: int, padding: int) -> Array:
     over channels, with the kernel reshaped to ``(k * k * C, O)``: for ``1 x 1`` the (subsampled) input
     as a ``(B H' W', C)`` matrix.  The products and their gradients need none of the layout
     transposes XLA:CPU puts around a convolution's kernel gradient (ResNet-50's training step 0.67 ->
-    0.61 s at 64 px and batch 32, 2.23 -> 1.72 s at 224 px and batch 8: ``bench/conv_forms.py``).  The
+    0.61 s at 64 px and batch 32, 2.23 -> 1.72 s at 224 px and batch 8: ``bench/step/conv_forms.py``).  The
     same sums; a static choice on shapes, and ``lax.platform_dependent`` on the platform the program
     is lowered for, so a TPU or GPU program, and the planner's compile for one, keeps the convolution.
 

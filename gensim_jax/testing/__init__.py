@@ -20,7 +20,7 @@ from gensim_jax.testing.asserts import (
     assert_log_similarity_close,
     compare_log_similarity,
 )
-from gensim_jax.testing.estimate import LogSimilarityEstimate, estimate_log_similarity
+from gensim_jax.testing.estimate import LogSimilarityEstimate, estimate_log_similarity, estimate_temp_bytes
 from gensim_jax.testing.models import (
     GenerativeModel,
     Proposal,
@@ -47,6 +47,7 @@ __all__ = [
     "categorical_model",
     "LogSimilarityEstimate",
     "estimate_log_similarity",
+    "estimate_temp_bytes",
     "KernelCheckReport",
     "KernelMismatchError",
     "assert_log_similarity_close",

@@ -25,7 +25,7 @@ samples) and reduces them to nine running log-sums per pair (first moments, squa
 products of ``A, B, C``, each shifted by the chunk maximum and merged with ``logaddexp``), so the
 memory is ``O(chunk x P)`` whatever ``S`` (``10**6`` samples x 1,000 pairs: about 6 MB of XLA
 temporaries with the default chunk of ``2**18 // P`` samples, small enough to stay in cache; see
-``bench/mc_estimator.py``).
+``bench/functions/mc_estimator.py``).
 Sample ``i`` uses the key ``fold_in(key, i)``, so the estimate does not depend on the chunk size.
 
 Cost. With draws from the prior (no proposal) the weights are 1, so ``A = B C``: the first chunk
@@ -34,7 +34,7 @@ two exponentials per sample and pair and no column maxima (``_product_log_sums``
 the general three-exponential form for a chunk whose sums overflow or, throughout, when the first
 chunk leaves some pair without a joint term or with ``max l1 + max l2 - max(l1 + l2) > 20``.
 The tables are mapped over pairs outside and draws inside. Together about 1.7x the throughput of
-the general form at 1,000 pairs on XLA:CPU (``bench/mc_estimator.py``, docs/PERFORMANCE.md).
+the general form at 1,000 pairs on XLA:CPU (``bench/functions/mc_estimator.py``, docs/PERFORMANCE.md).
 
 Example:
     >>> import jax, jax.numpy as jnp
@@ -57,7 +57,7 @@ import numpy as np
 
 from gensim_jax.testing.models import GenerativeModel, Proposal
 
-__all__ = ["LogSimilarityEstimate", "estimate_log_similarity", "DEFAULT_MAX_CHUNK_ELEMENTS"]
+__all__ = ["LogSimilarityEstimate", "estimate_log_similarity", "estimate_temp_bytes", "DEFAULT_MAX_CHUNK_ELEMENTS"]
 
 #: Default bound on ``chunk x num_pairs`` (the size of one log-likelihood table of a chunk).
 DEFAULT_MAX_CHUNK_ELEMENTS = 1 << 18
@@ -308,6 +308,32 @@ def _finish(log_sums: np.ndarray, n: int) -> LogSimilarityEstimate:
     return LogSimilarityEstimate(log_s, stderr, log_joint, lm1, lm2, ess, n)
 
 
+def _checked_arguments(model, x1, x2, num_samples, proposal, chunk_size, max_chunk_elements):
+    """``(S, chunk, x1, x2)`` of :func:`estimate_log_similarity` after its argument checks (see there)."""
+    if not isinstance(model, GenerativeModel):
+        raise TypeError(f"model must be a gensim_jax.testing.GenerativeModel; got {type(model).__name__}")
+    if proposal is not None:
+        if not isinstance(proposal, Proposal):
+            raise TypeError(f"proposal must be a gensim_jax.testing.Proposal; got {type(proposal).__name__}")
+        if model.log_prior is None:
+            raise ValueError(f"importance sampling needs the prior density: model {model.name!r} has no log_prior")
+    n = _check_positive_int("num_samples", num_samples, 2)
+    p1, p2 = _leading_size(x1, "x1"), _leading_size(x2, "x2")
+    if p1 != p2:
+        raise ValueError(f"x1 and x2 must hold the same number of pairs; got {p1} and {p2}")
+    if p1 < 1:
+        raise ValueError("x1 and x2 must hold at least one pair; got 0")
+    if jax.tree_util.tree_structure(x1) != jax.tree_util.tree_structure(x2):
+        raise ValueError("x1 and x2 must have the same pytree structure")
+    if chunk_size is None:
+        chunk = max(1, min(n, _check_positive_int("max_chunk_elements", max_chunk_elements) // p1))
+    else:
+        chunk = min(_check_positive_int("chunk_size", chunk_size), n)
+    x1 = jax.tree_util.tree_map(jnp.asarray, x1)
+    x2 = jax.tree_util.tree_map(jnp.asarray, x2)
+    return n, chunk, x1, x2
+
+
 def estimate_log_similarity(
     model: GenerativeModel,
     x1: Any,
@@ -349,26 +375,34 @@ def estimate_log_similarity(
       >>> est.log_similarity.shape, bool(abs(est.log_similarity[0] - jnp.log(1.25)) < 5 * est.stderr[0])
       ((3,), True)
     """
-    if not isinstance(model, GenerativeModel):
-        raise TypeError(f"model must be a gensim_jax.testing.GenerativeModel; got {type(model).__name__}")
-    if proposal is not None:
-        if not isinstance(proposal, Proposal):
-            raise TypeError(f"proposal must be a gensim_jax.testing.Proposal; got {type(proposal).__name__}")
-        if model.log_prior is None:
-            raise ValueError(f"importance sampling needs the prior density: model {model.name!r} has no log_prior")
-    n = _check_positive_int("num_samples", num_samples, 2)
-    p1, p2 = _leading_size(x1, "x1"), _leading_size(x2, "x2")
-    if p1 != p2:
-        raise ValueError(f"x1 and x2 must hold the same number of pairs; got {p1} and {p2}")
-    if p1 < 1:
-        raise ValueError("x1 and x2 must hold at least one pair; got 0")
-    if jax.tree_util.tree_structure(x1) != jax.tree_util.tree_structure(x2):
-        raise ValueError("x1 and x2 must have the same pytree structure")
-    if chunk_size is None:
-        chunk = max(1, min(n, _check_positive_int("max_chunk_elements", max_chunk_elements) // p1))
-    else:
-        chunk = min(_check_positive_int("chunk_size", chunk_size), n)
-    x1 = jax.tree_util.tree_map(jnp.asarray, x1)
-    x2 = jax.tree_util.tree_map(jnp.asarray, x2)
+    n, chunk, x1, x2 = _checked_arguments(model, x1, x2, num_samples, proposal, chunk_size, max_chunk_elements)
     sums = np.asarray(_log_sums(model, x1, x2, key, jnp.asarray(n, jnp.int32), chunk, proposal))
     return _finish(sums, n)
+
+
+def estimate_temp_bytes(
+    model: GenerativeModel,
+    x1: Any,
+    x2: Any,
+    num_samples: int,
+    *,
+    proposal: Optional[Proposal] = None,
+    chunk_size: Optional[int] = None,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> int:
+    """Bytes of temporary buffers the compiled :func:`estimate_log_similarity` program needs (XLA ``memory_analysis``).
+
+    Takes the arguments of :func:`estimate_log_similarity` (without the key) and compiles the same
+    program without running it. The samples are drawn in chunks of ``chunk`` with running sums, so
+    the memory is set by the ``(chunk, P)`` log-likelihood tables, not by ``num_samples``: 10^6
+    samples need what one chunk needs.
+
+    Returns:
+      ``temp_size_in_bytes`` of the compiled program (int).
+
+    Raises:
+      the errors of :func:`estimate_log_similarity` for the same arguments.
+    """
+    n, chunk, x1, x2 = _checked_arguments(model, x1, x2, num_samples, proposal, chunk_size, max_chunk_elements)
+    lowered = _log_sums.lower(model, x1, x2, jax.random.key(0), jnp.asarray(n, jnp.int32), chunk, proposal)
+    return int(lowered.compile().memory_analysis().temp_size_in_bytes)

@@ -51,7 +51,7 @@ from jax.scipy.special import betaln
 from gensim_jax.kernels import gaussian_mixture as _gm
 from gensim_jax.kernels import hierarchy as _hier
 from gensim_jax.kernels import monte_carlo as _mc
-from gensim_jax.kernels.categorical import _check_class_probs
+from gensim_jax.kernels.categorical import check_class_probs
 
 __all__ = [
     "GenerativeModel",
@@ -506,7 +506,7 @@ def categorical_model(class_probs, label_noise: float = 0.0) -> GenerativeModel:
     ``eps`` (the model of ``categorical.noisy_label_log_similarity_table``):
     ``p(y | c) = (1 - eps) [y = c] + eps / C``. ``x`` is the int32 label.
     """
-    _check_class_probs(class_probs)
+    check_class_probs(class_probs)
     if not 0.0 <= float(label_noise) <= 1.0:
         raise ValueError(f"label_noise must be in [0, 1]; got {label_noise!r}")
     pi = np.asarray(class_probs, np.float32)

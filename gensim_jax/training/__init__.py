@@ -84,3 +84,8 @@ __all__ += [
 from gensim_jax.training.export import export_variables, load_exported  # noqa: E402
 
 __all__ += ["export_variables", "load_exported"]
+
+# the per-process rows of every global batch, which an experiment's batches build (defined in gensim_jax.parallel)
+from gensim_jax.parallel import HostShard  # noqa: E402
+
+__all__ += ["HostShard"]

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import jax
 import numpy as np
 
+from gensim_jax.parallel import HostShard
 from gensim_jax.training.config import ArmConfig, from_dict, is_section, with_overrides
 from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
 
@@ -128,63 +129,6 @@ def check_train_config(config: TrainConfig) -> None:
                 raise ValueError(
                     f"objectives.{f.name}.learning_rate must be positive (or null: optim.learning_rate), got {lr}"
                 )
-
-
-@dataclasses.dataclass(frozen=True)
-class HostShard:
-    """This process's share of every global batch: what :meth:`Experiment.batches` builds.
-
-    Process ``index`` of ``count`` feeds rows ``[index b, (index + 1) b)`` of every global batch of
-    ``global_batch`` rows, ``b = global_batch / count`` (:attr:`batch`); the runner assembles the
-    global array from every process's rows (:func:`gensim_jax.parallel.shard_batch`).  A source
-    builds only those rows, so host work per process falls as processes are added, and the set of
-    examples in a global batch must not depend on ``count``: row ``j`` of global batch ``s`` is
-    stream position ``s * global_batch + j`` (:meth:`positions`), which the data pipelines
-    (:mod:`gensim_jax.data.pipelines`, ``process_index`` / ``process_count``) and
-    :class:`~gensim_jax.data.indexing.StreamIndex` follow.
-
-    Example:
-      >>> shard = HostShard(index=1, count=2, global_batch=8)
-      >>> shard.batch, shard.rows, shard.positions(3).tolist()
-      (4, slice(4, 8, None), [28, 29, 30, 31])
-    """
-
-    index: int = 0
-    count: int = 1
-    global_batch: int = 1
-
-    def __post_init__(self):
-        if self.count < 1 or not 0 <= self.index < self.count:
-            raise ValueError(f"need 0 <= index < count, got index={self.index}, count={self.count}")
-        if self.global_batch < 1 or self.global_batch % self.count:
-            raise ValueError(
-                f"the global batch ({self.global_batch}) must be a positive multiple of the {self.count} processes"
-            )
-
-    @classmethod
-    def of_this_process(cls, global_batch: int) -> "HostShard":
-        """The shard of the calling process (``jax.process_index()`` of ``jax.process_count()``)."""
-        return cls(jax.process_index(), jax.process_count(), int(global_batch))
-
-    @property
-    def batch(self) -> int:
-        """Rows this process builds per global batch."""
-        return self.global_batch // self.count
-
-    @property
-    def rows(self) -> slice:
-        """This process's rows of a global batch."""
-        return slice(self.index * self.batch, (self.index + 1) * self.batch)
-
-    def positions(self, step: int) -> np.ndarray:
-        """``(batch,)`` int64 global stream positions of this process's rows of global batch ``step``."""
-        start = int(step) * self.global_batch + self.index * self.batch
-        return np.arange(start, start + self.batch, dtype=np.int64)
-
-    @property
-    def pipeline_kwargs(self) -> dict:
-        """``batch_size``, ``process_index``, ``process_count`` for :mod:`gensim_jax.data.pipelines` builders."""
-        return {"batch_size": self.batch, "process_index": self.index, "process_count": self.count}
 
 
 def learning_rate(config, arm: str) -> float:

@@ -11,8 +11,9 @@ import math
 
 import pytest
 
-from bench import naive_tree_kernel, report, run_all
-from bench.geoclidean_programs import random_programs
+from bench import report, run_all
+from bench.functions import naive_tree_kernel
+from bench.functions.geoclidean_programs import random_programs
 from gensim_jax.kernels import trees
 from gensim_jax.stimuli.geoclidean.grammar import parse_program, parse_tree
 from tests._optional import needs_torch  # the timed references and bench's machine line are PyTorch's
@@ -30,7 +31,7 @@ def _check_line(line):
 
 @pytest.mark.slow
 @needs_torch
-@pytest.mark.parametrize("name", ["losses", "kernels", "inputs"])
+@pytest.mark.parametrize("name", ["functions.losses", "functions.kernels", "input.throughput"])
 def test_module_quick(name):
     lines = importlib.import_module(f"bench.{name}").run(quick=True)
     assert lines
@@ -49,13 +50,13 @@ def test_module_quick(name):
 
 @needs_torch
 def test_run_all_quick_prints_json_lines(capsys):
-    assert run_all.main(["--quick", "--only", "scaling"]) == 0
+    assert run_all.main(["--quick", "--only", "functions.scaling"]) == 0
     lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
     assert lines[0]["bench"] == "machine" and lines[-1]["bench"] == "summary"
     assert {ln["bench"] for ln in lines[1:-1]} == {"scaling_gensim_loss_grad", "scaling_beta_bernoulli_table"}
     for line in lines[1:-1]:
         _check_line(line)
-        assert report._module(line["bench"]) == "scaling"  # the report's rerun command names this module
+        assert report._module(line["bench"]) == "functions.scaling"  # the report's rerun command names this module
 
 
 def test_random_programs_valid_distinct_and_seeded():
@@ -79,7 +80,7 @@ def test_naive_kernel_matches_library_on_programs():
 
 @pytest.mark.slow
 def test_input_scaling_lines_and_bytes_per_process():
-    from bench import input_scaling
+    from bench.input import scaling as input_scaling
 
     small = {
         "data.num_train_images": 64,
@@ -98,7 +99,7 @@ def test_input_scaling_lines_and_bytes_per_process():
 
 @pytest.mark.slow
 def test_device_augment_lines():
-    from bench import device_augment
+    from bench.input import device_augment
 
     lines = list(device_augment.run(size=32, batch=4))
     assert [ln["params"]["preset"] for ln in lines] == ["imagenet", "quadrilaterals", "geoclidean"]

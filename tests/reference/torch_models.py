@@ -2,7 +2,7 @@
 
 Written for the tests (``tests/models``) with torchvision's and the dicarlolab/CORnet reference
 module names, so that their state dicts have exactly the keys of the real checkpoints (torchvision
-is not installed here); :mod:`bench.training_step` times training steps of the same definitions
+is not installed here); :mod:`bench.step.training_step` times training steps of the same definitions
 against the Flax models.  Lives in ``tests/reference/`` so that both reach it without the tests
 importing ``bench/``; the package itself never imports torch.
 """

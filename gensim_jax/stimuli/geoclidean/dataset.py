@@ -53,6 +53,8 @@ __all__ = [
     "benchmark_program",
     "benchmark_parse_trees",
     "tree_id",
+    "program_ids",
+    "variant_index",
     "sample_image",
     "example",
     "generate",
@@ -77,7 +79,16 @@ def _assets() -> dict:
     return json.loads(text)["concepts"]
 
 
-def _variant_index(variant: str | int) -> int:
+def variant_index(variant: str | int) -> int:
+    """The id (``0..2``) of a program variant given by name (``"concept"``, ``"close"``, ``"far"``) or id.
+
+    Raises:
+      ValueError: any other value, naming the accepted ones.
+
+    Example:
+      >>> variant_index("far"), variant_index(1)
+      (2, 1)
+    """
     if isinstance(variant, (int, np.integer)) and not isinstance(variant, bool):
         if 0 <= int(variant) < len(VARIANTS):
             return int(variant)
@@ -111,7 +122,7 @@ def benchmark_source(concept: str | int, variant: str | int = "concept") -> str:
       >>> benchmark_source("angle").splitlines()[0]
       "'l1 = line(p1(), p2())',"
     """
-    return _assets()[_concept_name(concept)][VARIANTS[_variant_index(variant)]]
+    return _assets()[_concept_name(concept)][VARIANTS[variant_index(variant)]]
 
 
 @lru_cache(maxsize=None)
@@ -136,7 +147,7 @@ def benchmark_program(concept: str | int, variant: str | int = "concept") -> Pro
       >>> benchmark_program("square", "far").visible_objects
       ('l3', 'l4', 'l5', 'l6')
     """
-    return _program(_concept_name(concept), _variant_index(variant))
+    return _program(_concept_name(concept), variant_index(variant))
 
 
 def tree_id(program_id: int | np.ndarray, variant: str | int = "concept") -> int | np.ndarray:
@@ -153,7 +164,7 @@ def tree_id(program_id: int | np.ndarray, variant: str | int = "concept") -> int
       >>> tree_id(5), tree_id(5, "far")
       (5, 79)
     """
-    return _variant_index(variant) * N_CONCEPTS + program_id
+    return variant_index(variant) * N_CONCEPTS + program_id
 
 
 def benchmark_parse_trees() -> tuple[Tree, ...]:
@@ -206,14 +217,27 @@ def sample_image(
     """
     _check_seed_index(seed, index)
     name = _concept_name(concept)
-    v = _variant_index(variant)
+    v = variant_index(variant)
     scene = sample_scene(
         _program(name, v), np.random.default_rng([seed, index]), max_tries=max_tries, name=f"{name} ({VARIANTS[v]})"
     )
     return render(scene, size)
 
 
-def _resolve_ids(concepts: str | Sequence[str | int]) -> tuple[int, ...]:
+def program_ids(concepts: str | Sequence[str | int]) -> tuple[int, ...]:
+    """The program ids a ``concepts`` argument names, in order (as :func:`example` and :func:`generate` read it).
+
+    Args:
+      concepts: ``"train"`` (the paper's 30), ``"test"`` (7), ``"all"`` (37), one concept name, or a
+        sequence of concept names / ids.
+
+    Raises:
+      ValueError: an unknown name, an id out of range, or an empty sequence.
+
+    Example:
+      >>> len(program_ids("train")), program_ids(["square", 0]) == (program_ids("square")[0], 0)
+      (30, True)
+    """
     if isinstance(concepts, str) and concepts in ("train", "test", "all"):
         return split_ids(concepts)
     if isinstance(concepts, str):
@@ -254,8 +278,8 @@ def example(
       (True, (64, 64))
     """
     _check_seed_index(seed, index)
-    ids = _resolve_ids(concepts)
-    v = _variant_index(variant)
+    ids = program_ids(concepts)
+    v = variant_index(variant)
     pid = ids[index % len(ids)]
     img = sample_image(pid, seed, index, variant=v, size=size, max_tries=max_tries)
     return {
@@ -300,8 +324,8 @@ def generate(
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     _check_seed_index(seed, start)
-    _resolve_ids(concepts)
-    _variant_index(variant)
+    program_ids(concepts)
+    variant_index(variant)
     it = range(start, start + n)
     if progress:
         tqdm = require("tqdm.auto", "train").tqdm
@@ -339,7 +363,7 @@ def benchmark_images(
       (2, 32, 32)
     """
     name = _concept_name(concept)
-    v = _variant_index(variant)
+    v = variant_index(variant)
     base = 1_000_003 * int(tree_id(CONCEPT_IDS[name], v))
     imgs = [sample_image(name, seed, base + k, variant=v, size=size) for k in range(int(n))]
     return np.stack(imgs) if imgs else np.zeros((0, size, size), np.uint8)
@@ -396,14 +420,14 @@ def write_shards(
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    ids = _resolve_ids(concepts)
+    ids = program_ids(concepts)
     meta = {
         "format": "gensim_jax.geoclidean.npz/1",
         "n": int(n),
         "seed": int(seed),
         "shard_size": int(shard_size),
         "program_ids": list(ids),
-        "variant": _variant_index(variant),
+        "variant": variant_index(variant),
         "size": int(size),
     }
     mpath = d / "meta.json"

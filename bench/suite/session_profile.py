@@ -1,0 +1,141 @@
+"""A pytest plugin that shows where a test session's time goes, per pytest-xdist worker.
+
+Usage::
+
+    python -m pytest -q -n 2 --dist worksteal -p bench.suite.session_profile tests gensim_jax
+
+Every process of the session (the controller and each worker) records, on the clock of the whole
+session:
+
+* when its collection ended, when its first test started and its last test ended, and its busy
+  seconds (setup + call + teardown of every test it ran);
+* what JAX spent inside that process (``jax.monitoring``): tracing to a jaxpr, lowering to StableHLO,
+  XLA's backend compile, and how many programs came from the persistent compilation cache. The
+  subprocesses that tests start are not counted;
+* its last five tests, with their start and end.
+
+Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
+``suite_profile/`` in the working directory), and the controller prints one table row per worker.
+docs/PERFORMANCE.md ("The test loop") quotes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.suite.compile_flags import COMPILE_EVENTS
+
+_T0_ENV = "SUITE_PROFILE_T0"
+
+
+def _worker(config) -> str:
+    """``gw0``, ``gw1``, ... in a pytest-xdist worker, else ``controller``."""
+    return getattr(config, "workerinput", {}).get("workerid", "controller")
+
+
+def _directory() -> Path:
+    return Path(os.environ.get("SUITE_PROFILE_DIR", "suite_profile"))
+
+
+class _Profile:
+    def __init__(self):
+        # the controller's start time, inherited by the workers through the environment
+        self.t0 = float(os.environ.setdefault(_T0_ENV, repr(time.time())))
+        self.jax = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
+        self.cache_hits = 0
+        self.collected = None
+        self.runs: list = []  # (start, end, nodeid)
+        self.started: dict = {}
+
+    def now(self) -> float:
+        return round(time.time() - self.t0, 2)
+
+    def on_duration(self, event, duration, **_):
+        if event in COMPILE_EVENTS:
+            self.jax[COMPILE_EVENTS[event]] += duration
+
+    def on_event(self, event, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            self.cache_hits += 1
+
+    def summary(self, config) -> dict:
+        runs = sorted(self.runs)
+        return {
+            "worker": _worker(config),
+            "collected_at_s": self.collected,
+            "first_test_at_s": runs[0][0] if runs else None,
+            "last_test_end_s": runs[-1][1] if runs else None,
+            "tests": len(runs),
+            "busy_s": round(sum(end - start for start, end, _ in runs), 1),
+            **{k: round(v, 3) for k, v in self.jax.items()},
+            "persistent_cache_hits": self.cache_hits,
+            "last_tests": [{"start_s": s, "end_s": e, "test": n} for s, e, n in runs[-5:]],
+        }
+
+
+_PROFILE: _Profile | None = None
+
+
+def _has_workers(config) -> bool:
+    """This process is the controller of pytest-xdist workers (it then sees their tests, not its own)."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config):
+    global _PROFILE
+    if not hasattr(config, "workerinput"):  # a new session: the files of an earlier one go
+        for old in _directory().glob("*.json"):
+            old.unlink()
+    _PROFILE = _Profile()
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(_PROFILE.on_duration)
+    jax.monitoring.register_event_listener(_PROFILE.on_event)
+
+
+def pytest_collection_finish(session):
+    _PROFILE.collected = _PROFILE.now()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _PROFILE.started[nodeid] = _PROFILE.now()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _PROFILE.runs.append((_PROFILE.started.pop(nodeid, _PROFILE.now()), _PROFILE.now(), nodeid))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    if _has_workers(session.config):
+        return
+    out = _directory()
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {**_PROFILE.summary(session.config), "session_end_s": _PROFILE.now()}
+    (out / f"{_worker(session.config)}.json").write_text(json.dumps(summary, indent=1))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if hasattr(terminalreporter.config, "workerinput"):
+        return
+    rows = [json.loads(path.read_text()) for path in sorted(_directory().glob("*.json"))]
+    keys = (
+        "worker",
+        "collected_at_s",
+        "last_test_end_s",
+        "tests",
+        "busy_s",
+        *COMPILE_EVENTS.values(),
+        "persistent_cache_hits",
+    )
+    tr = terminalreporter
+    tr.section("suite profile (bench.suite.session_profile; seconds since the session started)")
+    tr.write_line(" | ".join(keys))
+    for row in rows:
+        tr.write_line(" | ".join(str(row.get(k)) for k in keys))
+    tr.write_line(f"per worker, with its last five tests: {_directory()}/*.json")

@@ -1,0 +1,73 @@
+"""bench/suite/session_profile.py, the pytest plugin: a two-worker session on a small test file writes one profile
+per worker, whose counts and JAX compile times are those of the tests that worker ran."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+TESTS = """
+import jax
+import jax.numpy as jnp
+
+
+def test_compiles():
+    assert float(jax.jit(lambda x: jnp.sin(x) * 2)(1.0)) == float(2 * jnp.sin(1.0))
+
+
+def test_plain_a():
+    assert 1 + 1 == 2
+
+
+def test_plain_b():
+    assert "a" * 2 == "aa"
+"""
+
+
+@pytest.mark.slow
+def test_two_workers_write_their_profiles_and_the_controller_prints_them(tmp_path):
+    (tmp_path / "test_small.py").write_text(TESTS)
+    out = tmp_path / "profile"
+    (out).mkdir()
+    (out / "gw7.json").write_text("{}")  # an earlier session's file is removed
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SUITE_PROFILE_DIR": str(out), "JAX_PLATFORMS": "cpu"}
+    for name in ("SUITE_PROFILE_T0", "JAX_COMPILATION_CACHE_DIR"):  # a fresh clock; the jit compiles here
+        env.pop(name, None)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "2",
+            "-p",
+            "bench.suite.session_profile",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "suite profile (bench.suite.session_profile" in done.stdout
+    rows = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+    assert sorted(rows) == ["gw0", "gw1"]
+    assert sum(r["tests"] for r in rows.values()) == 3
+    ran = {t["test"]: name for name, r in rows.items() for t in r["last_tests"]}
+    assert sorted(ran) == ["test_small.py::test_compiles", "test_small.py::test_plain_a", "test_small.py::test_plain_b"]
+    compiled = rows[ran["test_small.py::test_compiles"]]
+    assert compiled["compile_s"] > 0 and compiled["trace_s"] > 0
+    for r in rows.values():
+        assert r["worker"] + " | " in done.stdout  # one table row per worker
+        if r["tests"]:  # (xdist may hand all three tests to one worker)
+            assert 0 < r["collected_at_s"] <= r["first_test_at_s"] <= r["last_test_end_s"] <= r["session_end_s"]
+            assert 0 <= r["busy_s"] <= r["last_test_end_s"] - r["first_test_at_s"] + 0.1
