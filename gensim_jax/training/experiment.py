@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import jax
 import numpy as np
 
-from gensim_jax.training.config import ArmConfig, from_dict, is_section, with_overrides
+from gensim_jax.config import ArmConfig, from_dict, is_section, with_overrides
 from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
 
 __all__ = [

@@ -23,18 +23,9 @@ import argparse
 
 import numpy as np
 
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
 from gensim_jax.evaluation.hierarchy_decoding import decode_levels
-from gensim_jax.evaluation.protocols._common import (
-    add_output_arguments,
-    finish,
-    load_encoders,
-    load_npz,
-    mean_sem_dict,
-    model_label,
-    prog,
-    run_info,
-    typed,
-)
+from gensim_jax.evaluation.protocols._common import load_encoders, load_npz, mean_sem_dict, model_label, run_info
 from gensim_jax.stimuli.hierarchy import synthetic_hierarchy_images
 
 
