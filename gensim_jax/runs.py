@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
+from gensim_jax.config import flatten
+
 __all__ = [
     "read_run",
     "read_jsonl",
@@ -29,7 +31,6 @@ __all__ = [
     "compare_runs",
     "format_table",
     "plot_curves",
-    "flatten_config",
     "provenance_differences",
     "DEFAULT_COLUMNS",
 ]
@@ -151,19 +152,6 @@ def read_run(run_dir, *, warn: Callable[[str], None] = warn) -> dict:
     return {"path": path, "records": records, "config": read_json(path / "config.json", warn=warn)}
 
 
-def flatten_config(config, prefix: str = "") -> dict:
-    """Nested dicts as ``{"a.b": value}`` (lists and other values kept as they are)."""
-    out: dict = {}
-    if isinstance(config, dict):
-        for k, v in config.items():
-            key = f"{prefix}.{k}" if prefix else str(k)
-            if isinstance(v, dict) and v:
-                out.update(flatten_config(v, key))
-            else:
-                out[key] = v
-    return out
-
-
 def _produced_by(config: Optional[dict]) -> dict:
     """``{"version", "commit"}`` of a ``config.json`` record (None where it does not say)."""
     from gensim_jax.provenance import short_commit
@@ -235,7 +223,7 @@ def compare_runs(
             k for pat in keys for k in sorted(seen, key=lambda k: (k != "loss", k)) if fnmatch.fnmatchcase(k, pat)
         ]
         columns = list(dict.fromkeys(columns))
-    configs = [flatten_config((r["config"] or {}).get("config") or {}) for r in runs]
+    configs = [flatten((r["config"] or {}).get("config") or {}) for r in runs]
     fields = list(
         dict.fromkeys(k for pat in config_fields for cfg in configs for k in sorted(cfg) if fnmatch.fnmatchcase(k, pat))
     )

@@ -67,7 +67,7 @@ for f in ("accel.jsonl", "cornet_cached.jsonl"):
 PYEOF
       ;;
     plan)
-      timeout 150 $PY -m gensim_jax.cli plan imagenet_hierarchy --config paper --topology h100:1x8 --json \
+      timeout 150 $PY -m gensim_jax.commands plan imagenet_hierarchy --config paper --topology h100:1x8 --json \
         > "$OUT/plan.json" 2> "$OUT/plan.err"
       echo "rc $?"; tail -c 600 "$OUT/plan.err"; $PY -c "import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print({k: d.get(k) for k in ('flops_per_step','flops_source','global_batch','memory_per_device_bytes')})" "$OUT/plan.json" ;;
   esac

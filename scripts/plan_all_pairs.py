@@ -36,11 +36,12 @@ def main(argv=None) -> int:
         "--max-batch",
         action="store_true",
         help="instead of the table: bisect for the largest global batch that fits on each topology, "
-        "without and with FSDP (gensim_jax.planning.run_plan_command, as `gensim-jax plan --max-batch`)",
+        "without and with FSDP (gensim_jax.commands.plan.run_plan_command, as `gensim-jax plan --max-batch`)",
     )
     args = ap.parse_args(argv)
 
     from gensim_jax import planning
+    from gensim_jax.commands.plan import run_plan_command
     from gensim_jax.models.mlp import TwoLayerPerceptron
     from gensim_jax.training import objectives as ob
     from gensim_jax.training.state import create_train_state
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
 
         status = 0
         for topo_name in args.topologies:
-            status |= planning.run_plan_command(
+            status |= run_plan_command(
                 build,
                 args.batches[0],
                 topology=topo_name,

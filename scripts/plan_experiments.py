@@ -33,7 +33,7 @@ def plan(experiment: str, config: str, topology: str, overrides=()) -> dict:
     """One ``gensim-jax plan --json``; a config batch that does not divide over the devices is raised to
     the next multiple of the device count (one example per device at least)."""
     from gensim_jax import experiments
-    from gensim_jax.experiments.cli import plan_main
+    from gensim_jax.commands.plan import main as plan_main
     from gensim_jax.planning import parse_topology
 
     n = parse_topology(topology).num_devices

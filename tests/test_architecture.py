@@ -47,7 +47,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # layer         its packages and top-level modules                  what they are
     ("foundation",  ("", "similarity", "kernels", "jsonable", "_quiet",  # similarities, closed-form kernels,
                      "_extras", "preprocessing", "provenance",           # small helpers (JSON, inputs, records,
-                     "parallel", "config")),                             # mesh and hosts, the config system)
+                     "parallel", "config", "runs")),                     # mesh and hosts, the config system,
+                                                                         # reading and comparing run records)
     ("losses",      ("losses",)),                                        # pure jitted losses over similarities
     ("stimuli",     ("stimuli",)),                                       # seeded generators: numpy/jax, kernels
     ("models",      ("models", "testing")),                              # encoders; the Monte Carlo kernel toolkit
@@ -62,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Narrower rules of DESIGN.md: these packages import only the listed ones (besides themselves and
 #: the plumbing of :data:`PLUMBING`).
 ONLY_IMPORTS = {
+    "config": (),
     "similarity": (),
     "kernels": (),
     "losses": ("similarity",),

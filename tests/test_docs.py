@@ -15,7 +15,7 @@ What is extracted, from README.md, docs/*.md, docs/api/*.md and docs/results/*.m
 What is checked, with the product's own machinery, never a copy of it:
 
 * ``gensim-jax train`` / ``python -m train``: the command as written with ``--print-config``
-  appended, through :func:`gensim_jax.cli.main`; ``--print-config`` parses with the real parser and
+  appended, through :func:`gensim_jax.commands.main.main`; ``--print-config`` parses with the real parser and
   resolves ``--config`` and every ``--set`` (unknown keys, wrong types and ranges fail) and exits
   before anything is built or trained.  Placeholders (``--set seed=S``) keep their key checked.
 * ``gensim-jax plan``: the same with ``--chips`` (parses, resolves the config and the arm, prints the
@@ -359,7 +359,7 @@ def _captured():
 def _cli_state():
     """Run the CLI in-process without leaving its globals (command name, train PROG) changed."""
     from gensim_jax import provenance
-    from gensim_jax.experiments import cli as train_cli
+    from gensim_jax.commands import train as train_cli
 
     saved = (json.dumps(provenance._COMMAND), train_cli.PROG)
     try:
@@ -372,7 +372,7 @@ def _cli_state():
 
 def run_cli(args: list[str]) -> tuple[int, str, str]:
     """``gensim-jax ARGS`` in this process: ``(status, stdout, stderr)``."""
-    from gensim_jax import cli
+    from gensim_jax.commands import main as cli
 
     with _cli_state(), _captured() as (out, err):
         try:
@@ -384,7 +384,7 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
 
 def parse_with_cli(args: list[str], usage: bool = False):
     """The parser (and namespace) the CLI builds for ``gensim-jax ARGS``; AssertionError on a parse error."""
-    from gensim_jax import cli
+    from gensim_jax.commands import main as cli
 
     with _cli_state(), _captured() as (_, err), _stop_after_parsing(usage):
         try:
@@ -440,7 +440,7 @@ def product_args(argv: tuple) -> Optional[tuple[str, list[str]]]:
         if rest[:2] in (["-m", "train"], ["-m", "eval"]):
             assert (ROOT / rest[1] / "__main__.py").is_file(), f"python -m {rest[1]}: no {rest[1]}/__main__.py"
             return "cli", [rest[1], *rest[2:]]
-        if rest[:2] == ["-m", "gensim_jax.cli"]:
+        if rest[:2] == ["-m", "gensim_jax.commands"]:
             return "cli", rest[2:]
         if rest[:1] == ["-m"]:
             return "module", rest[1:]
@@ -492,14 +492,14 @@ def _without_placeholders(args: list[str], config_fields: dict) -> list[str]:
 
 def _experiment_fields(name: str) -> dict:
     from gensim_jax import experiments as registry
-    from gensim_jax.experiments.overrides import field_types
+    from gensim_jax.config import field_paths
 
-    return field_types(registry.load(name).Config)
+    return field_paths(registry.load(name).Config)
 
 
 def _all_config_fields() -> set:
     from gensim_jax import experiments as registry
-    from gensim_jax.training.config import flatten
+    from gensim_jax.config import flatten
 
     names: set = set()
     for name in registry.available():
@@ -558,7 +558,7 @@ def check_cli(cmd: Command, args: list[str]) -> None:
     elif args[0] == "eval":
         if len(args) == 1 or args[1] in ("-h", "--help") or "--help" in args:
             return  # run by test_quick_commands_run
-        from gensim_jax.evaluation.cli import PROTOCOLS
+        from gensim_jax.commands.eval import PROTOCOLS
 
         if PLACEHOLDER.match(args[1]) or args[1].startswith("{") or args[1] == "...":
             return  # `python -m eval PROTOCOL ...`: the protocols are listed by --help, which runs
@@ -814,11 +814,11 @@ def test_quick_commands_run(cmd, tmp_path):
     _, args = product_args(cmd.argv)
     if args[:2] == ["eval", "PROTOCOL"] or args[:2] == ["train", "EXPERIMENT"]:  # a usage line: one of them
         from gensim_jax import experiments as registry
-        from gensim_jax.evaluation.cli import PROTOCOLS
+        from gensim_jax.commands.eval import PROTOCOLS
 
         args = [args[0], next(iter(PROTOCOLS if args[0] == "eval" else registry.available())), *args[2:]]
     script = Path(sys.executable).with_name("gensim-jax")
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "gensim_jax.cli"]
+    argv = [str(script)] if script.exists() else [sys.executable, "-m", "gensim_jax.commands"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"{cmd.where}: {cmd.source}\n{done.stderr[-2000:]}"
@@ -919,7 +919,7 @@ def test_demo_paths_match_what_make_demo_writes(tmp_path):
     # the commands that read the demo's outputs run on them
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     script = Path(sys.executable).with_name("gensim-jax")
-    cli = [str(script)] if script.exists() else [sys.executable, "-m", "gensim_jax.cli"]
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "gensim_jax.commands"]
     checked = 0
     for cmd in ALL_COMMANDS:
         if not any("runs/demo/" in a for a in cmd.argv) or is_usage(list(cmd.argv[1:])):

@@ -294,7 +294,7 @@ def _run_with_extras(
     report = tmp_path / "loaded_outside.json"
     env = {**__import__("os").environ, "PYTHONPATH": f"{site}:{REPO}", "BLOCKER_REPORT": str(report)}
     proc = subprocess.run(
-        [sys.executable, "-m", "gensim_jax.cli", *args],
+        [sys.executable, "-m", "gensim_jax.commands", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

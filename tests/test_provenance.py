@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import gensim_jax
-from gensim_jax import cli, provenance
+from gensim_jax import provenance
+from gensim_jax.commands import main as cli
 
 REPO = Path(__file__).resolve().parents[1]
 

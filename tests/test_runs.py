@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gensim_jax import cli, runs
+from gensim_jax import runs
+from gensim_jax.commands import main as cli
 from gensim_jax.training.records import RunRecorder
 
 

@@ -6,7 +6,7 @@ checkout. See ``python -m train --help``.  Errors are one line on stderr (``--de
 
 import sys
 
-from gensim_jax.cli import module_main
+from gensim_jax.commands.main import module_main
 
 if __name__ == "__main__":
     sys.exit(module_main("train", "python -m train"))

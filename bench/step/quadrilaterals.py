@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gensim_jax.config import with_overrides
 from gensim_jax.data.quadrilaterals import training_source
 from gensim_jax.evaluation import oddball as oe
 from gensim_jax.experiments import quadrilaterals as q
@@ -44,7 +45,6 @@ from gensim_jax.losses import distance_regression_loss
 from gensim_jax.models import get_model
 from gensim_jax.models.layers import max_pool
 from gensim_jax.training import create_train_state, make_train_step
-from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.objectives import CrossEntropy, DistanceRegression
 from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS

@@ -16,7 +16,7 @@ Files in ``out_dir``: ``{split}-{L}-{fmt}.tfrecord-{i:05d}`` and ``prepared.json
 (``{"splits": {split: {"examples", "bytes", "bytes_per_image", "files", "load_size", "format",
 "quality"}}}``).
 
-Command line (``gensim-jax prepare-imagenet --help``; the command layer, :mod:`gensim_jax.cli`, holds its
+Command line (``gensim-jax prepare-imagenet --help``; the command layer, :mod:`gensim_jax.commands.prepare_imagenet`, holds its
 parser)::
 
     gensim-jax prepare-imagenet --data-dir DATA_DIR --out OUT_DIR --split train --load-size 256

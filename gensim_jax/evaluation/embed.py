@@ -23,7 +23,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +32,8 @@ import numpy as np
 from gensim_jax.preprocessing import INPUT_PREPROCESSING
 
 __all__ = [
+    "model_label",
+    "run_info",
     "ExportedEncoder",
     "PREPROCESSING",
     "embed_images",
@@ -279,3 +281,22 @@ def load_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
         if missing:
             raise ValueError(f"{path}: missing arrays {missing}; it has {z.files}")
         return {k: z[k] for k in keys}
+
+
+def run_info(encoder: ExportedEncoder) -> dict:
+    """What a run's JSON entry says about its export: directory, model, seed, image size, preprocessing."""
+    m = encoder.metadata
+    return {
+        "export": encoder.directory,
+        "model": m.get("model"),
+        "seed": m.get("seed"),
+        "image_size": encoder.image_size,
+        "preprocess": encoder.preprocess,
+    }
+
+
+def model_label(label: Optional[str], encoders) -> str:
+    """A figure's label: ``label``, else the exports' model name(s) joined by ``+``."""
+    if label:
+        return label
+    return "+".join(sorted({str(e.metadata.get("model")) for e in encoders}))

@@ -41,7 +41,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -817,11 +817,11 @@ def model_embedder(
     return embed_fn, info
 
 
-def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
+def _run_hierarchy_entry(ih, enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
     """The hierarchy entry of an ``imagenet_hierarchy`` run's export: the run's held-out images, embedded and
-    decoded as the run does (``model_embedding``, ``eval.folds``, ``eval.seed``), its numbers from ``evaluation``."""
+    decoded as the run does (``model_embedding``, ``eval.folds``, ``eval.seed``), its numbers from ``evaluation``;
+    ``ih`` is the ``imagenet_hierarchy`` experiment module."""
     from gensim_jax.data.hierarchy import class_tree
-    from gensim_jax.experiments import imagenet_hierarchy as ih
 
     config = ih.EXPERIMENT.config_from_dict(meta["run_config"])
     data = ih.EXPERIMENT.prepare(config, training=False)
@@ -855,12 +855,12 @@ def _run_hierarchy_entry(enc, untrained, meta, evaluation, label, resamples, see
     return entry
 
 
-def _run_geoclidean_entry(enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
+def _run_geoclidean_entry(gx, enc, untrained, meta, evaluation, label, resamples, seed) -> dict:
     """The geoclidean entry of a ``geoclidean`` run's export: its 7 held-out concepts (the official images when the
-    run had them, else its renders), embedded as the run does, its numbers from ``evaluation``."""
+    run had them, else its renders), embedded as the run does, its numbers from ``evaluation``; ``gx`` is the
+    ``geoclidean`` experiment module."""
     from gensim_jax.evaluation import geoclidean as ge
     from gensim_jax.evaluation.embed import embed_images
-    from gensim_jax.experiments import geoclidean as gx
     from gensim_jax.preprocessing import normalize_images
 
     config = gx.EXPERIMENT.config_from_dict(meta["run_config"])
@@ -914,8 +914,15 @@ def score_export(
     odd_one_out_images: Optional[str] = None,
     trials_per_condition: int = 10,
     per_class: int = 12,
+    evaluate_export: Optional[Callable[[str], dict]] = None,
+    experiment_module: Optional[Callable[[str], Any]] = None,
 ) -> dict:
     """The scorecard of an export of ``gensim-jax train`` (``WORKDIR/<arm>/run<r>/export``).
+
+    An export of a run needs the experiments, which live above this module: ``evaluate_export(directory)``
+    re-evaluates it as its experiment did (``gensim_jax.experiments.evaluate_export``) and
+    ``experiment_module(name)`` gives the module of the experiment ``name`` (``gensim_jax.experiments.<name>``);
+    ``gensim-jax score --export`` (:mod:`gensim_jax.commands.score`) passes both.
 
     For an export of a run (metadata ``run_config``), :func:`gensim_jax.training.runner.evaluate_export`
     (what ``gensim-jax eval export`` calls) re-evaluates it, and the protocol its experiment
@@ -962,13 +969,16 @@ def score_export(
     own = set()
     out = {}
     if "run_config" in meta:  # a run's export: its experiment's own evaluation, as gensim-jax eval export gives it
-        from gensim_jax.experiments import evaluate_export
-
+        if evaluate_export is None or experiment_module is None:
+            raise ValueError(
+                f"{directory} is the export of a run of {meta.get('experiment')!r}: score_export needs its experiment "
+                "(evaluate_export=gensim_jax.experiments.evaluate_export and experiment_module; gensim-jax score "
+                "--export passes them)"
+            )
         run = evaluate_export(directory)
         out["export_evaluation"] = run
     if "run_config" in meta and meta.get("experiment") == "quadrilaterals" and "oddball" in protocols:
-        from gensim_jax.experiments import quadrilaterals as quad
-
+        quad = experiment_module("quadrilaterals")
         config = quad.EXPERIMENT.config_from_dict(meta["run_config"])
         # the run's test set (quadrilaterals.test_trials: eval.seed, eval.trials_per_condition, data.image_size)
         stim = _oddball_stimuli(config.data.image_size, config.eval.seed, config.eval.trials_per_condition)
@@ -987,10 +997,14 @@ def score_export(
         out["oddball"] = entry
         own.add("oddball")
     if "run_config" in meta and meta.get("experiment") == "imagenet_hierarchy" and "hierarchy" in protocols:
-        out["hierarchy"] = _run_hierarchy_entry(enc, untrained, meta, run["evaluation"], label, resamples, seed)
+        out["hierarchy"] = _run_hierarchy_entry(
+            experiment_module("imagenet_hierarchy"), enc, untrained, meta, run["evaluation"], label, resamples, seed
+        )
         own.add("hierarchy")
     if "run_config" in meta and meta.get("experiment") == "geoclidean" and "geoclidean" in protocols:
-        out["geoclidean"] = _run_geoclidean_entry(enc, untrained, meta, run["evaluation"], label, resamples, seed)
+        out["geoclidean"] = _run_geoclidean_entry(
+            experiment_module("geoclidean"), enc, untrained, meta, run["evaluation"], label, resamples, seed
+        )
         own.add("geoclidean")
     rest = [p for p in protocols if p not in own]
     card = (

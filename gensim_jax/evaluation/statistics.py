@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["mean_sem", "mean_std", "paired_test", "t_interval", "welch_test"]
+__all__ = ["mean_sem", "mean_sem_dict", "mean_std", "paired_test", "t_interval", "welch_test"]
 
 
 def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -40,6 +40,12 @@ def mean_sem(values, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     n = v.shape[axis]
     sem = v.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(v.mean(axis=axis))
     return v.mean(axis=axis), sem
+
+
+def mean_sem_dict(values) -> dict:
+    """``{"mean", "sem", "runs"}`` over runs (axis 0) of :func:`mean_sem`; s.e.m. 0 for one run."""
+    m, s = mean_sem(values)
+    return {"mean": m, "sem": s, "runs": len(np.asarray(values))}
 
 
 def mean_std(values) -> tuple[float, float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-from gensim_jax.training.config import ArmConfig
+from gensim_jax.config import ArmConfig
 
 #: The objectives of the two experiments whose GenSim target is a table gathered by an integer id.
 TABLE_OBJECTIVES = ("gensim", "class_triplet", "simclr")
@@ -28,8 +28,8 @@ class SimCLRArm(ArmConfig):
 
     temperature: float = 0.5
     variant: str = "cross_view"
-    projection_dims: tuple = (2048, 128)
-    crop_scale: tuple = (0.08, 1.0)
+    projection_dims: tuple[int, ...] = (2048, 128)
+    crop_scale: tuple[float, float] = (0.08, 1.0)
     blur_p: float = 0.5
 
 

@@ -28,6 +28,7 @@ from typing import Optional
 import jax
 import numpy as np
 
+from gensim_jax.config import with_overrides
 from gensim_jax.data.geoclidean import GeoclideanSource, arm_batches
 from gensim_jax.evaluation import geoclidean
 from gensim_jax.evaluation.embed import embed_images
@@ -39,7 +40,6 @@ from gensim_jax.models import get_model
 from gensim_jax.preprocessing import normalize_images
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees
 from gensim_jax.training import TableTarget
-from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _table_arms.TABLE_OBJECTIVES
@@ -51,7 +51,7 @@ class ModelConfig:
     """``model``: the ResNet and the torchvision checkpoint it fine-tunes."""
 
     name: str = "resnet50"
-    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
+    stage_sizes: Optional[tuple[int, ...]] = None  # override the ResNet's blocks per stage (tiny models)
     pretrained: Optional[str] = None  # torchvision checkpoint (.pth / .safetensors) to fine-tune
 
 
@@ -98,7 +98,7 @@ class Config(TrainConfig):
     """Appendix M: ResNet-50, Adam, batch 128, 35 epochs over 100,000 images of 224 x 224, 4 runs."""
 
     num_runs: int = 4
-    arms: tuple = OBJECTIVES
+    arms: tuple[str, ...] = OBJECTIVES
     epochs: float = 35.0
     batch_size: int = 128
     optim: OptimConfig = OptimConfig(learning_rate=1e-4)  # Adam; the paper does not give the rate

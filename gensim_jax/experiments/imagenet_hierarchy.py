@@ -27,6 +27,7 @@ from typing import Optional
 
 import numpy as np
 
+from gensim_jax.config import with_overrides
 from gensim_jax.data import hierarchy as hierarchy_data
 from gensim_jax.data.hierarchy import ImageNetNotPrepared
 from gensim_jax.evaluation import hierarchy
@@ -37,7 +38,6 @@ from gensim_jax.kernels.hierarchy import log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
 from gensim_jax.models import get_model
 from gensim_jax.training import TableTarget
-from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = _table_arms.TABLE_OBJECTIVES
@@ -49,7 +49,7 @@ class ModelConfig:
     """``model``: the ResNet."""
 
     name: str = "resnet50"
-    stage_sizes: Optional[tuple] = None  # override the ResNet's blocks per stage (tiny models)
+    stage_sizes: Optional[tuple[int, ...]] = None  # override the ResNet's blocks per stage (tiny models)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,7 @@ class DataConfig:
     train_split: str = "train"
     eval_split: str = "validation"
     shuffle_buffer: int = 16_384
-    branching: tuple = (2, 3, 3)  # synthetic class tree
+    branching: tuple[int, ...] = (2, 3, 3)  # synthetic class tree
     train_per_leaf: int = 24  # synthetic training images per class
     synthetic_noise: float = 0.1  # pixel-noise standard deviation of the synthetic images
     augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
@@ -79,7 +79,7 @@ class GenSimArm(ArmConfig):
 class SimCLRArm(_table_arms.SimCLRArm):
     """``objectives.simclr``: the Geoclidean SimCLR plus random grayscale (Appendix N)."""
 
-    projection_dims: tuple = (2048, 128)
+    projection_dims: tuple[int, ...] = (2048, 128)
     grayscale_p: float = 0.2
 
 
@@ -110,7 +110,7 @@ class Config(TrainConfig):
     """Appendix N: ResNet-50, Adam 1e-3, batch 256, 65 epochs over ImageNet-1k at 224 x 224, 5 runs."""
 
     num_runs: int = 5
-    arms: tuple = OBJECTIVES
+    arms: tuple[str, ...] = OBJECTIVES
     epochs: float = 65.0
     batch_size: int = 256  # global batch (split over hosts and devices)
     optim: OptimConfig = OptimConfig(learning_rate=1e-3)

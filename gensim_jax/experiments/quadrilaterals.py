@@ -28,6 +28,7 @@ from typing import Optional
 
 import numpy as np
 
+from gensim_jax.config import with_overrides
 from gensim_jax.data.quadrilaterals import arm_batches, training_source
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import oddball
@@ -35,7 +36,6 @@ from gensim_jax.evaluation.embed import encoder
 from gensim_jax.models import get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
-from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import Arm, ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = ("gensim", "supervised", "simclr")
@@ -53,7 +53,7 @@ class ModelConfig:
     """``model``: the CORnet and the checkpoint it fine-tunes."""
 
     name: str = "cornet_s"
-    cornet_times: Optional[tuple] = None  # CORnet-S recurrent steps (V2, V4, IT); reference (2, 4, 2)
+    cornet_times: Optional[tuple[int, int, int]] = None  # CORnet-S recurrent steps (V2, V4, IT); reference (2, 4, 2)
     pretrained: Optional[str] = None  # PyTorch CORnet-S checkpoint (.pth / .safetensors) to fine-tune
 
 
@@ -69,9 +69,9 @@ class DataConfig:
 
     image_size: int = 224
     num_train_images: int = 11_000  # ours: 1,000 per shape (the paper does not give the number)
-    train_variants: tuple = ("reference",)
-    rotation_range_deg: tuple = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
-    scale_range: tuple = (0.85, 1.15)  # covers the test scales 0.875..1.125
+    train_variants: tuple[str, ...] = ("reference",)
+    rotation_range_deg: tuple[float, float] = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
+    scale_range: tuple[float, float] = (0.85, 1.15)  # covers the test scales 0.875..1.125
     augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
 
 
@@ -95,9 +95,9 @@ class SimCLRArm(ArmConfig):
 
     temperature: float = 0.5
     variant: str = "cross_view"
-    projection_dims: tuple = (512, 128)
+    projection_dims: tuple[int, ...] = (512, 128)
     projection_batchnorm: bool = True  # SimCLR's head; without it a from-scratch CORnet collapses at once
-    crop_scale: tuple = (0.08, 1.0)
+    crop_scale: tuple[float, float] = (0.08, 1.0)
     rotation_deg: float = 45.0
     blur_p: float = 0.5
 
@@ -127,7 +127,7 @@ class Config(TrainConfig):
     """Appendix L: CORnet-S, Adam (5e-4 GenSim/SimCLR, 5e-6 supervised), 13 epochs, 10 runs."""
 
     num_runs: int = 10
-    arms: tuple = OBJECTIVES
+    arms: tuple[str, ...] = OBJECTIVES
     epochs: float = 13.0
     batch_size: int = 64  # ours (not given)
     optim: OptimConfig = OptimConfig(learning_rate=5e-4)

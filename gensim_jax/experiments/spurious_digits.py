@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from gensim_jax.config import with_overrides
 from gensim_jax.data.spurious_digits import (
     DATA_SOURCES,
     OOD_MODES,
@@ -45,7 +46,6 @@ from gensim_jax.evaluation.spurious_digits import results_table as format_table
 from gensim_jax.losses.center import SIM_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
-from gensim_jax.training.config import with_overrides
 from gensim_jax.training.experiment import HostShard, ImageExperiment, OptimConfig, TrainConfig
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
@@ -96,7 +96,7 @@ class Config(TrainConfig):
     """
 
     num_runs: int = 5
-    lambdas: tuple = LAMBDAS
+    lambdas: tuple[float, ...] = LAMBDAS
     epochs: float = 10.0
     batch_size: int = 64  # ours (the thesis does not give it)
     optim: OptimConfig = OptimConfig(optimizer="adam", learning_rate=1e-3)  # ours: PyTorch's Adam default

@@ -10,7 +10,6 @@ imported only when a topology needs them.
 """
 
 from gensim_jax.planning.chips import CHIPS, Chip, chip_table_markdown, get_chip
-from gensim_jax.planning.command import add_plan_arguments, run_plan_command
 from gensim_jax.planning.compile import CompiledStep, compile_step
 from gensim_jax.planning.max_batch import max_global_batch
 from gensim_jax.planning.plan import StepBuild, default_shardings, largest_intermediates, plan_step
@@ -33,8 +32,6 @@ __all__ = [
     "PlanReport",
     "fmt_bytes",
     "roofline",
-    "add_plan_arguments",
-    "run_plan_command",
     "PlannerSetupError",
     "Topology",
     "build_devices",

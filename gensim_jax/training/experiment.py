@@ -41,8 +41,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 import jax
 import numpy as np
 
+from gensim_jax.config import ArmConfig, from_dict, is_section, with_overrides
 from gensim_jax.parallel import HostShard
-from gensim_jax.training.config import ArmConfig, from_dict, is_section, with_overrides
 from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
 
 __all__ = [
@@ -69,7 +69,7 @@ class TrainConfig:
     The run-level fields sit at the top; an experiment's ``Config`` adds its sections (``data``,
     ``model``, ``objectives.<arm>``, ``eval``), each a frozen dataclass, named on the command line
     by dotted paths (``--set optim.learning_rate=3e-4 objectives.simclr.temperature=0.2``;
-    :mod:`gensim_jax.training.config`).
+    :mod:`gensim_jax.config`).
 
     Attributes:
       seed: seed of run 0; run ``r`` uses ``seed + r``.
@@ -315,7 +315,7 @@ class Experiment:
     # ---- configuration -------------------------------------------------------------------
     def get_config(self, name: Optional[str] = None, **overrides) -> Any:
         """The named config with ``overrides`` (dotted names, ``**{"optim.learning_rate": 3e-4}``) applied
-        (:func:`~gensim_jax.training.config.with_overrides`; JSON lists become tuples), validated."""
+        (:func:`~gensim_jax.config.with_overrides`; JSON lists become tuples), validated."""
         name = self.default_config() if name is None else name
         if name not in self.CONFIGS:
             raise ValueError(f"unknown config {name!r} for {self.name}; known: {', '.join(self.CONFIGS)}")

@@ -264,10 +264,10 @@ class RunRecorder:
         No experiment summary is written, so TensorBoard collects the hyperparameters of all the
         runs under its ``--logdir`` (a sweep of several workdirs included).  No-op without TensorBoard.
         """
-        from gensim_jax.runs import flatten_config
+        from gensim_jax.config import flatten
 
         hparams: dict = {}
-        for k, v in flatten_config(to_jsonable(dict(config))).items():
+        for k, v in flatten(to_jsonable(dict(config))).items():
             if v is None:
                 continue
             hparams[k] = v if isinstance(v, (bool, int, float, str)) else json.dumps(v, separators=(",", ":"))

@@ -103,7 +103,7 @@ def test_clear_errors_on_missing_or_bad_input(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="no prepared tfds imagenet2012 split 'train'"):
         P.prepare_records(str(tmp_path / "nothing"), str(tmp_path / "out"))
     # the command: one line on stderr, exit status 2
-    from gensim_jax.cli import main
+    from gensim_jax.commands.main import main
 
     assert main(["prepare-imagenet", "--data-dir", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from gensim_jax.cli import main as cli_main
+from gensim_jax.commands.main import main as cli_main
 from gensim_jax.evaluation import scorecard as sc
 from gensim_jax.evaluation.sable_meyer import (
     HUMAN_POPULATIONS,
@@ -234,7 +234,7 @@ def test_torchvision_resnet18_checkpoint_loads_scores_and_embeds_as_pytorch(tmp_
 @pytest.mark.slow
 def test_score_export_equals_eval_export(tmp_path, capsys):
     """A tiny quadrilaterals run: score --export gives the numbers of eval export exactly."""
-    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.commands.eval import main as eval_main
     from gensim_jax.experiments import quadrilaterals as exp
     from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_quadrilaterals import tiny_config
@@ -411,7 +411,7 @@ def test_odd_one_out_from_a_trials_csv_and_images(tmp_path, capsys):
 @pytest.mark.slow
 def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsys):
     """An imagenet_hierarchy export (LeNet-5): eval export's entry kept whole; the protocols scored at 32 px."""
-    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.commands.eval import main as eval_main
     from gensim_jax.experiments import imagenet_hierarchy as exp
     from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_imagenet_hierarchy import tiny_config
@@ -446,7 +446,7 @@ def test_score_export_of_another_experiment_keeps_its_evaluation(tmp_path, capsy
 @pytest.mark.slow
 def test_score_export_of_a_geoclidean_run_is_its_evaluation(tmp_path, capsys):
     """A geoclidean export: the few-shot entry is the run's own (its 7 held-out concepts), as eval export gives it."""
-    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.commands.eval import main as eval_main
     from gensim_jax.experiments import geoclidean as exp
     from gensim_jax.training.runner import train_and_evaluate
     from tests.experiments.test_geoclidean import tiny_config

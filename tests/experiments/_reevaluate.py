@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gensim_jax.evaluation.cli import main as eval_main
+from gensim_jax.commands.eval import main as eval_main
 from gensim_jax.experiments import evaluate_export
 from gensim_jax.jsonable import to_jsonable
 

@@ -34,7 +34,7 @@ def main() -> None:
     # experiments import `train` from gensim_jax.training when the CLI imports them, i.e. after this
     gensim_jax.training.train = train
     gensim_jax.training.loop.train = train
-    from gensim_jax.experiments.cli import main as cli
+    from gensim_jax.commands.train import main as cli
 
     sys.exit(cli(argv))
 

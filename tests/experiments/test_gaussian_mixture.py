@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
+from gensim_jax.commands.train import main
 from gensim_jax.experiments import gaussian_mixture as exp
-from gensim_jax.experiments.cli import main
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.runner import train_and_evaluate
 from tests.experiments._reevaluate import assert_exports_reproduce_the_run

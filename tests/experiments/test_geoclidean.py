@@ -7,10 +7,10 @@ import numpy as np
 import optax
 import pytest
 
+from gensim_jax.commands.train import main
 from gensim_jax.data.geoclidean import GeoclideanSource
 from gensim_jax.evaluation import geoclidean as ge
 from gensim_jax.experiments import geoclidean as exp
-from gensim_jax.experiments.cli import main
 from gensim_jax.kernels.trees import gram_log_table
 from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS, TRAIN_IDS, concept_parse_trees

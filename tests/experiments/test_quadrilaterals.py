@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from gensim_jax.config import section_of
 from gensim_jax.data.quadrilaterals import training_source
 from gensim_jax.evaluation import oddball as oe
 from gensim_jax.evaluation.embed import embed_images
 from gensim_jax.evaluation.sable_meyer import SHAPES, packaged_error_rates
 from gensim_jax.experiments import quadrilaterals as exp
 from gensim_jax.stimuli import quadrilaterals as q
-from gensim_jax.training.config import section_of
 from gensim_jax.training.experiment import HostShard
 from gensim_jax.training.export import load_exported
 from gensim_jax.training.runner import train_and_evaluate

@@ -122,7 +122,7 @@ def test_arm_objectives_equal_center_loss_and_share_one_compilation():
 
 
 def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
-    from gensim_jax.evaluation.cli import main as eval_main
+    from gensim_jax.commands.eval import main as eval_main
 
     config = EXP.get_config(
         "cpu_small",

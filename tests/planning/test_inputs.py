@@ -146,7 +146,7 @@ def test_max_batch_bisection(monkeypatch):
 
 
 def test_plan_command_bad_input_is_one_line(capsys):
-    from gensim_jax.planning import run_plan_command
+    from gensim_jax.commands.plan import run_plan_command
     from tests.planning._steps import all_pairs_build
 
     build = all_pairs_build(8, 16, 8)
@@ -183,7 +183,7 @@ def test_libtpu_rejects_a_shape_in_one_line():
 def test_plan_arguments_parse():
     import argparse
 
-    from gensim_jax.planning import add_plan_arguments, run_plan_command
+    from gensim_jax.commands.plan import add_plan_arguments, run_plan_command
 
     p = argparse.ArgumentParser()
     add_plan_arguments(p)
@@ -235,7 +235,7 @@ ENTRY %main (x: f32[8,32,32,4], w: f32[16,3,3,4], dy: f32[8,30,30,16]) -> f32[8,
     ],
 )
 def test_plan_cli_without_the_compiler_plugin_is_one_line(monkeypatch, capsys, module, topology, fix):
-    from gensim_jax.cli import main
+    from gensim_jax.commands.main import main
 
     monkeypatch.setitem(sys.modules, module, None)
     monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda13", None)

@@ -57,7 +57,7 @@ def test_the_fork_trains_evaluates_and_plans_from_its_file(tmp_path):
     (tmp_path / "helper_beside.py").write_text("VALUE = 1\n")
     commands = [line for b in _blocks("bash") for line in b.splitlines() if "poisson_gamma.py" in line]
     assert [c.split()[1] for c in commands] == ["train", "plan"]
-    env_cmd = [sys.executable, "-m", "gensim_jax.cli"]
+    env_cmd = [sys.executable, "-m", "gensim_jax.commands"]
     workdir = tmp_path / "runs" / "poisson_gamma"
     for line in commands:
         args = line.split("#")[0].split()[1:]

@@ -8,7 +8,7 @@ import numpy as np
 import optax
 import pytest
 
-from gensim_jax.training.config import with_overrides
+from gensim_jax.config import with_overrides
 from gensim_jax.training.experiment import TrainConfig, check_train_config
 from gensim_jax.training.optim import OptimConfig, current_learning_rate, make_optimizer, make_schedule
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from gensim_jax.evaluation.cli import main
+from gensim_jax.commands.eval import main
 from gensim_jax.evaluation.sable_meyer import SHAPES
 
 

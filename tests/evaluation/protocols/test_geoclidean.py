@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gensim_jax.evaluation.cli import main
+from gensim_jax.commands.eval import main
 from gensim_jax.evaluation.geoclidean import load_geoclidean
 from tests.evaluation.protocols.conftest import reference_embed
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gensim_jax import cli
-from gensim_jax.evaluation.cli import PROTOCOLS, main
+from gensim_jax.commands import main as cli
+from gensim_jax.commands.eval import PROTOCOLS, main
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -32,7 +32,7 @@ def test_python_m_eval_help_runs_from_the_repository_root():
 
 
 def test_gensim_jax_eval_help_forwards(monkeypatch):
-    from gensim_jax.evaluation import cli as eval_cli
+    from gensim_jax.commands import eval as eval_cli
 
     calls = []
     monkeypatch.setattr(eval_cli, "main", lambda argv: calls.append(argv) or 0)

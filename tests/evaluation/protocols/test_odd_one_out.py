@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from gensim_jax.evaluation.cli import main
+from gensim_jax.commands.eval import main
 
 
 def test_odd_one_out_workdir_curve(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from gensim_jax.evaluation.cli import main
+from gensim_jax.commands.eval import main
 from gensim_jax.stimuli import quadrilaterals as q
 from tests.evaluation.protocols.conftest import reference_embed
 

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from gensim_jax.evaluation.cli import main
+from gensim_jax.commands.eval import main
 from gensim_jax.evaluation.sable_meyer import SHAPES
 
 

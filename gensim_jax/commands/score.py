@@ -104,8 +104,8 @@ def _stimuli_main(argv) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``gensim-jax score``; returns the exit status (errors raise, :func:`gensim_jax.cli.run_command`
-    turns them into one line)."""
+    """Entry point of ``gensim-jax score``; returns the exit status (errors raise,
+    :func:`gensim_jax.commands.errors.run_command` turns them into one line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "stimuli":
         return _stimuli_main(argv[1:])
@@ -160,7 +160,19 @@ def main(argv=None) -> int:
     if a.export:
         if not Path(a.export).is_dir():
             raise FileNotFoundError(f"--export {a.export}: no such directory (an export of gensim-jax train)")
-        card = sc.score_export(a.export, protocols, progress=progress, **kw, **sizes)
+        import importlib
+
+        from gensim_jax import experiments as registry
+
+        card = sc.score_export(
+            a.export,
+            protocols,
+            progress=progress,
+            evaluate_export=registry.evaluate_export,
+            experiment_module=lambda name: importlib.import_module(f"gensim_jax.experiments.{name}"),
+            **kw,
+            **sizes,
+        )
     elif a.model:
         embed_fn, info = sc.model_embedder(
             a.model, a.weights, layer=a.layer, image_size=a.image_size, seed=a.init_seed, batch_size=a.batch_size

@@ -4,7 +4,8 @@ In a checkout ``python -m train`` is the same command.  EXPERIMENT is a module o
 :mod:`gensim_jax.experiments` or the path of a ``.py`` file that defines ``EXPERIMENT``.  Options:
 ``--set KEY=VALUE ...`` (any field of the experiment's Config by its dotted name: ``num_steps``,
 ``optim.learning_rate``, ``data.image_size``, ``objectives.simclr.temperature``, ...; values are JSON,
-so lists are ``[16,8]`` and strings need no quotes), ``--objective NAME`` (repeatable or a comma
+so lists are ``[16,8]``, strings need no quotes and ``null``, ``None`` or ``~`` is null; docs/EXPERIMENTS.md,
+"Configs and --set"), ``--objective NAME`` (repeatable or a comma
 list; sets ``arms``), ``--model NAME`` (sets ``model.name``), ``--print-config`` (print the resolved
 config and exit), ``--resume`` (continue the run whose checkpoints are in the workdir).
 Without ``--config`` the experiment's default (``paper``) is chosen, except on a machine without an
@@ -25,21 +26,14 @@ from pathlib import Path
 from typing import Optional
 
 from gensim_jax import experiments as registry
-from gensim_jax.experiments.overrides import (
-    ConfigError,
-    coerce,
-    config_differences,
-    describe_type,
-    field_types,
-    find_checkpoints,
-    parse_overrides,
-)
+from gensim_jax.commands.overrides import parse_overrides
+from gensim_jax.config import ConfigError, coerce, config_differences, describe_type, field_paths
 
 HELP_FLAGS = ("-h", "--help")
 PROG = "gensim-jax train"
 
 
-def _experiments_epilog(available: dict, with_configs: bool = False) -> str:
+def experiments_epilog(available: dict, with_configs: bool = False) -> str:
     lines = ["experiments (gensim_jax/experiments/; or the path of a .py file that defines EXPERIMENT):"]
     width = max((len(n) for n in available), default=0)
     for name, path in available.items():
@@ -56,9 +50,9 @@ def _experiments_epilog(available: dict, with_configs: bool = False) -> str:
 
 def _fields_epilog(experiment, config_name: Optional[str] = None) -> str:
     """The configs and the (dotted) fields of ``experiment`` with the values of ``config_name`` (default: the default config)."""
-    from gensim_jax.training.config import flatten
+    from gensim_jax.config import flatten
 
-    types_ = field_types(experiment.Config)
+    types_ = field_paths(experiment.Config)
     name = config_name if config_name in experiment.CONFIGS else experiment.default_config()
     values = flatten(experiment.CONFIGS[name]) if name in experiment.CONFIGS else {}
     base = flatten(experiment.Config())
@@ -105,7 +99,7 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
         action="extend",
         default=[],
         metavar="KEY=VALUE",
-        help="override config fields (JSON values: 3, 1e-4, true, null, [16,8], text)",
+        help="override config fields (JSON values: 3, 1e-4, true, null (or None, ~), [16,8], text)",
     )
     parser.add_argument(
         "--objective",
@@ -199,7 +193,7 @@ def resolve_config(args, experiment):
         raise ConfigError(
             f"unknown config {args.config!r} for {experiment.name}; known: {', '.join(experiment.CONFIGS)}"
         )
-    types_ = field_types(experiment.Config)
+    types_ = field_paths(experiment.Config)
     overrides = parse_overrides(experiment.Config, args.set, experiment=experiment.name)
     for flag, key, value in (("--objective", "arms", args.objective), ("--model", "model.name", args.model)):
         if value and key in overrides:
@@ -209,6 +203,23 @@ def resolve_config(args, experiment):
     if args.model is not None:
         overrides["model.name"] = _model(args, experiment, types_)
     return experiment.get_config(args.config, **overrides)
+
+
+def find_checkpoints(workdir) -> list:
+    """``[(checkpoint directory, [steps])]`` of every ``checkpoints/`` folder under ``workdir`` that holds a step.
+
+    A step is a sub-directory named by an integer (orbax's finished checkpoints; a save that a killed
+    process left unfinished is a ``<step>.orbax-checkpoint-tmp`` directory and does not count).
+    """
+    root = Path(workdir)
+    if not root.is_dir():
+        return []
+    found = []
+    for ck in sorted(p for p in root.rglob("checkpoints") if p.is_dir()):
+        steps = sorted(int(c.name) for c in ck.iterdir() if c.is_dir() and c.name.isdigit())
+        if steps:
+            found.append((ck, steps))
+    return found
 
 
 def check_workdir(workdir: Path, resume: bool) -> list:
@@ -295,7 +306,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     available = registry.available()
     asks_help = any(a in HELP_FLAGS for a in argv)
-    epilog = _experiments_epilog(available, with_configs=asks_help)
+    epilog = experiments_epilog(available, with_configs=asks_help)
     parser = build_parser(epilog)
     if asks_help:
         chosen = next((a for a in argv if a in available or a.endswith(".py")), None)
@@ -369,77 +380,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def plan_main(argv=None) -> int:
-    """``gensim-jax plan EXPERIMENT [--config NAME] [--set ...] [--objective ARM] --topology T``.
-
-    Compiles the runner's own training step (:func:`gensim_jax.training.runner.abstract_step_inputs`)
-    for a TPU or GPU topology without its hardware and prints the memory / FLOPs / collectives /
-    roofline report (:mod:`gensim_jax.planning`).  Errors are one line on stderr and exit status 2.
-    """
-    from gensim_jax import planning  # first: it prepares the compile-only CUDA / TPU plug-ins
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="gensim-jax plan",
-        description=plan_main.__doc__.split("\n\n")[0].replace("``", ""),
-        epilog=_experiments_epilog(registry.available()),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
-    parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
-    parser.add_argument(
-        "--set",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override config fields, as for train",
-    )
-    parser.add_argument("--objective", default=None, metavar="ARM", help="the arm to plan (default: the first)")
-    planning.add_plan_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        experiment = registry.load(args.experiment)
-        args.config = args.config or experiment.default_config()
-        args.model = None
-        arm = args.objective
-        args.objective = []
-        config = resolve_config(args, experiment)
-        if arm is not None and arm not in experiment.arms(config):
-            raise ConfigError(
-                f"--objective {arm!r} is not an arm of this config; arms: "
-                f"{', '.join(map(str, experiment.arms(config)))}"
-            )
-    except (ValueError, TypeError) as err:
-        print(f"gensim-jax plan: {err}", file=sys.stderr)
-        return 2
-    from gensim_jax.training import runner
-
-    def build(global_batch: int, fsdp: int):
-        fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
-        return planning.StepBuild(fn=fn, args=inputs)
-
-    from gensim_jax.cli import report_plan  # adds the arm, the --set overrides and the resolved config
-
-    return report_plan(
-        lambda out: planning.run_plan_command(
-            build,
-            args.batch_size or config.batch_size,
-            topology=args.topology,
-            fsdp=args.fsdp,
-            as_json=args.json,
-            max_batch=args.max_batch,
-            chips=args.chips,
-            experiment=experiment.name,
-            config=args.config,
-            out=out,
-        ),
-        experiment.name,
-        config,
-        arm=arm if arm is not None else str(experiment.arms(config)[0]),
-        overrides=args.set,
-        as_json=args.json,
-        chips=args.chips,
-    )

@@ -21,17 +21,10 @@ from __future__ import annotations
 
 import argparse
 
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
 from gensim_jax.evaluation import geoclidean as geo
-from gensim_jax.evaluation.protocols._common import (
-    add_output_arguments,
-    finish,
-    load_encoders,
-    mean_sem_dict,
-    model_label,
-    prog,
-    run_info,
-    typed,
-)
+from gensim_jax.evaluation.embed import load_encoders, model_label, run_info
+from gensim_jax.evaluation.statistics import mean_sem_dict
 from gensim_jax.stimuli.geoclidean.concepts import TEST_CONCEPTS
 
 _KEYS = ("acc_close", "acc_far", "auc_close", "auc_far", "acc")

@@ -6,7 +6,7 @@ import jax
 import pytest
 
 from gensim_jax import experiments as registry
-from gensim_jax.cli import main
+from gensim_jax.commands.main import main
 from gensim_jax.training import runner
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
 
 
 def main(argv=None) -> int:

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from gensim_jax import experiments as registry
-from gensim_jax.experiments import overrides as _config
-from gensim_jax.experiments.cli import main
-from gensim_jax.training.config import with_overrides
+from gensim_jax.commands.overrides import parse_overrides
+from gensim_jax.commands.train import find_checkpoints, main
+from gensim_jax.config import ConfigError, field_paths, with_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
 @pytest.mark.slow
 def test_gensim_jax_train_help_lists_the_experiments():
     out = subprocess.run(
-        [sys.executable, "-m", "gensim_jax.cli", "train", "--help"],
+        [sys.executable, "-m", "gensim_jax.commands", "train", "--help"],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -139,7 +139,7 @@ class Demo:
     ],
 )
 def test_override_values_are_parsed_to_the_annotated_type(key, text, expected):
-    got = _config.parse_overrides(Demo, [f"{key}={text}"])[key]
+    got = parse_overrides(Demo, [f"{key}={text}"])[key]
     assert got == expected and type(got) is type(expected)
     if isinstance(expected, tuple):
         assert all(type(a) is type(b) for a, b in zip(got, expected))
@@ -165,15 +165,15 @@ def test_override_values_are_parsed_to_the_annotated_type(key, text, expected):
     ],
 )
 def test_bad_overrides_name_the_key_the_type_and_the_value(item, words):
-    with pytest.raises(_config.ConfigError) as info:
-        _config.parse_overrides(Demo, [item])
+    with pytest.raises(ConfigError) as info:
+        parse_overrides(Demo, [item])
     for w in words:
         assert w in str(info.value), (w, str(info.value))
 
 
 def test_a_key_given_twice_is_an_error():
-    with pytest.raises(_config.ConfigError, match="steps given twice"):
-        _config.parse_overrides(Demo, ["steps=1", "steps=2"])
+    with pytest.raises(ConfigError, match="steps given twice"):
+        parse_overrides(Demo, ["steps=1", "steps=2"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,14 +195,14 @@ class Nested:
 
 
 def test_dotted_keys_are_typed_through_the_sections():
-    assert list(_config.field_types(Nested)) == [
+    assert list(field_paths(Nested)) == [
         "steps",
         "objectives.simclr.dims",
         "objectives.simclr.temperature",
         "objectives.other.dims",
         "objectives.other.temperature",
     ]
-    got = _config.parse_overrides(Nested, ["objectives.simclr.temperature=1", "objectives.other.dims=[4]"])
+    got = parse_overrides(Nested, ["objectives.simclr.temperature=1", "objectives.other.dims=[4]"])
     assert got == {"objectives.simclr.temperature": 1.0, "objectives.other.dims": (4,)}
     assert type(got["objectives.simclr.temperature"]) is float
     config = with_overrides(Nested(), got)
@@ -220,8 +220,8 @@ def test_dotted_keys_are_typed_through_the_sections():
     ],
 )
 def test_bad_dotted_overrides_name_the_dotted_key(item, words):
-    with pytest.raises(_config.ConfigError) as info:
-        _config.parse_overrides(Nested, [item])
+    with pytest.raises(ConfigError) as info:
+        parse_overrides(Nested, [item])
     for w in words:
         assert w in str(info.value), (w, str(info.value))
 
@@ -259,8 +259,8 @@ def test_find_checkpoints_counts_finished_steps_only(tmp_path):
     (tmp_path / "a" / "run0" / "checkpoints" / "12").mkdir()
     (tmp_path / "a" / "run0" / "checkpoints" / "14.orbax-checkpoint-tmp").mkdir()
     (tmp_path / "b" / "run0" / "checkpoints" / "6.orbax-checkpoint-tmp").mkdir(parents=True)
-    assert _config.find_checkpoints(tmp_path) == [(tmp_path / "a" / "run0" / "checkpoints", [4, 12])]
-    assert _config.find_checkpoints(tmp_path / "b") == [] and _config.find_checkpoints(tmp_path / "none") == []
+    assert find_checkpoints(tmp_path) == [(tmp_path / "a" / "run0" / "checkpoints", [4, 12])]
+    assert find_checkpoints(tmp_path / "b") == [] and find_checkpoints(tmp_path / "none") == []
 
 
 # -- the CLI: every error before anything is built -------------------------------------------------
@@ -288,7 +288,10 @@ def no_training(monkeypatch):
         (["geoclidean", "--config", "huge"], ["unknown config 'huge'", "cpu_small", "paper"]),
         (["geoclidean", "--set", "data.image_size=64.5"], ["--set data.image_size", "expected int", "64.5"]),
         (["geoclidean", "--set", "optim.learning_rate=fast"], ["optim.learning_rate", "expected float", '"fast"']),
-        (["geoclidean", "--set", "model.stage_sizes=2"], ["model.stage_sizes", "Optional[tuple]", "2"]),
+        (
+            ["geoclidean", "--set", "model.stage_sizes=2"],
+            ["model.stage_sizes", "Optional[tuple[int, ...]]", "2", "write a list as JSON"],
+        ),
         (["geoclidean", "--set", "data.imag_size=64"], ["unknown key 'data.imag_size'", "data.image_size"]),
         (["geoclidean", "--set", "image_size=64"], ["unknown key 'image_size'", "did you mean data.image_size"]),
         (
@@ -449,7 +452,7 @@ def test_an_unknown_key_names_a_few_close_keys_not_every_field(item, words, no_t
     err = capsys.readouterr().err.strip().splitlines()[-1]
     for w in words:
         assert w in err, (w, err)
-    fields = list(_config.field_types(registry.load("geoclidean").Config))
+    fields = list(field_paths(registry.load("geoclidean").Config))
     named = [f for f in fields if "." in f and f in err]  # fields inside sections
     assert len(fields) > 40 and len(named) <= 3, named  # issue 32: every field on one 1 kB line
     assert len(err) < 400, len(err)
@@ -474,7 +477,7 @@ def test_resume_of_a_workdir_without_checkpoints_starts_fresh_saying_so_in_one_l
 def test_the_paper_default_on_a_cpu_is_refused_in_one_line_naming_size_and_small_configs(no_training, capsys, tmp_path):
     import jax
 
-    from gensim_jax import cli
+    from gensim_jax.commands import main as cli
 
     assert jax.default_backend() == "cpu"
     with pytest.raises(SystemExit) as info:  # as typed: gensim-jax train quadrilaterals
@@ -499,7 +502,7 @@ def test_the_paper_default_on_a_cpu_is_refused_in_one_line_naming_size_and_small
 def test_the_paper_default_runs_on_an_accelerator_and_when_it_is_the_only_config(no_training, monkeypatch, tmp_path):
     import jax
 
-    from gensim_jax.experiments import cli as train_cli
+    from gensim_jax.commands import train as train_cli
 
     assert main(["gaussian_mixture", "--workdir", str(tmp_path / "g")]) == 0  # paper is its only config
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
@@ -509,7 +512,7 @@ def test_the_paper_default_runs_on_an_accelerator_and_when_it_is_the_only_config
     paper = quads.CONFIGS["paper"]
     train_cli.check_default_on_cpu(quads, "paper", True, paper, "cpu")  # named: no error
     train_cli.check_default_on_cpu(quads, "paper", False, paper, "tpu")
-    with pytest.raises(_config.ConfigError, match="--config cpu_small or --config demo"):
+    with pytest.raises(ConfigError, match="--config cpu_small or --config demo"):
         train_cli.check_default_on_cpu(quads, "paper", False, paper, "cpu")
 
 
@@ -575,7 +578,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_run(tmp_path, capsys):
         if killed.poll() is None:
             killed.kill()
     run0 = run_dir / "gensim" / "run0"
-    finished = _config.find_checkpoints(run_dir)
+    finished = find_checkpoints(run_dir)
     assert len(finished) == 1 and finished[0][0] == run0 / "checkpoints"
     restore_point = finished[0][1][-1]
     assert EVERY <= restore_point <= KILL_AT and not (run_dir / "results.json").exists()
@@ -631,7 +634,7 @@ def _flatten(tree, prefix="") -> dict:
 @pytest.mark.slow
 def test_a_cli_run_leaves_events_a_profile_and_compares(tmp_path, capsys):
     """gensim-jax train with --profile-steps on a one-file experiment, then gensim-jax runs compare on its runs."""
-    from gensim_jax.cli import main as gensim_jax
+    from gensim_jax.commands.main import main as gensim_jax
 
     tiny = str(REPO / "tests" / "training" / "tiny_experiment.py")
     assert (
@@ -662,3 +665,38 @@ def test_a_cli_run_leaves_events_a_profile_and_compares(tmp_path, capsys):
     assert gensim_jax(["runs", "compare", str(run0), str(tmp_path / "w" / "simclr" / "run0")]) == 0
     out = capsys.readouterr().out
     assert "gensim/run0" in out.replace("\\", "/") and "simclr/run0" in out.replace("\\", "/")
+
+
+def test_none_null_and_tilde_give_the_same_printed_config(no_training, capsys, tmp_path):
+    """--set model.pretrained=None, =null and =~ resolve to the same config; --print-config shows null."""
+    from gensim_jax.commands.main import main as gensim_jax
+
+    printed = []
+    for text in ("None", "null", "~"):
+        argv = ["train", "quadrilaterals", "--config", "cpu_small", "--workdir", str(tmp_path / "run")]
+        assert (
+            gensim_jax([*argv, "--set", f"model.pretrained={text}", "model.cornet_times=" + text, "--print-config"])
+            == 0
+        )
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] == printed[2]
+    out = json.loads(printed[0])
+    assert out["model"]["pretrained"] is None and out["model"]["cornet_times"] is None
+    assert '"pretrained": null' in printed[0]
+    assert no_training == []
+
+
+def test_a_wrong_tuple_length_stops_in_one_line_before_any_data(no_training, capsys, tmp_path):
+    from gensim_jax.commands.main import main as gensim_jax
+
+    argv = ["train", "quadrilaterals", "--config", "cpu_small", "--workdir", str(tmp_path / "run")]
+    with pytest.raises(SystemExit) as info:  # argparse's exit, its message shortened to one line
+        gensim_jax([*argv, "--set", "data.rotation_range_deg=[-10,10,5]"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(
+        "gensim-jax train: error: --set data.rotation_range_deg: expected tuple[float, float] (2 entries)"
+    )
+    assert "(3 entries)" in err
+    assert no_training == [] and not (tmp_path / "run").exists()  # the runner (data, model) was never reached

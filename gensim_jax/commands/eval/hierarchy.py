@@ -24,18 +24,10 @@ import argparse
 
 import numpy as np
 
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.evaluation.embed import load_encoders, load_npz, model_label, run_info
 from gensim_jax.evaluation.hierarchy import decode_levels, plot_hierarchy, synthetic_stimuli
-from gensim_jax.evaluation.protocols._common import (
-    add_output_arguments,
-    finish,
-    load_encoders,
-    load_npz,
-    mean_sem_dict,
-    model_label,
-    prog,
-    run_info,
-    typed,
-)
+from gensim_jax.evaluation.statistics import mean_sem_dict
 
 
 def _decode(x, y, tree, nodes, a, rng) -> dict:

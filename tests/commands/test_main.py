@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gensim_jax import cli
+from gensim_jax.commands import main as cli
 from gensim_jax.models import list_models
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_list_models_prints_the_registry(capsys):
@@ -26,8 +26,8 @@ def test_info_prints_devices(capsys):
 
 
 def test_train_and_eval_run_the_package_commands(monkeypatch):
-    from gensim_jax.evaluation import cli as eval_cli
-    from gensim_jax.experiments import cli as train_cli
+    from gensim_jax.commands import eval as eval_cli
+    from gensim_jax.commands import train as train_cli
 
     calls = []
     monkeypatch.setattr(train_cli, "main", lambda argv: calls.append(("train", argv)) or 3)
@@ -45,7 +45,7 @@ def test_train_works_outside_the_repository(tmp_path):
     """The experiments ship in the package: no train/ folder in the working directory is needed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(
-        [sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--help"],
+        [sys.executable, "-m", "gensim_jax.commands", "train", "quadrilaterals", "--help"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -55,7 +55,7 @@ def test_train_works_outside_the_repository(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "demo" in out.stdout and "cpu_small" in out.stdout and "paper" in out.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "gensim_jax.cli", "train", "quadrilaterals", "--config", "nope"],
+        [sys.executable, "-m", "gensim_jax.commands", "train", "quadrilaterals", "--config", "nope"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -68,7 +68,7 @@ def test_train_works_outside_the_repository(tmp_path):
 @pytest.mark.slow
 def test_training_package_imports_neither_tensorflow_nor_torch():
     code = (
-        "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.cli; "
+        "import sys, gensim_jax.training, gensim_jax.parallel, gensim_jax.commands.main; "
         "print('tensorflow' in sys.modules, 'torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
@@ -90,7 +90,7 @@ def test_plan_reports_the_arm_the_overrides_and_the_resolved_config(capsys):
 
 
 def test_prepare_imagenet_is_forwarded_with_one_line_errors(tmp_path, capsys):
-    from gensim_jax.cli import main
+    from gensim_jax.commands.main import main
 
     assert main(["prepare-imagenet", "--data-dir", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

@@ -35,18 +35,10 @@ import argparse
 
 import numpy as np
 
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
-from gensim_jax.evaluation.protocols._common import (
-    add_output_arguments,
-    finish,
-    load_encoders,
-    load_npz,
-    model_label,
-    prog,
-    run_info,
-    typed,
-)
+from gensim_jax.evaluation.embed import load_encoders, load_npz, model_label, run_info
 
 
 def main(argv=None) -> int:

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gensim_jax import cli
+from gensim_jax.commands import errors
+from gensim_jax.commands import main as cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: What a core-only install lacks (the extras' top-level modules).
 OPTIONAL = (
@@ -48,10 +49,11 @@ class _NotInstalled:
 sys.meta_path.insert(0, _NotInstalled())
 """
 
-# Runs each argv through gensim_jax.cli.main in this one process and prints [{argv, rc, out, err}].
+# Runs each argv through gensim_jax.commands.main.main in this one process and prints [{argv, rc, out, err}].
 DRIVER = """
 import contextlib, io, json, sys
-from gensim_jax import cli
+from gensim_jax.commands import errors
+from gensim_jax.commands import main as cli
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
@@ -193,7 +195,7 @@ def test_every_subcommand_fails_in_one_line_on_a_core_only_install(bad):
         assert expected in line, (argv, line)
 
 
-def _console(args: list[str], *, core_only: bool = False, module: str = "gensim_jax.cli", env_extra=None):
+def _console(args: list[str], *, core_only: bool = False, module: str = "gensim_jax.commands", env_extra=None):
     """Run a real command-line process (the console script's main, or a ``python -m`` shim)."""
     launch = (
         f"import runpy, sys; sys.argv = [{module!r}] + sys.argv[1:]; runpy.run_module({module!r}, run_name='__main__')"
@@ -261,7 +263,7 @@ def _raise(err):
     ],
 )
 def test_errors_become_one_line(err, line, capsys):
-    status = cli.run_command(_raise(err), [], "prog")
+    status = errors.run_command(_raise(err), [], "prog")
     out = capsys.readouterr()
     assert status == (1 if isinstance(err, RuntimeError) else 2)
     assert out.err.count("\n") == 1 and out.err.startswith(line), out.err
@@ -272,7 +274,7 @@ def test_the_packages_own_errors_are_user_errors(capsys):
     from gensim_jax.training.checkpoints import CheckpointRestoreError
 
     err = CheckpointRestoreError("none of the 1 checkpoints in W could be restored; delete W to start over", {})
-    assert cli.run_command(_raise(err), [], "gensim-jax train") == 2
+    assert errors.run_command(_raise(err), [], "gensim-jax train") == 2
     assert capsys.readouterr().err == f"gensim-jax train: error: {err}\n"
 
 
@@ -284,15 +286,15 @@ def test_debug_flag_and_environment_show_the_traceback(monkeypatch):
         raise ValueError("shown with its traceback")
 
     with pytest.raises(ValueError, match="shown with its traceback"):
-        cli.run_command(fn, ["a", "--debug", "b"], "prog")
+        errors.run_command(fn, ["a", "--debug", "b"], "prog")
     assert seen == [["a", "b"]]  # --debug is not passed on
-    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    monkeypatch.setenv(errors.DEBUG_ENV, "1")
     with pytest.raises(ValueError):
-        cli.run_command(fn, [], "prog")
+        errors.run_command(fn, [], "prog")
 
 
 def test_ctrl_c_is_one_line_and_status_130(capsys):
-    assert cli.run_command(_raise(KeyboardInterrupt()), [], "gensim-jax train") == 130
+    assert errors.run_command(_raise(KeyboardInterrupt()), [], "gensim-jax train") == 130
     assert capsys.readouterr().err == "gensim-jax train: interrupted\n"
 
 

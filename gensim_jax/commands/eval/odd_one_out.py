@@ -14,8 +14,9 @@ import argparse
 
 import numpy as np
 
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.evaluation.embed import load_npz
 from gensim_jax.evaluation.odd_one_out import objective_curves, odd_one_out_likelihood, plot_odd_one_out, read_trials
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, load_npz, prog, typed
 
 
 def main(argv=None) -> int:

@@ -1,4 +1,4 @@
-"""Helpers shared by the ``python -m eval`` drivers: outputs (JSON, ``--workdir``), npz inputs, exports."""
+"""What every ``gensim-jax eval PROTOCOL`` command shares: its name as typed, ``--workdir``/``--out``, the JSON."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
-
-from gensim_jax.evaluation.embed import load_encoders, load_npz  # noqa: F401  (the drivers' inputs)
 from gensim_jax.jsonable import to_jsonable
+
+__all__ = ["add_output_arguments", "emit", "finish", "prog", "typed"]
 
 
 def prog(protocol: str) -> str:
@@ -57,30 +56,3 @@ def finish(result, args, protocol: str, plot: Optional[Callable[[str], object]] 
         if plot is not None:
             plot(str(wd / f"{protocol}.png"))
     return 0
-
-
-def run_info(encoder) -> dict:
-    """What a run's JSON entry says about its export."""
-    m = encoder.metadata
-    return {
-        "export": encoder.directory,
-        "model": m.get("model"),
-        "seed": m.get("seed"),
-        "image_size": encoder.image_size,
-        "preprocess": encoder.preprocess,
-    }
-
-
-def model_label(label: Optional[str], encoders) -> str:
-    """The figure label: ``label`` or the exports' model name(s)."""
-    if label:
-        return label
-    return "+".join(sorted({str(e.metadata.get("model")) for e in encoders}))
-
-
-def mean_sem_dict(values) -> dict:
-    """``{"mean", "sem", "runs"}`` over runs (axis 0); s.e.m. 0 for one run."""
-    from gensim_jax.evaluation.statistics import mean_sem
-
-    m, s = mean_sem(values)
-    return {"mean": m, "sem": s, "runs": len(np.asarray(values))}

@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from gensim_jax.evaluation.protocols._common import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
 
 
 def find_exports(workdir: Path) -> dict[str, list[Path]]:

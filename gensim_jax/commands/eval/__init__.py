@@ -16,12 +16,12 @@ from pathlib import Path
 
 # protocol name -> driver module (with main(argv) and a docstring whose first line describes it)
 PROTOCOLS = {
-    "export": "gensim_jax.evaluation.protocols.export",
-    "oddball": "gensim_jax.evaluation.protocols.oddball",
-    "geoclidean": "gensim_jax.evaluation.protocols.geoclidean",
-    "hierarchy": "gensim_jax.evaluation.protocols.hierarchy",
-    "odd_one_out": "gensim_jax.evaluation.protocols.odd_one_out",
-    "spurious_digits": "gensim_jax.evaluation.protocols.spurious_digits",
+    "export": "gensim_jax.commands.eval.export",
+    "oddball": "gensim_jax.commands.eval.oddball",
+    "geoclidean": "gensim_jax.commands.eval.geoclidean",
+    "hierarchy": "gensim_jax.commands.eval.hierarchy",
+    "odd_one_out": "gensim_jax.commands.eval.odd_one_out",
+    "spurious_digits": "gensim_jax.commands.eval.spurious_digits",
 }
 
 

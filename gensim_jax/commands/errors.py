@@ -1,0 +1,118 @@
+"""One-line errors of every command: :func:`run_command` runs a command's body, :func:`error_line` words the error.
+
+An error a user can cause (a missing extra, a missing or damaged export, checkpoint or data directory,
+a bad config value, an unreadable file) ends as ONE line on stderr, ``COMMAND: error: WHAT (FIX)``,
+with exit status 2 (1 for an internal error, which also says how to get the traceback).  ``--debug``
+anywhere on the command line, or ``GENSIM_JAX_DEBUG=1``, shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from typing import Callable, Optional, Sequence
+
+__all__ = ["DEBUG_ENV", "error_line", "one_line", "run_command"]
+
+#: Environment variable that makes every command show tracebacks (as ``--debug`` does).
+DEBUG_ENV = "GENSIM_JAX_DEBUG"
+
+#: Top-level modules of the optional dependencies -> the extra that installs them (for an ImportError
+#: raised by a library rather than by :func:`gensim_jax._extras.require`).
+_EXTRA_OF_MODULE = {
+    "flax": "models",
+    "optax": "train",
+    "orbax": "train",
+    "tqdm": "train",
+    "tensorboardX": "train",
+    "tensorflow": "data",
+    "tensorflow_datasets": "data",
+    "sklearn": "eval",
+    "matplotlib": "eval",
+    "PIL": "eval",
+    "torch": "torch",
+    "safetensors": "torch",
+    "nltk": "wordnet",
+}
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (runs of white space, newlines included, as one space)."""
+    return " ".join(str(text).split())
+
+
+def error_line(prog: str, err: BaseException) -> tuple[str, int]:
+    """``(message, exit status)`` for an exception that ended the command ``prog`` (see the module docstring)."""
+    if isinstance(err, ImportError):
+        name = (getattr(err, "name", None) or "").split(".")[0]
+        msg = str(err)
+        if "comes with pip install" not in msg and name in _EXTRA_OF_MODULE:
+            msg = f"{name} is not installed; it comes with pip install 'gensim-jax[{_EXTRA_OF_MODULE[name]}]'"
+        return f"{prog}: error: {one_line(msg)}", 2
+    if isinstance(err, OSError) and not str(err).startswith(("[Errno", "Errno")) and str(err):
+        return f"{prog}: error: {one_line(err)}", 2
+    if isinstance(err, OSError):  # e.g. [Errno 13] Permission denied: 'x': name the file and the reason
+        what = err.filename if err.filename is not None else ""
+        reason = err.strerror or type(err).__name__
+        return f"{prog}: error: {what}{': ' if what else ''}{reason}", 2
+    if isinstance(err, SyntaxError):  # an experiment file given by path
+        where = ":".join(str(x) for x in (err.filename, err.lineno) if x is not None)
+        return f"{prog}: error: {where}: {err.msg} (a syntax error in that file)", 2
+    # the package's own error classes (CheckpointRestoreError, ...) are raised on purpose, with a message
+    own = type(err).__module__.startswith("gensim_jax.")
+    if own or isinstance(err, (ValueError, TypeError, KeyError, LookupError)):
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        return f"{prog}: error: {one_line(msg)}", 2
+    how = f"--debug or {DEBUG_ENV}=1"
+    return (
+        f"{prog}: internal error: {type(err).__name__}: {one_line(err)} (run again with {how} for the traceback)",
+        1,
+    )
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors():
+    """Make argparse's errors one line (``PROG: error: MESSAGE (see PROG --help)``) instead of usage + error."""
+
+    def error(self, message):  # noqa: ANN001 - argparse's signature
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = error
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original
+
+
+def run_command(
+    fn: Callable[[list], Optional[int]], argv: Sequence[str], prog: str, *, debug: Optional[bool] = None
+) -> int:
+    """Run ``fn(argv)`` as the command ``prog``; any exception ends as one line on stderr and a non-zero status.
+
+    ``--debug`` in ``argv`` (removed before ``fn`` sees it) or ``GENSIM_JAX_DEBUG=1`` lets the
+    exception propagate with its traceback.  ``SystemExit`` (argparse, ``--help``) passes through,
+    argparse's errors shortened to one line; Ctrl-C is exit status 130 with one line.
+    """
+    argv = list(argv)
+    if debug is None:
+        debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    with _one_line_usage_errors():
+        try:
+            return int(fn(argv) or 0)
+        except SystemExit:
+            raise
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+            return 130
+        except Exception as err:  # noqa: BLE001 - the point: no traceback for the user
+            if debug:
+                raise
+            line, status = error_line(prog, err)
+            print(line, file=sys.stderr, flush=True)
+            return status

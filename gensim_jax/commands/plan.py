@@ -1,0 +1,228 @@
+"""``gensim-jax plan EXPERIMENT [--config NAME] [--set ...] [--objective ARM] --topology T``.
+
+:func:`main` resolves ``EXPERIMENT --config NAME --set ...`` (as ``gensim-jax train`` does) into a
+``build(global_batch, fsdp) -> StepBuild`` (the runner's step, the abstract state/batch/objective,
+its shardings) and the config's global batch, then calls :func:`run_plan_command`, which compiles it
+for the topology with :mod:`gensim_jax.planning` and prints the report; :func:`report_plan` adds the
+arm, the overrides and the resolved config.  Errors are one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Optional, Sequence, TextIO
+
+from gensim_jax import experiments as registry
+from gensim_jax.commands.train import experiments_epilog, resolve_config
+from gensim_jax.config import ConfigError
+from gensim_jax.planning.chips import chip_table_markdown
+from gensim_jax.planning.max_batch import max_global_batch
+from gensim_jax.planning.plan import plan_step
+from gensim_jax.planning.report import fmt_bytes
+from gensim_jax.planning.topology import PlannerSetupError, parse_topology
+
+__all__ = ["add_plan_arguments", "main", "report_plan", "run_plan_command"]
+
+
+def add_plan_arguments(parser) -> None:
+    """Add the ``plan`` options to an ``argparse`` (sub)parser."""
+    parser.add_argument("--topology", default=None, help="target, e.g. v5e:16x16, v4:2x2x2, h100:8x8 (hosts x GPUs)")
+    parser.add_argument("--batch-size", type=int, default=None, help="global batch (default: the config's)")
+    parser.add_argument("--fsdp", type=int, default=1, help="size of the FSDP mesh axis (1: parameters replicated)")
+    parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    parser.add_argument(
+        "--max-batch",
+        action="store_true",
+        help="bisect over compiles for the largest global batch that fits, with and without FSDP",
+    )
+    parser.add_argument("--chips", action="store_true", help="print the chip table with the source of every figure")
+
+
+def run_plan_command(
+    build: Callable,
+    global_batch: int,
+    *,
+    topology: Optional[str],
+    fsdp: int = 1,
+    as_json: bool = False,
+    max_batch: bool = False,
+    chips: bool = False,
+    experiment: str = "",
+    config: str = "",
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
+) -> int:
+    """Plan ``build(global_batch, fsdp)`` on ``topology`` and print the report; returns the exit status.
+
+    Bad input (unknown topology, a batch the device count does not divide, a missing compiler
+    plugin) prints one line on ``err`` and returns 2.  With ``max_batch`` the report is the
+    bisection's result without and with FSDP over all devices.
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        if chips:
+            print(chip_table_markdown(), file=out)
+            return 0
+        if not topology:
+            raise ValueError("--topology is required, e.g. --topology v5e:4x4 or --topology h100:8x8 (hosts x GPUs)")
+        topo = parse_topology(topology)
+        if max_batch:
+            res = {}
+            for f in (1, topo.num_devices):
+                res["fsdp" if f > 1 else "no_fsdp"] = max_global_batch(
+                    build, topo, fsdp=f, start=global_batch, experiment=experiment, config=config
+                )
+            if as_json:
+                print(
+                    json.dumps(
+                        {"topology": topo.name, "experiment": experiment, "config": config, **res}, default=float
+                    ),
+                    file=out,
+                )
+            else:
+                for k, r in res.items():
+                    what = " ".join(x for x in (experiment, config and f"--config {config}") if x)
+                    print(
+                        f"{topo.name} {what}, {k.replace('_', ' ')} (fsdp axis {r['fsdp']}): "
+                        f"largest global batch that fits {r['max_global_batch']:,} ({r['per_device']:,} per device); "
+                        f"{len(r['trials'])} compiles in {r['seconds']:.0f} s"
+                        + ("; still fits at the search limit" if r["fits_at_limit"] else ""),
+                        file=out,
+                    )
+                    for t in r["trials"]:
+                        print(
+                            f"  B={t['global_batch']:>9,}  {'fits' if t['fits'] else 'does not fit':<13} "
+                            f"{fmt_bytes(t['memory_per_device_bytes'])} per device",
+                            file=out,
+                        )
+            return 0
+        sb = build(global_batch, fsdp)
+        rep = plan_step(
+            sb.fn,
+            sb.args,
+            topology=topo,
+            shardings=sb.shardings,
+            fsdp=fsdp,
+            donate_argnums=sb.donate_argnums,
+            experiment=experiment,
+            config=config,
+        )
+        print(rep.to_json() if as_json else rep.to_text(), file=out)
+        return 0
+    except (ValueError, PlannerSetupError) as e:
+        print(f"gensim-jax plan: {str(e).splitlines()[0]}", file=err)
+        return 2
+
+
+def report_plan(
+    run: Callable, experiment: str, config, *, arm, overrides: Sequence[str], as_json: bool, chips: bool = False
+) -> int:
+    """Run ``run(out)`` (a ``gensim-jax plan`` report written to ``out``) and say what was planned.
+
+    The report gains the arm that was compiled, the ``--set`` overrides as given and the resolved
+    config: JSON fields ``arm``, ``overrides`` and ``resolved_config`` (``config`` stays the config's
+    name); in text, a line before the report and the config's fields after it.
+    """
+    import dataclasses
+    import io
+
+    from gensim_jax.jsonable import to_jsonable
+
+    buf = io.StringIO()
+    status = run(buf)
+    text = buf.getvalue()
+    if status != 0 or chips:
+        sys.stdout.write(text)
+        return status
+    resolved = to_jsonable(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config))
+    overrides = list(overrides)
+    if as_json:
+        report = json.loads(text)
+        report.update(arm=arm, overrides=overrides, resolved_config=resolved)
+        print(json.dumps(report))
+        return status
+    print(f"planned {experiment}, arm {arm}; --set overrides: {' '.join(overrides) if overrides else 'none'}")
+    sys.stdout.write(text)
+    print("\nresolved config:")
+    from gensim_jax.config import flatten
+
+    fields = flatten(resolved)  # dotted names through the sections, as --set takes them
+    width = max((len(k) for k in fields), default=0)
+    for key, value in fields.items():
+        print(f"  {key:<{width}}  {json.dumps(value)}")
+    return status
+
+
+def main(argv=None) -> int:
+    """Entry point of ``gensim-jax plan EXPERIMENT [--config NAME] [--set ...] [--objective ARM] --topology T``.
+
+    Compiles the runner's own training step (:func:`gensim_jax.training.runner.abstract_step_inputs`)
+    for a TPU or GPU topology without its hardware and prints the memory / FLOPs / collectives /
+    roofline report (:mod:`gensim_jax.planning`).  Errors are one line on stderr and exit status 2.
+    """
+    from gensim_jax import planning
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="gensim-jax plan",
+        description=main.__doc__.removeprefix("Entry point of ").split("\n\n")[0].replace("``", ""),
+        epilog=experiments_epilog(registry.available()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("experiment", metavar="EXPERIMENT", help="an experiment name or the path of a .py file")
+    parser.add_argument("--config", default=None, help="config variant (default: paper, else the first)")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override config fields, as for train",
+    )
+    parser.add_argument("--objective", default=None, metavar="ARM", help="the arm to plan (default: the first)")
+    add_plan_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        experiment = registry.load(args.experiment)
+        args.config = args.config or experiment.default_config()
+        args.model = None
+        arm = args.objective
+        args.objective = []
+        config = resolve_config(args, experiment)
+        if arm is not None and arm not in experiment.arms(config):
+            raise ConfigError(
+                f"--objective {arm!r} is not an arm of this config; arms: "
+                f"{', '.join(map(str, experiment.arms(config)))}"
+            )
+    except (ValueError, TypeError) as err:
+        print(f"gensim-jax plan: {err}", file=sys.stderr)
+        return 2
+    from gensim_jax.training import runner
+
+    def build(global_batch: int, fsdp: int):
+        fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
+        return planning.StepBuild(fn=fn, args=inputs)
+
+    return report_plan(
+        lambda out: run_plan_command(
+            build,
+            args.batch_size or config.batch_size,
+            topology=args.topology,
+            fsdp=args.fsdp,
+            as_json=args.json,
+            max_batch=args.max_batch,
+            chips=args.chips,
+            experiment=experiment.name,
+            config=args.config,
+            out=out,
+        ),
+        experiment.name,
+        config,
+        arm=arm if arm is not None else str(experiment.arms(config)[0]),
+        overrides=args.set,
+        as_json=args.json,
+        chips=args.chips,
+    )
