@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gensim_jax.evaluation import hierarchy  # noqa: E402
 from gensim_jax.evaluation.statistics import t_interval, welch_test  # noqa: E402
 
 MAPS = ("raw", "exp", "unit", "standardized")
@@ -169,7 +170,7 @@ def evaluate_exports(workdir: Path, arms) -> dict:
         r, per_run = 0, []
         while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
             model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
-            emb = exp.model_embedding(model, variables, images, config.eval.batch_size)
+            emb = hierarchy.model_embedding(model, variables, images, config.eval.batch_size)
             per_run.append(exp.evaluate_embedding(emb, labels, config))
             r += 1
         if per_run:
@@ -200,7 +201,7 @@ def cosine_by_depth(workdir: Path, arm: str) -> list:
     per_run, r = [], 0
     while (workdir / arm / f"run{r}" / "export" / "variables.msgpack").is_file():
         model, variables, _ = load_exported(workdir / arm / f"run{r}" / "export")
-        z = exp.model_embedding(model, variables, images, config.eval.batch_size).astype(np.float64)
+        z = hierarchy.model_embedding(model, variables, images, config.eval.batch_size).astype(np.float64)
         z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
         cos = z @ z.T
         per_run.append([float(cos[(pair == v) & off].mean()) for v in values])

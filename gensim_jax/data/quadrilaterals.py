@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 import numpy as np
@@ -17,7 +18,27 @@ import numpy as np
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.stimuli import quadrilaterals as quads
 
-__all__ = ["arm_batches", "training_source"]
+__all__ = ["DataConfig", "arm_batches", "check_data_config", "training_source"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """``data`` of the quadrilaterals experiment: the rendered training quadrilaterals; ``train_variants``: the paper's 11 references, or more of
+    the generative model with deviants (each with its own 22 features, labelled as its reference)."""
+
+    image_size: int = 224
+    num_train_images: int = 11_000  # ours: 1,000 per shape (the paper does not give the number)
+    train_variants: tuple[str, ...] = ("reference",)
+    rotation_range_deg: tuple[float, float] = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
+    scale_range: tuple[float, float] = (0.85, 1.15)  # covers the test scales 0.875..1.125
+    augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
+
+
+def check_data_config(data: DataConfig) -> None:
+    """``ValueError`` naming the ``data.`` field when the section is out of range (before anything is rendered)."""
+    variants = data.train_variants
+    if not variants or any(v not in quads.VARIANT_NAMES for v in variants):
+        raise ValueError(f"data.train_variants must be a non-empty subset of {quads.VARIANT_NAMES}, got {variants}")
 
 
 def training_source(data: Any, seed: int) -> GreyImageSource:

@@ -35,6 +35,7 @@ from gensim_jax._extras import require
 from gensim_jax.data.indexing import derive_key, stateless_uniform
 
 __all__ = [
+    "labelled_batches",
     "NUM_CLASSES",
     "make_pools",
     "compose",
@@ -529,3 +530,13 @@ def evaluation_sets(splits: Mapping) -> dict:
         ex = splits[split].examples(np.arange(len(splits[split])))
         out[name] = (preprocess(ex["image"]), ex["label"])
     return out
+
+
+def labelled_batches(source, seed: int, shard):
+    """``position -> iterator`` of this process's rows (``shard``, a :class:`~gensim_jax.parallel.HostShard`) of the
+    training batches of ``source`` (``image`` uint8, ``label`` int32, ``mask``); the training step scales the
+    images to ``[0, 1]`` (``preprocess="unit"``)."""
+    from gensim_jax.data.streams import stream
+
+    labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
+    return lambda position: ({**b, "label": b["label"].astype(np.int32)} for b in labelled(position))

@@ -45,6 +45,8 @@ from gensim_jax.preprocessing import normalize_uint8
 from gensim_jax.stimuli.hierarchy import balanced_tree, hierarchy_images
 
 __all__ = [
+    "experiment_results",
+    "model_embedding",
     "NAME",
     "DecodingResult",
     "HierarchyStimuli",
@@ -304,6 +306,30 @@ def summarize_runs(per_run: list) -> dict:
     for key in ("score_uniform", "score_majority"):
         out[key], out[key + "_std"] = mean_std([run[key] for run in per_run])
     return out
+
+
+def experiment_results(evaluations: Mapping[str, list], labels: np.ndarray, num_classes: int) -> dict:
+    """The results of a run of ``imagenet_hierarchy``: ``summary`` (:func:`summarize_runs` per row: baselines
+    and arms), ``per_run`` (``evaluations``) and the held-out set's size and label counts."""
+    labels = np.asarray(labels)
+    return {
+        "num_classes": int(num_classes),
+        "num_eval_images": int(len(labels)),
+        "eval_label_counts": np.bincount(labels, minlength=int(num_classes)).tolist(),
+        "summary": {name: summarize_runs(per_run) for name, per_run in evaluations.items()},
+        "per_run": dict(evaluations),
+    }
+
+
+def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
+    """``(N, D)``: :func:`~gensim_jax.evaluation.embed.embed_images` (penultimate layer) of uint8 ``images``
+    (:func:`as_model_input`), in chunks of at most 2,000 images."""
+    from gensim_jax.evaluation.embed import embed_images
+
+    out = []
+    for start in range(0, len(images), 2000):
+        out.append(embed_images(model, variables, as_model_input(images[start : start + 2000]), batch_size=batch_size))
+    return np.concatenate(out)
 
 
 def format_table(results: dict) -> str:

@@ -42,6 +42,7 @@ Over runs: :func:`summarize` (graded and argmax summaries, temperatures, regress
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,8 @@ from gensim_jax.evaluation.sable_meyer import (
 from gensim_jax.stimuli import quadrilaterals as quads
 
 __all__ = [
+    "EvalConfig",
+    "check_eval_config",
     "CHANCE_ERROR_RATE",
     "NAME",
     "GradedReadout",
@@ -106,6 +109,28 @@ NAME = "oddball"
 # ------------------------------------------------------------------------------------------------
 # the test set
 # ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """``eval`` of the quadrilaterals experiment: the seeded oddball test (:func:`test_trials`) and its read-outs."""
+
+    seed: int = 0
+    trials_per_condition: int = 10  # 11 shapes x 4 deviants x 10 = 440 trials
+    batch_size: int = 128
+    every: int = 0  # ours: > 0 evaluates both read-outs every so many steps (the learning curve)
+    readout_target_error: Optional[float] = None  # graded read-out's mean error; None: the humans' 0.249
+
+
+def check_eval_config(ev: EvalConfig) -> None:
+    """``ValueError`` naming the ``eval.`` field when the section is out of range."""
+    if ev.every < 0:
+        raise ValueError(f"eval.every must be >= 0 (0: no evaluation during training), got {ev.every}")
+    t = ev.readout_target_error
+    if t is not None and not 0 < t < CHANCE_ERROR_RATE:
+        raise ValueError(f"eval.readout_target_error must lie in (0, 5/6) or be null (the humans' mean), got {t}")
+    if ev.trials_per_condition < 1:
+        raise ValueError(f"eval.trials_per_condition must be >= 1, got {ev.trials_per_condition}")
 
 
 class OddballTrials(NamedTuple):

@@ -822,6 +822,7 @@ def _run_hierarchy_entry(ih, enc, untrained, meta, evaluation, label, resamples,
     decoded as the run does (``model_embedding``, ``eval.folds``, ``eval.seed``), its numbers from ``evaluation``;
     ``ih`` is the ``imagenet_hierarchy`` experiment module."""
     from gensim_jax.data.hierarchy import class_tree
+    from gensim_jax.evaluation.hierarchy import model_embedding
 
     config = ih.EXPERIMENT.config_from_dict(meta["run_config"])
     data = ih.EXPERIMENT.prepare(config, training=False)
@@ -838,7 +839,7 @@ def _run_hierarchy_entry(ih, enc, untrained, meta, evaluation, label, resamples,
     ids = tuple(f"hierarchy/{i:05d}" for i in range(len(data.labels)))
     stim = ProtocolStimuli("hierarchy", ids, data.images, (np.asarray(data.labels, np.int64), tree, nodes), settings)
     rows = {
-        label: ih.model_embedding(enc.model, enc.variables, data.images, config.eval.batch_size),
+        label: model_embedding(enc.model, enc.variables, data.images, config.eval.batch_size),
         "pixels": _pixels(data.images),
         f"{meta['model']} (untrained)": untrained(data.images),
     }

@@ -28,7 +28,8 @@ and scipy on plain numbers.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+import dataclasses
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -36,6 +37,8 @@ from gensim_jax.evaluation.plotting import figure, save_figure
 from gensim_jax.evaluation.statistics import t_interval
 
 __all__ = [
+    "RunData",
+    "per_run_rows",
     "NAME",
     "plot",
     "CENTRE_METRICS",
@@ -419,3 +422,66 @@ def initial_losses(experiment, config, data=None, *, num_batches: int = 10) -> l
                 values[key].append(float(v))
         rows.append({"seed": seed, **{k: float(np.mean(v)) for k, v in values.items()}})
     return rows
+
+
+@dataclasses.dataclass
+class RunData:
+    """What every run of the experiment shares: the three splits (:func:`gensim_jax.data.spurious_digits.make_splits`),
+    the composed test sets (:func:`~gensim_jax.data.spurious_digits.evaluation_sets`), the seconds they took,
+    and one compiled predictor and embedder per model."""
+
+    splits: dict
+    sets: dict
+    seconds: float
+    predictors: dict = dataclasses.field(default_factory=dict)
+    embedders: dict = dataclasses.field(default_factory=dict)
+    train_set: Optional[tuple] = None
+
+    def centre_train_set(self, limit: int) -> tuple:
+        """``(images, labels)`` of at most ``limit`` evenly spaced training examples (the nearest-centre
+        read-out's centres; the whole split when it is smaller), composed once."""
+        if self.train_set is None or len(self.train_set[1]) != min(limit, len(self.splits["train"])):
+            from gensim_jax.data.spurious_digits import preprocess
+
+            train = self.splits["train"]
+            index = np.unique(np.linspace(0, len(train) - 1, min(int(limit), len(train))).astype(np.int64))
+            ex = train.examples(index)
+            self.train_set = (preprocess(ex["image"]), ex["label"])
+        return self.train_set
+
+    def embedder(self, model, batch_size: int):
+        """One :func:`make_embedder` per model."""
+        key = (model, batch_size)
+        try:
+            if key not in self.embedders:
+                self.embedders[key] = make_embedder(model, batch_size)
+            return self.embedders[key]
+        except TypeError:  # an unhashable module
+            return make_embedder(model, batch_size)
+
+    def predictor(self, model, batch_size: int):
+        """One :func:`make_predictor` per model (compiled once for all runs)."""
+        key = (model, batch_size)
+        try:
+            if key not in self.predictors:
+                self.predictors[key] = make_predictor(model, batch_size)
+            return self.predictors[key]
+        except TypeError:  # an unhashable module
+            return make_predictor(model, batch_size)
+
+
+def per_run_rows(lambdas: Mapping[str, float], evaluations: Mapping, training: Mapping) -> dict:
+    """``{lambda (str): [row per run]}``: each run's evaluation (:func:`evaluate`, :func:`evaluate_centres`) beside its
+    training record (seed, seconds, losses) and, when the record has the runner's ``eval/`` lines, the learning
+    curve; ``lambdas`` maps the arm names to their lambdas (``evaluations`` and ``training`` are keyed by arm)."""
+    per_run: dict = {}
+    for arm, lam in lambdas.items():
+        rows = per_run.setdefault(f"{lam:g}", [])
+        for acc, record in zip(evaluations.get(arm, []), training.get(arm, [])):
+            row = {"seed": record["seed"], **acc, "seconds": record["seconds"]}
+            row.update(final_loss=record["final_loss"], losses=record["losses"])
+            if "evals" in record:  # the runner's eval/ lines, when it passes them on
+                keys = ("id_accuracy", "ood_accuracy")
+                row["curve"] = [{"step": m["step"], **{k: m[f"eval/{k}"] for k in keys}} for m in record["evals"]]
+            rows.append(row)
+    return per_run

@@ -29,10 +29,8 @@ import numpy as np
 
 from gensim_jax.config import with_overrides
 from gensim_jax.data import hierarchy as hierarchy_data
-from gensim_jax.data.hierarchy import ImageNetNotPrepared
 from gensim_jax.evaluation import hierarchy
-from gensim_jax.evaluation.embed import embed_images
-from gensim_jax.evaluation.hierarchy import as_model_input, format_table, pixel_embedding
+from gensim_jax.evaluation.hierarchy import format_table, pixel_embedding
 from gensim_jax.experiments import _table_arms
 from gensim_jax.kernels.hierarchy import log_similarity_table
 from gensim_jax.kernels.targets import TABLE_TRANSFORMS, transform_table
@@ -180,14 +178,6 @@ def heldout_images(config: Config) -> tuple[np.ndarray, np.ndarray]:
     return hierarchy_data.heldout_images(config.data, config.eval, tree, nodes, attribute_seed=config.seed)
 
 
-def model_embedding(model, variables, images: np.ndarray, batch_size: int) -> np.ndarray:
-    """``embed_images`` (penultimate layer) of the held-out images, in chunks of at most 2,000 images."""
-    out = []
-    for start in range(0, len(images), 2000):
-        out.append(embed_images(model, variables, as_model_input(images[start : start + 2000]), batch_size=batch_size))
-    return np.concatenate(out)
-
-
 def evaluate_embedding(embeddings: np.ndarray, labels: np.ndarray, config: Config) -> dict:
     """:func:`~gensim_jax.evaluation.hierarchy.evaluate_embedding` on the config's class tree."""
     tree, nodes = hierarchy_data.class_tree(config.data)
@@ -270,7 +260,7 @@ class ImagenetHierarchy(ImageExperiment):
         batch_kw = {"data": config.data, "simclr": config.objectives.simclr}
 
         def evaluate(model, variables, seed):
-            emb = model_embedding(model, variables, data.images, config.eval.batch_size)
+            emb = hierarchy.model_embedding(model, variables, data.images, config.eval.batch_size)
             return evaluate_embedding(emb, data.labels, config)
 
         return self.image_arm(
@@ -297,15 +287,8 @@ class ImagenetHierarchy(ImageExperiment):
         }
 
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        _, nodes = hierarchy_data.class_tree(config.data)
-        return {
-            "num_classes": int(len(nodes)),
-            "num_eval_images": int(len(data.labels)),
-            "eval_label_counts": np.bincount(data.labels, minlength=len(nodes)).tolist(),
-            "summary": {name: hierarchy.summarize_runs(per_run) for name, per_run in evaluations.items()},
-            "per_run": evaluations,
-            "training": training,
-        }
+        num_classes = len(hierarchy_data.class_tree(config.data)[1])
+        return {**hierarchy.experiment_results(evaluations, data.labels, num_classes), "training": training}
 
     def plot(self, results: dict, path) -> None:
         hierarchy.plot_hierarchy_summary(results, path)
@@ -315,22 +298,3 @@ class ImagenetHierarchy(ImageExperiment):
 
 
 EXPERIMENT = ImagenetHierarchy()
-
-__all__ = [
-    "CONFIGS",
-    "Config",
-    "Data",
-    "EXPERIMENT",
-    "ImageNetNotPrepared",
-    "ImagenetHierarchy",
-    "OBJECTIVES",
-    "TARGET_TRANSFORMS",
-    "evaluate_embedding",
-    "format_table",
-    "gensim_target",
-    "heldout_images",
-    "hierarchy_log_table",
-    "make_objective",
-    "model_embedding",
-    "model_kwargs",
-]

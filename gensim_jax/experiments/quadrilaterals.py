@@ -1,24 +1,12 @@
 """Experiment: quadrilateral shape regularity (paper Sec. 3.1, Fig. 2, Appendix L).
 
-A CORnet is trained on the 11 reference quadrilaterals of Sable-Meyer et al. (2021) (continuous
-rotations and scalings, the test grid held out: :mod:`gensim_jax.data.quadrilaterals`) with one
-of three arms, then tested on the seeded oddball trials with
-:mod:`gensim_jax.evaluation.oddball` (the pooled IT output, 512-d, as the embedding):
+A CORnet is trained on the 11 reference quadrilaterals (:mod:`gensim_jax.data.quadrilaterals`) with
+one of three arms and tested on the seeded oddball trials (:mod:`gensim_jax.evaluation.oddball`):
 ``gensim`` regresses ``||z_i - z_j||`` onto the distance of the 22 geometric features (the limit of
-the Beta-Bernoulli generative similarity, paper Eq. I10); ``supervised`` is cross entropy on the
-11 shapes (appended to the 1000-way read-out of a pretrained CORnet-S); ``simclr`` is InfoNCE on
-two augmented views. Reported per model: error per shape (Fig. 2B), Spearman rho(9) with the
-irregularity rank, correlations with human and baboon error rates and the t-test across runs
-(Fig. 2C), by the paper's argmax read-out and a graded one (``summary``, the headline); ``pixels``,
-``initial`` (and ``pretrained``) rows are baselines.
-
-Configs: ``paper`` (CORnet-S at 224 px, Adam 5e-4, supervised 5e-6, 13 epochs, 10 runs; fine-tune
-with ``--set model.pretrained=cornet_s-1d3f7974.pth``), ``cpu_small`` (CORnet-Z from scratch at
-64 px, minutes on 2 CPU cores), ``curve``, ``deviants``, ``demo`` and ``demo_supervised`` (``make
-demo``). Sections: ``model``, ``data``, ``objectives.{gensim,supervised,simclr}`` (each with its own
-``learning_rate``, None: ``optim.learning_rate``), ``eval``, ``optim``; ``arms`` selects the arms.
-docs/api/experiment_quadrilaterals.md has the details; run with ``gensim-jax train quadrilaterals
---config cpu_small`` (``python -m train`` in a checkout).
+the Beta-Bernoulli generative similarity, paper Eq. I10); ``supervised`` is cross entropy on the 11
+shapes; ``simclr`` is InfoNCE on two augmented views. Configs: ``paper`` (CORnet-S at 224 px; fine-tune
+with ``--set model.pretrained=cornet_s-1d3f7974.pth``), ``cpu_small``, ``curve``, ``deviants``, ``demo``
+and ``demo_supervised`` (``make demo``); docs/api/experiment_quadrilaterals.md has the details.
 """
 
 from __future__ import annotations
@@ -29,14 +17,15 @@ from typing import Optional
 import numpy as np
 
 from gensim_jax.config import with_overrides
-from gensim_jax.data.quadrilaterals import arm_batches, training_source
+from gensim_jax.data.quadrilaterals import DataConfig, arm_batches, check_data_config, training_source
 from gensim_jax.data.sources import GreyImageSource
 from gensim_jax.evaluation import oddball
 from gensim_jax.evaluation.embed import encoder
+from gensim_jax.evaluation.oddball import EvalConfig
 from gensim_jax.models import get_model
 from gensim_jax.stimuli import quadrilaterals as quads
 from gensim_jax.training import CrossEntropy, DistanceRegression, NTXent
-from gensim_jax.training.experiment import Arm, ArmConfig, ImageExperiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import ArmConfig, ImageExperiment, OptimConfig, TrainConfig
 
 OBJECTIVES = ("gensim", "supervised", "simclr")
 PRETRAINED_NOTE = (
@@ -55,24 +44,6 @@ class ModelConfig:
     name: str = "cornet_s"
     cornet_times: Optional[tuple[int, int, int]] = None  # CORnet-S recurrent steps (V2, V4, IT); reference (2, 4, 2)
     pretrained: Optional[str] = None  # PyTorch CORnet-S checkpoint (.pth / .safetensors) to fine-tune
-
-
-@dataclasses.dataclass(frozen=True)
-class DataConfig:
-    """``data``: the rendered training quadrilaterals.
-
-    Which quadrilaterals training draws (``train_variants``): the paper trains on the 11 references
-    only; adding the deviants (``deviant_1``..``deviant_4``, each with its own 22 features and, for
-    ``supervised``, its reference's label) trains on more of the generative model, at poses that
-    stay off the test grid.
-    """
-
-    image_size: int = 224
-    num_train_images: int = 11_000  # ours: 1,000 per shape (the paper does not give the number)
-    train_variants: tuple[str, ...] = ("reference",)
-    rotation_range_deg: tuple[float, float] = (-30.0, 30.0)  # covers the test rotations +-25 (held out exactly)
-    scale_range: tuple[float, float] = (0.85, 1.15)  # covers the test scales 0.875..1.125
-    augment: str = "auto"  # SimCLR views: "host" (TensorFlow in tf.data), "device" (in the step), "auto" (by backend)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,17 +83,6 @@ class Objectives:
 
 
 @dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    """``eval``: the seeded oddball test and its read-outs."""
-
-    seed: int = 0
-    trials_per_condition: int = 10  # 11 shapes x 4 deviants x 10 = 440 trials
-    batch_size: int = 128
-    every: int = 0  # ours: > 0 evaluates both read-outs every so many steps (the learning curve)
-    readout_target_error: Optional[float] = None  # graded read-out's mean error; None: the humans' 0.249
-
-
-@dataclasses.dataclass(frozen=True)
 class Config(TrainConfig):
     """Appendix L: CORnet-S, Adam (5e-4 GenSim/SimCLR, 5e-6 supervised), 13 epochs, 10 runs."""
 
@@ -137,101 +97,57 @@ class Config(TrainConfig):
     eval: EvalConfig = EvalConfig()
 
 
+# fmt: off
 CONFIGS = {
     "paper": Config(),
     # CORnet-Z from scratch at 64 x 64, 2,200 images, 2 runs of each objective; minutes on 2 CPU cores.
     # From scratch every objective uses Adam 1e-3 (5e-6 is a fine-tuning rate).
-    "cpu_small": with_overrides(
-        Config(),
-        {
-            "num_runs": 2,
-            "model.name": "cornet_z",
-            "data.image_size": 64,
-            "data.num_train_images": 2_200,
-            "num_steps": 120,
-            "batch_size": 32,
-            "optim.learning_rate": 1e-3,
-            "objectives.supervised.learning_rate": None,
-            "objectives.simclr.projection_dims": (256, 64),
-            "objectives.simclr.crop_scale": (0.3, 1.0),
-            "eval.trials_per_condition": 10,
-            "eval.batch_size": 220,
-            "checkpoint_every": 10_000,
-        },
-    ),
+    "cpu_small": with_overrides(Config(), {
+        "num_runs": 2, "num_steps": 120, "batch_size": 32, "checkpoint_every": 10_000,
+        "model.name": "cornet_z", "data.image_size": 64, "data.num_train_images": 2_200,
+        "optim.learning_rate": 1e-3, "objectives.supervised.learning_rate": None,
+        "objectives.simclr.projection_dims": (256, 64), "objectives.simclr.crop_scale": (0.3, 1.0),
+        "eval.trials_per_condition": 10, "eval.batch_size": 220,
+    }),
 }
 #: The learning curves of docs/results/quadrilaterals.md: CORnet-Z at 64 x 64, 6,600 images, 500 steps
 #: of 32, both read-outs every 125 steps; GenSim and the supervised baseline, 5 runs (the results ran
 #: one process per seed: ``--set seed=S num_runs=1``; scripts/quadrilaterals_curve.py reads them).
-CONFIGS["curve"] = with_overrides(
-    CONFIGS["cpu_small"],
-    {
-        "arms": ("gensim", "supervised"),
-        "num_runs": 5,
-        "num_steps": 500,
-        "data.num_train_images": 6_600,
-        "eval.every": 125,
-    },
-)
+CONFIGS["curve"] = with_overrides(CONFIGS["cpu_small"], {
+    "arms": ("gensim", "supervised"), "num_runs": 5, "num_steps": 500, "data.num_train_images": 6_600,
+    "eval.every": 125,
+})
 #: Training on more of the generative model (docs/results/quadrilaterals.md): as ``curve``, with half
 #: of the training images deviants (each with its own 22 features; the test images stay held out),
 #: 1,000 steps, 3 runs (the results ran one process per seed: ``--set seed=S num_runs=1``).
-CONFIGS["deviants"] = with_overrides(
-    CONFIGS["curve"],
-    {
-        "num_runs": 3,
-        "num_steps": 1000,
-        "eval.every": 250,
-        "data.train_variants": ("reference",) * 4 + ("deviant_1", "deviant_2", "deviant_3", "deviant_4"),
-    },
-)
-#: ``make demo``: the human / baboon double dissociation of Fig. 2C in minutes on 2 CPU cores, as two
-#: configs (one process each; ``scripts/quadrilaterals_curve.py`` pools them into one table). GenSim
-#: (``demo``): as ``deviants``, made cheaper: 48 x 48 images, 800 steps with a 50-step warm-up and
-#: cosine decay from 2e-3 (instead of 1,000 at a constant 1e-3), and a quarter of the training
-#: images deviants (the same-shape reference pairs that teach invariance to rotation and scale are
-#: then about twice as frequent in a batch). The supervised baseline (``demo_supervised``): the
-#: same network, schedule and length on the paper's training set, the 11 references (with the
-#: deviants labelled as their reference it becomes invariant to them and its oddball error nears
-#: chance; docs/results/quadrilaterals.md). 3 runs each, evaluated once at the end; docs/results
-#: holds 5 runs. SimCLR, the slowest objective (two augmented views per image), is left to ``cpu_small``.
-CONFIGS["demo"] = with_overrides(
-    CONFIGS["deviants"],
-    {
-        "arms": ("gensim",),
-        "num_runs": 3,
-        "data.image_size": 48,
-        "num_steps": 800,
-        "optim.schedule": "warmup_cosine",
-        "optim.warmup_steps": 50,
-        "optim.learning_rate": 2e-3,
-        "eval.every": 0,
-        "data.train_variants": ("reference",) * 12 + ("deviant_1", "deviant_2", "deviant_3", "deviant_4"),
-    },
-)
+CONFIGS["deviants"] = with_overrides(CONFIGS["curve"], {
+    "num_runs": 3, "num_steps": 1000, "eval.every": 250,
+    "data.train_variants": ("reference",) * 4 + ("deviant_1", "deviant_2", "deviant_3", "deviant_4"),
+})
+#: ``make demo``: Fig. 2C's human / baboon dissociation in minutes on 2 CPU cores, one process per config
+#: (scripts/quadrilaterals_curve.py pools them). ``demo``: ``deviants`` at 48 px, 800 warm-up-cosine steps
+#: from 2e-3, a quarter of the images deviants; ``demo_supervised``: the same on the 11 references
+#: (docs/results/quadrilaterals.md says why each choice).
+CONFIGS["demo"] = with_overrides(CONFIGS["deviants"], {
+    "arms": ("gensim",), "num_runs": 3, "num_steps": 800, "data.image_size": 48, "eval.every": 0,
+    "optim.schedule": "warmup_cosine", "optim.warmup_steps": 50, "optim.learning_rate": 2e-3,
+    "data.train_variants": ("reference",) * 12 + ("deviant_1", "deviant_2", "deviant_3", "deviant_4"),
+})
 CONFIGS["demo_supervised"] = with_overrides(
     CONFIGS["demo"], {"arms": ("supervised",), "data.train_variants": ("reference",)}
 )
+# fmt: on
 
 
 def make_objective(objective: str, config: Config):
     """The :mod:`gensim_jax.training` objective for ``objective``."""
-    if objective == "gensim":
-        return DistanceRegression(
-            input_key="image",
-            feature_key="features",
-            embedding_distance="euclidean",
-            feature_distance="euclidean",
-            exclude_diagonal=config.objectives.gensim.exclude_diagonal,
-        )
+    o = config.objectives
+    if objective == "gensim":  # Euclidean distances of the image embeddings against the "features" (its defaults)
+        return DistanceRegression(exclude_diagonal=o.gensim.exclude_diagonal)
     if objective == "supervised":
         return CrossEntropy(input_key="image", label_key="label")
     if objective == "simclr":
-        return NTXent(
-            temperature=config.objectives.simclr.temperature,
-            variant=config.objectives.simclr.variant,
-            output="projection",
-        )
+        return NTXent(temperature=o.simclr.temperature, variant=o.simclr.variant, output="projection")
     raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
 
 
@@ -290,20 +206,13 @@ class Quadrilaterals(ImageExperiment):
     def validate(self, config: Config) -> Config:
         config = super().validate(config)
         self.check_batch_size(config, config.data.num_train_images)
-        model, variants, ev = config.model, config.data.train_variants, config.eval
+        model, ev = config.model, config.eval
         if not model.name.startswith("cornet_"):
             raise ValueError(f"model.name must be a CORnet (cornet_z, cornet_rt, cornet_s), got {model.name!r}")
         if model.cornet_times is not None and model.name != "cornet_s":
             raise ValueError(f"model.cornet_times applies to cornet_s only, got model.name {model.name!r}")
-        if not variants or any(v not in quads.VARIANT_NAMES for v in variants):
-            raise ValueError(f"data.train_variants must be a non-empty subset of {quads.VARIANT_NAMES}, got {variants}")
-        if ev.every < 0:
-            raise ValueError(f"eval.every must be >= 0 (0: no evaluation during training), got {ev.every}")
-        t = ev.readout_target_error
-        if t is not None and not 0 < t < oddball.CHANCE_ERROR_RATE:
-            raise ValueError(f"eval.readout_target_error must lie in (0, 5/6) or be null (the humans' mean), got {t}")
-        if ev.trials_per_condition < 1:
-            raise ValueError(f"eval.trials_per_condition must be >= 1, got {ev.trials_per_condition}")
+        check_data_config(config.data)
+        oddball.check_eval_config(ev)
         return config
 
     def intro(self, config: Config) -> Optional[str]:
@@ -345,7 +254,13 @@ class Quadrilaterals(ImageExperiment):
         )
 
     def baselines(self, config: Config, data: Data) -> dict:
-        model, variables, name = self._initial(config)
+        """The features themselves, the pixels and the bare encoder before training (``initial``, or ``pretrained``)."""
+        model = get_model(config.model.name, **model_kwargs(None, config))
+        if config.model.pretrained:
+            name, variables = "pretrained", pretrained_variables(None, config, config.seed)
+        else:
+            name, variables = "initial", self.image_arm(None, config, model=model, objective=None, batches=None)
+            variables = variables.init_variables(config.seed)
         target = config.eval.readout_target_error
         return {
             "features": [oddball.readout(data.trials.features, data.trials, target)],
@@ -353,40 +268,23 @@ class Quadrilaterals(ImageExperiment):
             name: [oddball.evaluate(embedding_fn(config, model, variables), data.trials, target)],
         }
 
-    def _initial(self, config: Config) -> tuple:
-        """``(model, variables, name)`` of the untrained (or pretrained) bare encoder, the baseline of every arm."""
-        kw = model_kwargs(None, config)
-        model = get_model(config.model.name, **kw)
-        if config.model.pretrained:
-            return model, pretrained_variables(None, config, config.seed), "pretrained"
-        s = self.image_size(config)
-        return model, Arm(model, None, None, np.zeros((1, s, s, 3), np.float32)).init_variables(config.seed), "initial"
-
     def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        """:func:`~gensim_jax.evaluation.oddball.summarize`: ``summary`` is the headline (graded)
-        read-out, ``summary_argmax`` the paper's rule, ``temperatures`` per model and run."""
-        out = oddball.summarize(evaluations, len(data.trials.images), config.eval.readout_target_error)
-        return {**out, "training": training}
+        """``summary`` is the headline (graded) read-out, ``summary_argmax`` the paper's rule (oddball.summarize)."""
+        return oddball.summarize(evaluations, len(data.trials.images), config.eval.readout_target_error)
 
     def plot(self, results: dict, path) -> None:
         cfg = results["config"]
-        oddball.plot_oddball(
-            results["summary"],
-            path,
-            title=f"Oddball error per shape (graded read-out at the humans' mean error): {cfg['model']['name']}, "
-            f"{cfg['data']['image_size']} px, {cfg['num_runs']} run(s)",
-        )
+        what = f"{cfg['model']['name']}, {cfg['data']['image_size']} px, {cfg['num_runs']} run(s)"
+        title = f"Oddball error per shape (graded read-out at the humans' mean error): {what}"
+        oddball.plot_oddball(results["summary"], path, title=title)
 
     def format_table(self, results: dict) -> str:
         return format_table(results)
 
 
 def format_table(results: dict) -> str:
-    """The Markdown tables of :func:`~gensim_jax.evaluation.oddball.format_table`, with the note on
-    pretrained weights when the run trained from scratch."""
+    """oddball.format_table, with the note on pretrained weights when the run trained from scratch."""
     return oddball.format_table(results, None if results["config"]["model"].get("pretrained") else PRETRAINED_NOTE)
 
 
 EXPERIMENT = Quadrilaterals()
-
-__all__ = ["CONFIGS", "Config", "EXPERIMENT", "OBJECTIVES", "Quadrilaterals", "format_table", "test_trials"]

@@ -27,26 +27,22 @@ import math
 import time
 from typing import Optional
 
-import numpy as np
-
 from gensim_jax.config import with_overrides
 from gensim_jax.data.spurious_digits import (
-    DATA_SOURCES,
-    OOD_MODES,
-    TFDS_DATASETS,
     DataConfig,
     check_data_config,
     evaluation_sets,
+    labelled_batches,
     load_arrays,
     make_splits,
-    preprocess,
 )
 from gensim_jax.evaluation import spurious_digits as protocol
+from gensim_jax.evaluation.spurious_digits import RunData
 from gensim_jax.evaluation.spurious_digits import results_table as format_table
 from gensim_jax.losses.center import SIM_FORMS
 from gensim_jax.models import get_model
 from gensim_jax.training import CenterLoss
-from gensim_jax.training.experiment import HostShard, ImageExperiment, OptimConfig, TrainConfig
+from gensim_jax.training.experiment import ImageExperiment, OptimConfig, TrainConfig
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 10.0, 100.0)
 
@@ -152,15 +148,6 @@ CONFIGS["thesis_mean"] = with_overrides(
 # --------------------------------------------------------------------------------------------
 
 
-def make_batches(source, config: Config, seed: int, shard: HostShard):
-    """``position -> iterator`` of this process's rows (``shard``) of the training batches (``image`` uint8,
-    ``label`` int32, ``mask``); the step scales the images to ``[0, 1]`` (``preprocess="unit"``)."""
-    from gensim_jax.data.streams import stream
-
-    labelled = stream("labelled", source, seed=seed, shard=shard, keys=("label",))
-    return lambda position: ({**b, "label": b["label"].astype(np.int32)} for b in labelled(position))
-
-
 # --------------------------------------------------------------------------------------------
 # Model and objective
 # --------------------------------------------------------------------------------------------
@@ -186,48 +173,6 @@ def lambda_dir(lam: float) -> str:
 def arm_lambdas(config: Config) -> dict:
     """``{arm name: lambda}`` in the order of ``config.lambdas``."""
     return {lambda_dir(lam): float(lam) for lam in config.lambdas}
-
-
-@dataclasses.dataclass
-class Data:
-    """What every run shares: the three splits, the composed test sets, one compiled predictor."""
-
-    splits: dict
-    sets: dict
-    seconds: float
-    predictors: dict = dataclasses.field(default_factory=dict)
-    embedders: dict = dataclasses.field(default_factory=dict)
-    train_set: Optional[tuple] = None
-
-    def centre_train_set(self, limit: int) -> tuple:
-        """``(images, labels)`` of at most ``limit`` evenly spaced training examples (the nearest-centre
-        read-out's centres; the whole split when it is smaller), composed once."""
-        if self.train_set is None or len(self.train_set[1]) != min(limit, len(self.splits["train"])):
-            train = self.splits["train"]
-            index = np.unique(np.linspace(0, len(train) - 1, min(int(limit), len(train))).astype(np.int64))
-            ex = train.examples(index)
-            self.train_set = (preprocess(ex["image"]), ex["label"])
-        return self.train_set
-
-    def embedder(self, model, batch_size: int):
-        """One :func:`~gensim_jax.evaluation.spurious_digits.make_embedder` per model."""
-        key = (model, batch_size)
-        try:
-            if key not in self.embedders:
-                self.embedders[key] = protocol.make_embedder(model, batch_size)
-            return self.embedders[key]
-        except TypeError:  # an unhashable module
-            return protocol.make_embedder(model, batch_size)
-
-    def predictor(self, model, batch_size: int):
-        """One :func:`~gensim_jax.evaluation.spurious_digits.make_predictor` per model (compiled once for all runs)."""
-        key = (model, batch_size)
-        try:
-            if key not in self.predictors:
-                self.predictors[key] = protocol.make_predictor(model, batch_size)
-            return self.predictors[key]
-        except TypeError:  # an unhashable module
-            return protocol.make_predictor(model, batch_size)
 
 
 class SpuriousDigits(ImageExperiment):
@@ -274,21 +219,21 @@ class SpuriousDigits(ImageExperiment):
             )
         return config
 
-    def prepare(self, config: Config, training: bool = True) -> Data:
+    def prepare(self, config: Config, training: bool = True) -> RunData:
         t0 = time.perf_counter()
         splits = make_splits(config.data, load_arrays(config.data))
-        return Data(splits, evaluation_sets(splits), time.perf_counter() - t0)
+        return RunData(splits, evaluation_sets(splits), time.perf_counter() - t0)
 
     def arms(self, config: Config) -> tuple:
         return tuple(arm_lambdas(config))
 
-    def num_train_examples(self, config: Config, data: Data) -> int:
+    def num_train_examples(self, config: Config, data: RunData) -> int:
         return len(data.splits["train"])
 
     def image_size(self, config: Config) -> int:
         return 32  # the digits' canvas (seed 003 Sec. 3.1)
 
-    def arm(self, name: str, config: Config, data: Optional[Data]):
+    def arm(self, name: str, config: Config, data: Optional[RunData]):
         lam, b = arm_lambdas(config)[name], config.eval.batch_size
 
         def evaluate(model, variables, seed):
@@ -317,41 +262,20 @@ class SpuriousDigits(ImageExperiment):
                 num_classes=10,
                 sim_reduction=config.objectives.center.sim_reduction,
             ),
-            batches=lambda seed, shard: make_batches(data.splits["train"], config, seed, shard),
+            batches=lambda seed, shard: labelled_batches(data.splits["train"], seed, shard),
             export={"image_size": 32, "preprocess": "unit", "lam": lam},
             evaluate=evaluate,
             periodic_eval=periodic,
         )
 
-    def summarize(self, config: Config, data: Data, evaluations: dict, training: dict) -> dict:
-        per_run: dict = {}
-        for arm, lam in arm_lambdas(config).items():
-            rows = per_run.setdefault(f"{lam:g}", [])
-            for acc, record in zip(evaluations.get(arm, []), training.get(arm, [])):
-                row = {
-                    "seed": record["seed"],
-                    **acc,
-                    "seconds": record["seconds"],
-                    "final_loss": record["final_loss"],
-                    "losses": record["losses"],
-                }
-                if "evals" in record:  # the runner's eval/ lines, when it passes them on
-                    row["curve"] = [
-                        {
-                            "step": m["step"],
-                            "id_accuracy": m["eval/id_accuracy"],
-                            "ood_accuracy": m["eval/ood_accuracy"],
-                        }
-                        for m in record["evals"]
-                    ]
-                rows.append(row)
+    def summarize(self, config: Config, data: RunData, evaluations: dict, training: dict) -> dict:
+        per_run = protocol.per_run_rows(arm_lambdas(config), evaluations, training)
+        synthetic = config.data.source == "synthetic"
         return {
             "experiment": self.name,
-            "data": (
-                "offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
-                if config.data.source == "synthetic"
-                else "tfds mnist on cifar10"
-            ),
+            "data": "offline procedural stand-ins (gensim_jax.data.synthetic_digits), not MNIST/CIFAR-10"
+            if synthetic
+            else "tfds mnist on cifar10",
             "num_train": len(data.splits["train"]),
             "num_test": {k: int(len(v[1])) for k, v in data.sets.items()},
             "summary": protocol.summarize(per_run, config.eval.confidence),
@@ -367,20 +291,3 @@ class SpuriousDigits(ImageExperiment):
 
 
 EXPERIMENT = SpuriousDigits()
-
-__all__ = [
-    "CONFIGS",
-    "Config",
-    "DATA_SOURCES",
-    "EXPERIMENT",
-    "LAMBDAS",
-    "OOD_MODES",
-    "SpuriousDigits",
-    "TFDS_DATASETS",
-    "arm_lambdas",
-    "format_table",
-    "lambda_dir",
-    "make_batches",
-    "make_model",
-    "model_kwargs",
-]

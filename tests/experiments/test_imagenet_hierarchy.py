@@ -196,7 +196,7 @@ def test_paper_config_without_imagenet_fails_with_preparation_steps(tmp_path):
         train_and_evaluate(exp.EXPERIMENT, config, tmp_path / "work", progress=False)
     # the runner writes workdir/config.json before the experiment's data are prepared; nothing else
     assert [p.name for p in (tmp_path / "work").iterdir()] == ["config.json"]
-    assert issubclass(exp.ImageNetNotPrepared, ValueError)  # the CLI prints it as one line
+    assert issubclass(hierarchy_data.ImageNetNotPrepared, ValueError)  # the CLI prints it as one line
 
 
 # ------------------------------------------------------------------------------------------------
