@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import textwrap
 from pathlib import Path
 from typing import Optional
@@ -386,6 +387,33 @@ def test_benchmarks_and_scripts_use_only_public_names(graph):
     mods, _, _ = graph
     problems = private_violations(read_users(ROOT, USERS, mods), mods)
     assert not problems, _report(problems)
+
+
+def test_docs_architecture_draws_this_table():
+    """docs/ARCHITECTURE.md's layer table is this test's :data:`LAYERS`, row by row."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| ((?:`[\w.]+`(?:, )?)+) \|$", text, flags=re.M)
+    drawn = [(layer, tuple(re.findall(r"`([\w.]+)`", mods))) for layer, mods in rows]
+    assert [(layer, sorted(m)) for layer, m in drawn] == [
+        (layer, sorted(p for p in pkgs if p)) for layer, pkgs in LAYERS
+    ]
+
+
+#: An experiment file holds its configs and the builder of its arms; what two experiments share, and
+#: whatever is not a config or that builder, lives in the library (issue 33, DESIGN.md).
+MAX_EXPERIMENT_LINES = 300
+
+
+def test_experiment_files_hold_configs_and_one_builder():
+    from gensim_jax import experiments as registry
+
+    files = registry.available()
+    assert len(files) >= 5, files  # the five of the papers, found by their EXPERIMENT
+    lines = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in files.items()}
+    assert all(n <= MAX_EXPERIMENT_LINES for n in lines.values()), lines
+    for name, path in files.items():  # the per-arm hooks of the earlier interface are gone: one arm() per file
+        text = path.read_text(encoding="utf-8")
+        assert text.count("    def arm(self, name") == 1, name
 
 
 def test_the_graph_is_read_from_the_whole_package(graph):
