@@ -10,7 +10,7 @@ from PIL import Image
 
 from gensim_jax.commands.eval import main
 from gensim_jax.evaluation.hierarchy import decode_levels, synthetic_stimuli
-from tests.evaluation.protocols.conftest import IMAGENET_MEAN, IMAGENET_STD
+from tests.commands.eval.conftest import IMAGENET_MEAN, IMAGENET_STD
 
 
 def _png_ok(path):

@@ -13,7 +13,7 @@ from scipy import stats
 
 from gensim_jax.commands.eval import main
 from gensim_jax.stimuli import quadrilaterals as q
-from tests.evaluation.protocols.conftest import reference_embed
+from tests.commands.eval.conftest import reference_embed
 
 SHAPES = [
     "square",

@@ -10,7 +10,7 @@ from PIL import Image
 
 from gensim_jax.commands.eval import main
 from gensim_jax.evaluation.geoclidean import load_geoclidean
-from tests.evaluation.protocols.conftest import reference_embed
+from tests.commands.eval.conftest import reference_embed
 
 CONCEPTS = ["triangle", "ccc"]
 
