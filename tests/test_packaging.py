@@ -11,6 +11,7 @@ pyproject.toml's requirements over the installed metadata) trains an experiment.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -313,7 +314,10 @@ def test_install_closure_follows_extras_and_metadata():
     assert {"tensorflow-cpu", "tensorflow-datasets"} <= _install_closure(("train", "data"))
     assert "torch" in _install_closure(("all",))
     hidden = _modules_outside(train)
-    assert {"tensorflow", "torch", "nltk", "hypothesis", "chex"} <= set(hidden)
+    # what the environment has of the other extras is hidden (make test-latest's venv has no torch for its Python)
+    others = {"tensorflow", "torch", "nltk", "hypothesis", "chex"}
+    assert {m for m in others if importlib.util.find_spec(m) is not None} <= set(hidden)
+    assert {"hypothesis", "chex"} <= set(hidden)  # the test extra is always installed here
     assert not {"PIL", "matplotlib", "sklearn", "optax", "flax", "jax", "numpy"} & set(hidden)
 
 
