@@ -36,12 +36,12 @@ for part in $parts; do
   stamp "$part"
   case $part in
     runner)
-      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$WORK/runner" \
+      timeout 180 $PY -m train imagenet_hierarchy --config cpu_small --objective gensim --workdir "$WORK/runner" \
         --set "${RUNNER_SET[@]}" > "$OUT/runner.log" 2>&1
       echo "rc $?"; cat "$WORK"/runner/*/run*/metrics.jsonl > "$OUT/runner_metrics.jsonl" 2>/dev/null
       grep -h '"perf/' "$OUT/runner_metrics.jsonl" | tail -3 | cut -c1-800 ;;
     simclr)
-      timeout 120 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$WORK/simclr" \
+      timeout 180 $PY -m train imagenet_hierarchy --config cpu_small --objective simclr --workdir "$WORK/simclr" \
         --set "${RUNNER_SET[@]}" data.augment=device > "$OUT/simclr.log" 2>&1
       echo "rc $?"; cat "$WORK"/simclr/*/run*/metrics.jsonl > "$OUT/simclr_metrics.jsonl" 2>/dev/null
       grep -h '"perf/' "$OUT/simclr_metrics.jsonl" | tail -3 | cut -c1-800 ;;
