@@ -259,8 +259,8 @@ class Quadrilaterals(ImageExperiment):
         if config.model.pretrained:
             name, variables = "pretrained", pretrained_variables(None, config, config.seed)
         else:
-            name, variables = "initial", self.image_arm(None, config, model=model, objective=None, batches=None)
-            variables = variables.init_variables(config.seed)
+            bare = self.image_arm(None, config, model=model, objective=None, batches=None)  # its example image
+            name, variables = "initial", bare.init_variables(config.seed)
         target = config.eval.readout_target_error
         return {
             "features": [oddball.readout(data.trials.features, data.trials, target)],
