@@ -366,8 +366,13 @@ def main(argv=None) -> int:
             peak_flops_per_s=_peak_flops(args.peak_tflops),
         )
     except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
-        print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
-        return 2
+        from gensim_jax.commands.errors import debugging, error_line
+
+        if debugging():
+            raise
+        line, status = error_line(f"{PROG} {experiment.name}", err)  # names a fork's file and line
+        print(line, file=sys.stderr)
+        return status
     if is_main:
         print()
         print(experiment.format_table(results))
