@@ -114,21 +114,24 @@ def error_line(prog: str, err: BaseException) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def _one_line_usage_errors(debug: bool = False):
-    """Make argparse's errors one line (``PROG: error: MESSAGE (see PROG --help)``) instead of usage + error;
-    with ``debug``, raise :class:`UsageError` instead, so that the traceback shows where it came from."""
+def _terminal_parsers(debug: bool = False):
+    """argparse for a terminal, while a command runs: its errors one line (``PROG: error: MESSAGE (see PROG
+    --help)``) instead of usage + error, or with ``debug`` a :class:`UsageError` whose traceback shows where it
+    came from; its ``--help`` without the reStructuredText markup of the docstrings it is built from."""
+    from gensim_jax.commands.text import plain_text
 
     def error(self, message):  # noqa: ANN001 - argparse's signature
         if debug:
             raise UsageError(f"{self.prog}: {message}")
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
-    original = argparse.ArgumentParser.error
+    original_error, original_help = argparse.ArgumentParser.error, argparse.ArgumentParser.format_help
     argparse.ArgumentParser.error = error
+    argparse.ArgumentParser.format_help = lambda self: plain_text(original_help(self))
     try:
         yield
     finally:
-        argparse.ArgumentParser.error = original
+        argparse.ArgumentParser.error, argparse.ArgumentParser.format_help = original_error, original_help
 
 
 @contextlib.contextmanager
@@ -160,7 +163,7 @@ def run_command(
     if debug is None:
         debug = "--debug" in argv or debugging()
     argv = [a for a in argv if a != "--debug"]
-    with _one_line_usage_errors(debug), _debug_environment(debug):
+    with _terminal_parsers(debug), _debug_environment(debug):
         try:
             return int(fn(argv) or 0)
         except SystemExit:
