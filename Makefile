@@ -98,8 +98,8 @@ clean:
 demo: $(VENV_DEP)
 	$(CUDA_PLUGIN)
 	@$(RUN_ENV) $(PY) -c "import jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
-	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
-	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
+	$(RUN_ENV) $(PY) -m gensim_jax.commands train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
+	$(RUN_ENV) $(PY) -m gensim_jax.commands train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
 	$(RUN_ENV) $(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
 	    --label demo --label demo --out runs/demo/quadrilaterals.png
 
