@@ -29,7 +29,7 @@ from gensim_jax.planning.chips import chip_table_markdown
 from gensim_jax.planning.max_batch import max_global_batch
 from gensim_jax.planning.plan import plan_step
 from gensim_jax.planning.report import fmt_bytes
-from gensim_jax.planning.topology import PlannerSetupError, parse_topology
+from gensim_jax.planning.topology import PlannerSetupError, has_compiler, parse_topology
 
 __all__ = ["add_plan_arguments", "announce", "main", "report_plan", "run_plan_command"]
 
@@ -52,14 +52,18 @@ def _without_libtpu_signal_handlers() -> None:
 def announce(args, experiment: str, arm: str, global_batch: int, err: Optional[TextIO] = None) -> Optional[str]:
     """Print what ``plan`` compiles, for which topology, on ``err``; returns the heartbeat's label.
 
-    ``None`` (and nothing printed) for ``--chips``, a missing topology or one that does not parse
-    (:func:`run_plan_command` then prints its one-line error).
+    ``None`` (and nothing printed) for ``--chips``, a missing topology, one that does not parse, one
+    whose compiler is not installed, or a batch or FSDP axis that its devices do not divide:
+    :func:`run_plan_command` then stops at once with its one-line error, and that line is all of stderr.
     """
     if args.chips or not args.topology:
         return None
     try:
         topo = parse_topology(args.topology)
     except ValueError:
+        return None
+    n = topo.num_devices
+    if not has_compiler(topo) or (not args.max_batch and (global_batch % n or args.fsdp < 1 or n % args.fsdp)):
         return None
     unit = "chips" if topo.chip.kind == "tpu" else "GPUs"
     what = f"{experiment} --config {args.config} (arm {arm})"
@@ -255,10 +259,11 @@ def _plan(args, planning, stage: dict, take_back: Callable[[], None]) -> int:
     except (ValueError, TypeError) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
+    from gensim_jax.training import runner
+
     arm_name = arm if arm is not None else str(experiment.arms(config)[0])
     global_batch = args.batch_size or config.batch_size
     label = announce(args, experiment.name, arm_name, global_batch)
-    from gensim_jax.training import runner
 
     def build(global_batch: int, fsdp: int):
         fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
