@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout, as the tests import it
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # importing the package for autodoc needs no accelerator
 
-import gensim_jax  # noqa: E402
 from sphinx.pycode import ModuleAnalyzer  # noqa: E402
+
+import gensim_jax  # noqa: E402
 
 project = "gensim-jax"
 author = "gensim-jax contributors"
@@ -89,11 +90,11 @@ def _public_api() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str,
     module's page, {module.name: the full name it is documented under})``.
 
     Packages re-export their modules' names (``gensim_jax.losses.gensim_loss`` is
-    ``gensim_jax.losses.regression.gensim_loss``). One object gets one entry, on the page of the
-    shallowest public module that lists it (the name users import: ``gensim_jax.losses``), its defining
+    ``gensim_jax.losses.regression.gensim_loss``). One object under one name gets one entry, on the page of
+    the shallowest public module that lists it (the name users import: ``gensim_jax.losses``), its defining
     module breaking ties; every other module that lists it links to that entry from its own table. Two
-    entries for one object would make every reference to it ambiguous. In its home module each of an
-    object's names gets an entry (``evaluate = evaluate_embedding``).
+    entries for one object and name would make every reference to it ambiguous; an alias
+    (``make_stimuli = synthetic_stimuli``) is another name and gets its own entry.
     """
     listed: dict = {}
     objects = {}
@@ -107,32 +108,51 @@ def _public_api() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str,
                 continue
             # an int or str may be the same object in two modules by interning alone: one entry each
             shared = inspect.isclass(obj) or callable(obj) or isinstance(obj, (dict, list, tuple))
-            key = id(obj) if shared else (modname, name)
+            key = (id(obj) if shared else modname, name)
             objects[key] = obj
-            listed.setdefault(key, []).append(f"{modname}.{name}")
+            listed.setdefault(key, []).append(modname)
     documented: dict[str, list[str]] = {}
     canonical: dict[str, str] = {}
-    for key, fullnames in listed.items():
-        obj = objects[key]
-        defining, own_name = getattr(obj, "__module__", None), getattr(obj, "__name__", None)
-        depth = min(f.count(".") for f in fullnames)
-        tied = sorted({f.rpartition(".")[0] for f in fullnames if f.count(".") == depth})
-        home_module = defining if defining in tied else tied[0]
-        at_home = [f for f in fullnames if f.rpartition(".")[0] == home_module]
-        documented.setdefault(home_module, []).extend(f.rpartition(".")[2] for f in at_home)
-        main = next((f for f in at_home if f.rpartition(".")[2] == own_name), at_home[0])
-        for fullname in fullnames:
-            alias = f"{home_module}.{fullname.rpartition('.')[2]}"
-            canonical[fullname] = alias if alias in at_home else main
+    for key, modnames in listed.items():
+        name, defining = key[1], getattr(objects[key], "__module__", None)
+        depth = min(m.count(".") for m in modnames)
+        tied = sorted(m for m in modnames if m.count(".") == depth)
+        home = defining if defining in tied else tied[0]
+        documented.setdefault(home, []).append(name)
+        for modname in modnames:
+            canonical[f"{modname}.{name}"] = f"{home}.{name}"
     return names_of, documented, canonical
 
 
 API_NAMES, API_DOCUMENTED, API_CANONICAL = _public_api()
 
+
+def _shadowed_modules() -> dict[str, list[str]]:
+    """Submodules that their package's namespace hides behind another object of the same name
+    (``gensim_jax.models.resnet`` is the factory function ``resnet``): autosummary resolves such a name to
+    the object, so their pages are written here (:func:`_write_shadowed_pages`), as the template would."""
+    out: dict[str, list[str]] = {}
+    for modname in public_modules():
+        package = importlib.import_module(modname)
+        for info in pkgutil.iter_modules(getattr(package, "__path__", [])):
+            value = getattr(package, info.name, None)
+            if not info.name.startswith("_") and value is not None and not inspect.ismodule(value):
+                assert not info.ispkg, f"{modname}.{info.name}: a shadowed package needs its subpages too"
+                out.setdefault(modname, []).append(info.name)
+    return out
+
+
+API_SHADOWED = _shadowed_modules()
+
 autosummary_generate = True
 autosummary_ignore_module_all = False  # a module's __all__ is its public face: list exactly those names
 # docs/_templates/autosummary/module.rst lists API_NAMES[module], documents API_DOCUMENTED[module], links the rest
-autosummary_context = {"api_names": API_NAMES, "api_documented": API_DOCUMENTED, "api_canonical": API_CANONICAL}
+autosummary_context = {
+    "api_names": API_NAMES,
+    "api_documented": API_DOCUMENTED,
+    "api_canonical": API_CANONICAL,
+    "api_shadowed": API_SHADOWED,
+}
 autodoc_member_order = "bysource"
 autodoc_default_options = {"show-inheritance": True}
 autodoc_typehints = "signature"
@@ -192,7 +212,32 @@ def _resolve_bare_annotations(app, doctree):
             del node["refspecific"]
 
 
+def _write_shadowed_pages(app):
+    """The pages of :data:`API_SHADOWED`'s modules, in the shape of _templates/autosummary/module.rst."""
+    out = Path(app.srcdir) / "reference" / "generated"
+    out.mkdir(parents=True, exist_ok=True)
+    for package, names in API_SHADOWED.items():
+        for name in names:
+            modname = f"{package}.{name}"
+            title = modname.replace("_", "\\_")
+            # the function of the same name holds the full name in the index; the module's page is found by its
+            # link from the package's page
+            lines = [title, "=" * len(title), "", f".. automodule:: {modname}", "   :no-index:"]
+            if API_DOCUMENTED.get(modname):
+                lines.append(f"   :members: {', '.join(API_DOCUMENTED[modname])}")
+            if API_NAMES.get(modname):
+                lines += ["", ".. rubric:: Contents", "", ".. autosummary::", ""]
+                for item in API_NAMES[modname]:
+                    home = API_CANONICAL.get(f"{modname}.{item}", f"{modname}.{item}")
+                    lines.append(f"   {item if home == f'{modname}.{item}' else '~' + home}")
+            page = out / f"{modname}.rst"
+            text = "\n".join(lines) + "\n"
+            if not page.is_file() or page.read_text() != text:  # an unchanged page keeps its build
+                page.write_text(text)
+
+
 def setup(app):
+    app.connect("builder-inited", _write_shadowed_pages)
     app.connect("doctree-read", _resolve_bare_annotations)
     app.connect("autodoc-skip-member", _skip_foreign_modules)
     app.connect("autodoc-process-docstring", _drop_inherited_type_docs)
