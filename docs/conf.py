@@ -12,6 +12,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -236,7 +237,34 @@ def _write_shadowed_pages(app):
                 page.write_text(text)
 
 
+#: a Markdown link or image: [label](target) / ![alt](target)
+_LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _site_links(app, relative_path, parent_docname, content):
+    """README.md and CHANGELOG.md, included from docs/ (index.md, changelog.md), link as GitHub shows the
+    checkout: pages under docs/ (the include's ``relative-docs`` rewrites those), but also files outside the
+    site (``Makefile``, ``pyproject.toml``, a module's source). On the site ``CHANGELOG.md`` is the changelog
+    page and ``README.md`` the front page; a link to any other file of the checkout becomes its label, plain
+    text (the site has no such page; linking it would be a broken link, which the build rejects)."""
+    if Path(relative_path).name not in ("README.md", "CHANGELOG.md"):
+        return
+    pages = {"CHANGELOG.md": "docs/changelog.md", "README.md": "docs/index.md"}
+
+    def local(m: re.Match) -> str:
+        bang, label, target = m.groups()
+        path, hash_, anchor = target.partition("#")
+        if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path) or path.startswith("docs/"):
+            return m.group(0)
+        if path in pages:
+            return f"{bang}[{label}]({pages[path]}{hash_}{anchor})"
+        return label
+
+    content[0] = _LINK.sub(local, content[0])
+
+
 def setup(app):
+    app.connect("include-read", _site_links)
     app.connect("builder-inited", _write_shadowed_pages)
     app.connect("doctree-read", _resolve_bare_annotations)
     app.connect("autodoc-skip-member", _skip_foreign_modules)
