@@ -111,12 +111,14 @@ clean:
 
 # Fig. 2B/2C's double dissociation (docs/results/quadrilaterals.md, "make demo"): GenSim with a quarter
 # of the training images deviants, the supervised baseline on the 11 references, 3 runs each, then
-# both arms pooled into one table and figure (runs/demo/quadrilaterals_demo_final.png).
+# both arms pooled into one table and figure (runs/demo/quadrilaterals_demo_final.png). The first line
+# imports gensim_jax beside jax: without it an installed libtpu prints its start-up errors (E0000 ...
+# TPU_WORKER_HOSTNAMES) on a machine without TPUs (gensim_jax._quiet).
 demo: $(VENV_DEP)
 	$(CUDA_PLUGIN)
-	@$(RUN_ENV) $(PY) -c "import jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
-	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
-	$(RUN_ENV) $(PY) -m train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
+	@$(RUN_ENV) $(PY) -c "import gensim_jax, jax; d = jax.devices(); print(f'make demo: {len(d)} {d[0].device_kind} device(s), backend {jax.default_backend()}, jax {jax.__version__}')"
+	$(RUN_ENV) $(PY) -m gensim_jax.commands train quadrilaterals --config demo --workdir runs/demo/gensim-deviants --resume
+	$(RUN_ENV) $(PY) -m gensim_jax.commands train quadrilaterals --config demo_supervised --workdir runs/demo/supervised-references --resume
 	$(RUN_ENV) $(PY) scripts/quadrilaterals_curve.py runs/demo/gensim-deviants runs/demo/supervised-references \
 	    --label demo --label demo --out runs/demo/quadrilaterals.png
 

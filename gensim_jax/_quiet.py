@@ -11,7 +11,8 @@
 * :func:`quiet_libtpu_env`: on a machine without TPU chips, the environment that keeps an installed
   ``libtpu`` from printing ``E0000 ... unexpected worker hostname ... TPU_WORKER_HOSTNAMES`` (and a
   ``could not determine TPU accelerator type`` line) when JAX starts; the command-line entry points,
-  ``import gensim_jax`` (when JAX is not imported yet) and the test session call it.
+  ``import gensim_jax`` (before or after ``import jax``: libtpu reads them when JAX starts a backend) and
+  the test session call it.
 
 Standard library only.
 """

@@ -25,7 +25,7 @@ fi
 parts=${*:-runner simclr accel cornet plan}
 cache=${JAX_CACHE:-$(mktemp -d)}  # one persistent compilation cache: accel's paper steps fill it, cornet reads it
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-$PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())" >> "$OUT/gpu.txt" 2>&1
+$PY -c "import gensim_jax, jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())" >> "$OUT/gpu.txt" 2>&1
 stamp() { echo "== $1 $(date -u +%H:%M:%S)"; }
 
 # the measurements file's command: synthetic images in host memory, batch 256, bf16, 100 steps

@@ -400,8 +400,9 @@ def test_docs_architecture_draws_this_table():
 
 
 #: An experiment file holds its configs and the builder of its arms; what two experiments share, and
-#: whatever is not a config or that builder, lives in the library (issue 33, DESIGN.md).
-MAX_EXPERIMENT_LINES = 300
+#: whatever is not a config or that builder, lives in the library (issue 33, DESIGN.md). 300 lines, plus
+#: the one-line notes on each config that ``gensim-jax train --help`` shows (issue 38).
+MAX_EXPERIMENT_LINES = 310
 
 
 def test_experiment_files_hold_configs_and_one_builder():

@@ -922,7 +922,7 @@ def run_demo_recipe(workdir: Path) -> list[list[str]]:
         if words[0] != sys.executable:
             words = ["bash", "-c", line]
         words = [str(ROOT / w) if w.endswith(".py") and (ROOT / w).is_file() else w for w in words]
-        if words[1:3] == ["-m", "train"]:
+        if words[1:3] == ["-m", "train"] or words[1:4] == ["-m", "gensim_jax.commands", "train"]:
             words += ["--set", *DEMO_SET]
         done = subprocess.run(words, cwd=workdir, env=line_env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"make demo's {line!r} with {DEMO_SET}: {done.stderr[-3000:]}"
@@ -975,3 +975,40 @@ def _tree(root: Path, depth: int) -> list[str]:
         for p in root.rglob("*")
         if len(p.relative_to(root).parts) <= depth and "checkpoints" not in p.parts and "events" not in p.name
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# README as a front page (issue 38): short, the two set-up commands first, one command form, installs that work
+
+
+def test_readme_is_a_front_page():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; dated measurements belong in docs/"
+    head = "\n".join(lines[:25])
+    assert "make demo" in head and "make test" in head, "make demo and make test belong in README's first 25 lines"
+    assert any(line.startswith("![") for line in lines[:40]), "the demo's figure belongs on README's first screen"
+
+
+def test_one_command_form_in_readme_and_docs():
+    """``python -m train`` / ``python -m eval`` exist only in a checkout (a pip user gets `No module named
+    train`): README and docs name every command as the console script, ``gensim-jax ...``."""
+    found = [
+        f"{rel(path)}:{number}"
+        for path in DOC_FILES
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"python3?\s+-m\s+(train|eval)\b|\.venv/bin/gensim-jax", line)
+    ]
+    assert not found, f"use `gensim-jax train` / `gensim-jax eval`: {found}"
+
+
+def test_every_pip_install_in_readme_installs_from_a_path_a_wheel_or_a_url():
+    """The package is not on the public index: `pip install gensim-jax` cannot work."""
+    text = (ROOT / "README.md").read_text()
+    installs = re.findall(r"pip install ([^`\n#]+)", text)
+    assert installs
+    for args in installs:
+        targets = [a.strip("'\"") for a in shlex.split(args) if not a.startswith("-")]
+        for target in targets:
+            name = target.split("[")[0]
+            local = name.startswith(("./", "../", "/", "~")) or name.endswith(".whl") or "://" in name
+            assert local, f"README: pip install {args.strip()}: {target} is not a path, a wheel or a URL"

@@ -11,6 +11,8 @@
 :mod:`~.prepare_imagenet`        ``gensim-jax prepare-imagenet``
 :mod:`~.overrides`               the ``--set KEY=VALUE`` parser (values typed by :mod:`gensim_jax.config`)
 :mod:`~.errors`                  one-line errors and ``--debug`` for all of them
+:mod:`~.heartbeat`               a long native call (``plan``'s compile) with the elapsed time on stderr
+                                 and a one-line exit on Ctrl-C / SIGTERM
 ===============================  ==========================================================
 
 The commands sit on top of the library: they look experiments up by name

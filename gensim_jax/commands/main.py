@@ -139,9 +139,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv is None:
         _prepare_process()
     argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug may come before the command (gensim-jax --debug train ...) as well as anywhere after it
+    leading_debug = False
+    while argv and argv[0] == "--debug":
+        leading_debug = True
+        argv = argv[1:]
     if argv and argv[0] in FORWARDED:  # all of the rest, --help included, is for the command
-        return _forward(argv[0], argv[1:])
-    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+        return _forward(argv[0], argv[1:] + (["--debug"] if leading_debug else []))
+    debug = leading_debug or "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     return run_command(lambda rest: _main(rest, debug), argv, "gensim-jax", debug=debug)
 
 
@@ -183,7 +188,8 @@ def _main(argv: list, debug: bool = False) -> int:
     if args.version:
         return _version(args)
     if args.command is None:
-        parser.error("a command is required: list-models, info, train, plan, eval or runs")
+        commands = list(sub.choices)
+        parser.error(f"a command is required: {', '.join(commands[:-1])} or {commands[-1]}")
     prog = " ".join(["gensim-jax", args.command] + ([args.runs_command] if args.command == "runs" else []))
     return run_command(lambda _: args.fn(args), [], prog, debug=debug)
 

@@ -5,25 +5,76 @@
 its shardings) and the config's global batch, then calls :func:`run_plan_command`, which compiles it
 for the topology with :mod:`gensim_jax.planning` and prints the report; :func:`report_plan` adds the
 arm, the overrides and the resolved config.  Errors are one line on stderr and exit status 2.
+
+A plan talks and stops: :func:`announce` says on stderr what is compiled for which topology before
+the compile starts, the compile runs under :func:`gensim_jax.commands.heartbeat.run_with_heartbeat`
+(the elapsed time on stderr while XLA works), and Ctrl-C or SIGTERM ends it within a second with one
+line and exit status 130 / 143 (:func:`gensim_jax.commands.heartbeat.interrupt_exits`; libtpu is
+asked not to install its own signal handlers, :data:`NO_LIBTPU_SIGNAL_HANDLERS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from typing import Callable, Optional, Sequence, TextIO
 
 from gensim_jax import experiments as registry
+from gensim_jax.commands.heartbeat import interrupt_exits, run_with_heartbeat
 from gensim_jax.commands.train import experiments_epilog, resolve_config
 from gensim_jax.config import ConfigError
 from gensim_jax.planning.chips import chip_table_markdown
 from gensim_jax.planning.max_batch import max_global_batch
 from gensim_jax.planning.plan import plan_step
 from gensim_jax.planning.report import fmt_bytes
-from gensim_jax.planning.topology import PlannerSetupError, parse_topology
+from gensim_jax.planning.topology import PlannerSetupError, has_compiler, parse_topology
 
-__all__ = ["add_plan_arguments", "main", "report_plan", "run_plan_command"]
+__all__ = ["add_plan_arguments", "announce", "main", "report_plan", "run_plan_command"]
+
+PROG = "gensim-jax plan"
+#: Appended to ``LIBTPU_INIT_ARGS``: libtpu installs no failure-signal handlers of its own, so a
+#: SIGTERM during a compile is handled by :func:`gensim_jax.commands.heartbeat.interrupt_exits` (one
+#: line) instead of libtpu's abseil handler (``*** SIGTERM received ... stack trace``).
+NO_LIBTPU_SIGNAL_HANDLERS = "--install_signal_handlers=false"
+
+
+def _without_libtpu_signal_handlers() -> None:
+    """Add :data:`NO_LIBTPU_SIGNAL_HANDLERS` to ``LIBTPU_INIT_ARGS`` (read when libtpu loads, before any compile)."""
+    import os
+
+    flags = os.environ.get("LIBTPU_INIT_ARGS", "")
+    if "install_signal_handlers" not in flags:
+        os.environ["LIBTPU_INIT_ARGS"] = f"{flags} {NO_LIBTPU_SIGNAL_HANDLERS}".strip()
+
+
+def announce(args, experiment: str, arm: str, global_batch: int, err: Optional[TextIO] = None) -> Optional[str]:
+    """Print what ``plan`` compiles, for which topology, on ``err``; returns the heartbeat's label.
+
+    ``None`` (and nothing printed) for ``--chips``, a missing topology, one that does not parse, one
+    whose compiler is not installed, or a batch or FSDP axis that its devices do not divide:
+    :func:`run_plan_command` then stops at once with its one-line error, and that line is all of stderr.
+    """
+    if args.chips or not args.topology:
+        return None
+    try:
+        topo = parse_topology(args.topology)
+    except ValueError:
+        return None
+    n = topo.num_devices
+    if not has_compiler(topo) or (not args.max_batch and (global_batch % n or args.fsdp < 1 or n % args.fsdp)):
+        return None
+    unit = "chips" if topo.chip.kind == "tpu" else "GPUs"
+    what = f"{experiment} --config {args.config} (arm {arm})"
+    where = f"{topo.name} ({topo.num_devices} {unit}"
+    if args.max_batch:
+        line = f"searching the largest global batch of {what} on {where}; one compile per trial)"
+    else:
+        fsdp = f", fsdp axis {args.fsdp}" if args.fsdp > 1 else ""
+        line = f"compiling {what} for {where}, global batch {global_batch:,}{fsdp})"
+    print(f"{PROG}: {line} ...", file=err or sys.stderr, flush=True)
+    return f"{PROG}: {'searching' if args.max_batch else 'compiling'}"
 
 
 def add_plan_arguments(parser) -> None:
@@ -185,6 +236,14 @@ def main(argv=None) -> int:
     parser.add_argument("--objective", default=None, metavar="ARM", help="the arm to plan (default: the first)")
     add_plan_arguments(parser)
     args = parser.parse_args(argv)
+    _without_libtpu_signal_handlers()
+    stage = {"what": ""}  # the parenthesis of the line that a Ctrl-C prints
+    with interrupt_exits(PROG, what=lambda: stage["what"]) as take_back:
+        return _plan(args, planning, stage, take_back)
+
+
+def _plan(args, planning, stage: dict, take_back: Callable[[], None]) -> int:
+    """The body of :func:`main` after the flags: resolve the config, say what is compiled, compile, report."""
     try:
         experiment = registry.load(args.experiment)
         args.config = args.config or experiment.default_config()
@@ -198,18 +257,23 @@ def main(argv=None) -> int:
                 f"{', '.join(map(str, experiment.arms(config)))}"
             )
     except (ValueError, TypeError) as err:
-        print(f"gensim-jax plan: {err}", file=sys.stderr)
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 2
     from gensim_jax.training import runner
+
+    arm_name = arm if arm is not None else str(experiment.arms(config)[0])
+    global_batch = args.batch_size or config.batch_size
+    label = announce(args, experiment.name, arm_name, global_batch)
 
     def build(global_batch: int, fsdp: int):
         fn, inputs = runner.abstract_step_inputs(experiment, config, arm, global_batch)
         return planning.StepBuild(fn=fn, args=inputs)
 
-    return report_plan(
-        lambda out: run_plan_command(
+    def run(out) -> int:
+        errors = io.StringIO()  # printed after the progress line is gone
+        plan = lambda: run_plan_command(  # noqa: E731
             build,
-            args.batch_size or config.batch_size,
+            global_batch,
             topology=args.topology,
             fsdp=args.fsdp,
             as_json=args.json,
@@ -218,10 +282,24 @@ def main(argv=None) -> int:
             experiment=experiment.name,
             config=args.config,
             out=out,
-        ),
+            err=errors,
+        )
+        if label is None:  # --chips, or a topology that run_plan_command rejects in one line
+            status = plan()
+            sys.stderr.write(errors.getvalue())
+            return status
+        stage["what"] = "the compile was cancelled"
+        try:
+            return run_with_heartbeat(plan, label, take_back=take_back)
+        finally:
+            stage["what"] = ""
+            sys.stderr.write(errors.getvalue())
+
+    return report_plan(
+        run,
         experiment.name,
         config,
-        arm=arm if arm is not None else str(experiment.arms(config)[0]),
+        arm=arm_name,
         overrides=args.set,
         as_json=args.json,
         chips=args.chips,

@@ -33,17 +33,26 @@ HELP_FLAGS = ("-h", "--help")
 PROG = "gensim-jax train"
 
 
+def config_lines(experiment, indent: str = "    ") -> list:
+    """One line per config of ``experiment``: its name and its note (``Experiment.NOTES``), the default marked."""
+    width = max(map(len, experiment.CONFIGS), default=0)
+    default = experiment.default_config()
+    return [
+        f"{indent}{name:<{width}}  {experiment.NOTES.get(name, '')}{' (default)' if name == default else ''}".rstrip()
+        for name in experiment.CONFIGS
+    ]
+
+
 def experiments_epilog(available: dict, with_configs: bool = False) -> str:
     lines = ["experiments (gensim_jax/experiments/; or the path of a .py file that defines EXPERIMENT):"]
     width = max((len(n) for n in available), default=0)
     for name, path in available.items():
-        configs = ""
+        lines.append(f"  {name:<{width}}  {registry.summary(path)}")
         if with_configs:  # imports the declarations (--help only)
             try:
-                configs = f" [configs: {', '.join(registry.load(name).CONFIGS)}]"
+                lines += config_lines(registry.load(name))
             except Exception as err:  # noqa: BLE001 - a broken declaration still gets listed
-                configs = f" [cannot be loaded: {type(err).__name__}: {err}]"
-        lines.append(f"  {name:<{width}}  {registry.summary(path)}{configs}")
+                lines.append(f"    [cannot be loaded: {type(err).__name__}: {err}]")
     lines.append(f"\n`{PROG} EXPERIMENT --help` lists that experiment's configs and config fields.")
     return "\n".join(lines)
 
@@ -57,8 +66,8 @@ def _fields_epilog(experiment, config_name: Optional[str] = None) -> str:
     values = flatten(experiment.CONFIGS[name]) if name in experiment.CONFIGS else {}
     base = flatten(experiment.Config())
     lines = [
-        f"{experiment.name} configs (--config): {', '.join(experiment.CONFIGS)} "
-        f"(default {experiment.default_config()})",
+        f"{experiment.name} configs (--config NAME):",
+        *config_lines(experiment, indent="  "),
         "",
         f"{experiment.name} config fields (--set KEY=VALUE) with the values of --config {name}"
         " (* differs from the base Config):",
@@ -366,8 +375,13 @@ def main(argv=None) -> int:
             peak_flops_per_s=_peak_flops(args.peak_tflops),
         )
     except ValueError as err:  # a data or config problem found while building (missing dataset, bad batch size)
-        print(f"{PROG} {experiment.name}: error: {err}", file=sys.stderr)
-        return 2
+        from gensim_jax.commands.errors import debugging, error_line
+
+        if debugging():
+            raise
+        line, status = error_line(f"{PROG} {experiment.name}", err)  # names a fork's file and line
+        print(line, file=sys.stderr)
+        return status
     if is_main:
         print()
         print(experiment.format_table(results))

@@ -187,6 +187,11 @@ class Geoclidean(ImageExperiment):
     name = "geoclidean"
     Config = Config
     CONFIGS = CONFIGS
+    NOTES = {
+        "paper": "ResNet-50 at 224 px, 4 runs x 3 arms x 27,344 steps: for accelerators",
+        "cpu_small": "ResNet-18 at 64 px, 1 run x 3 arms x 30 steps: 4 min on 2 CPU cores",
+        "cpu_long": "docs/results/geoclidean.md's runs, 3 runs x 3 arms x 60 steps: 45 min on 2 shared CPU cores",
+    }
     OBJECTIVES = OBJECTIVES
     AUGMENT_PRESET = "geoclidean"
 

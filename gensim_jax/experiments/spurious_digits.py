@@ -181,6 +181,11 @@ class SpuriousDigits(ImageExperiment):
     name = "spurious_digits"
     Config = Config
     CONFIGS = CONFIGS
+    NOTES = {
+        "paper": "LeNet-5 on MNIST over CIFAR-10 (tfds, data.data_dir), 5 runs x 6 lambdas x 10 epochs: for a GPU",
+        "cpu_small": "procedural digits, 3 runs x 6 lambdas x 125 steps: 2 min on 2 idle CPU cores",
+        "thesis_mean": "docs/results/spurious_digits.md's runs, L_sim as a mean, 5 runs x 6 lambdas: 6-8 min on 2 CPU cores",
+    }
     MODELS = ("lenet5",)
 
     def validate(self, config: Config) -> Config:

@@ -105,16 +105,30 @@ def _tuples(value):
     return value
 
 
+def _not_an_export(directory: Path, missing: str) -> FileNotFoundError:
+    """``DIR is not an export (FILE is missing)``, with the exports that lie below ``DIR`` when there are some
+    (a run or a workdir given where its export was meant: ``did you mean DIR/export?``)."""
+    below = sorted(p.parent for p in directory.glob("**/" + MODEL_FILE) if len(p.relative_to(directory).parts) <= 5)
+    hint = ""
+    if len(below) == 1:
+        hint = f"; did you mean {below[0]}?"
+    elif below:
+        more = f" and {len(below) - 2} more" if len(below) > 2 else ""
+        hint = f"; did you mean one of the {len(below)} exports below it: {', '.join(map(str, below[:2]))}{more}?"
+    return FileNotFoundError(f"{directory} is not an export ({missing} is missing){hint}")
+
+
 def read_export_metadata(directory) -> dict:
     """The metadata (``model.json``) of an export made by :func:`export_variables`, without loading its variables.
 
-    Raises ``FileNotFoundError`` (``no such directory: DIR``, or ``DIR is not an export: model.json is missing``).
+    Raises ``FileNotFoundError`` (``no such directory: DIR``, or ``DIR is not an export (model.json is missing)``, naming
+    the exports below ``DIR`` if there are any).
     """
     directory = Path(directory)
     if not directory.exists():
         raise FileNotFoundError(f"no such directory: {directory}")
     if not (directory / MODEL_FILE).is_file():
-        raise FileNotFoundError(f"{directory} is not an export: {MODEL_FILE} is missing")
+        raise _not_an_export(directory, MODEL_FILE)
     return json.loads((directory / MODEL_FILE).read_text())
 
 
@@ -135,7 +149,7 @@ def load_exported(directory) -> tuple[Any, dict, dict]:
         raise FileNotFoundError(f"{directory} is not an export: it is a file, not a directory")
     for name in (VARIABLES_FILE, MODEL_FILE):
         if not (directory / name).is_file():
-            raise FileNotFoundError(f"{directory} is not an export: {name} is missing")
+            raise _not_an_export(directory, name)
     metadata = json.loads((directory / MODEL_FILE).read_text())
     kwargs = _tuples(metadata.get("model_kwargs", {}))
     model = get_model(metadata["model"], **kwargs)

@@ -23,7 +23,18 @@ import re
 
 from gensim_jax.planning.chips import Chip, get_chip
 
-__all__ = ["Topology", "PlannerSetupError", "parse_topology", "build_devices", "gpu_target_config"]
+__all__ = [
+    "Topology",
+    "PlannerSetupError",
+    "parse_topology",
+    "build_devices",
+    "gpu_target_config",
+    "COMPILER_MODULES",
+    "has_compiler",
+]
+
+#: The modules that bring each platform's compiler: libtpu, or JAX's CUDA plugin (jax[cuda12] or jax[cuda13]).
+COMPILER_MODULES = {"tpu": ("libtpu",), "cuda": ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")}
 
 # The CUDA plugin checks the CUDA driver when JAX first initialises its backends; on a machine without
 # a GPU that check fails and the plugin is dropped.  Planning only compiles, so skip the check (this
@@ -191,7 +202,7 @@ def _gpu_devices(topo: Topology) -> list:
     import importlib
 
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-    for plugin in ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13"):  # jax[cuda12] or jax[cuda13]
+    for plugin in COMPILER_MODULES["cuda"]:
         try:
             importlib.import_module(plugin)
             break
@@ -217,6 +228,20 @@ def _gpu_devices(topo: Topology) -> list:
             "and install jax[cuda12] at the version of jax"
         ) from None
     return list(desc.devices)
+
+
+def has_compiler(topo: Topology) -> bool:
+    """Whether one of :data:`COMPILER_MODULES` of ``topo``'s platform is installed (looked up, not loaded:
+    no library starts). :func:`build_devices` raises :class:`PlannerSetupError` where it is not."""
+    import importlib.util
+
+    for name in COMPILER_MODULES[topo.platform]:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return True
+        except (ImportError, ValueError):  # a parent package missing, or a module set to None in sys.modules
+            continue
+    return False
 
 
 def build_devices(topo: Topology | str) -> list:

@@ -32,6 +32,7 @@ host stop at the same step.
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -45,7 +46,9 @@ import orbax.checkpoint as ocp
 
 __all__ = ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer", "PreemptionGuard", "restore_or_init"]
 
-_MAX_ERROR_CHARS = 400  # tensorstore errors carry the whole spec; the head says what went wrong
+_MAX_ERROR_CHARS = 160  # tensorstore errors carry the whole spec; the head says what went wrong
+# the bracketed annotations of a tensorstore error: its whole JSON spec, the C++ source locations
+_TENSORSTORE_NOTES = re.compile(r"\s*\[(?:tensorstore_spec|source locations)='.*?'\]", re.S)
 
 
 class CheckpointFallbackWarning(RuntimeWarning):
@@ -65,7 +68,8 @@ class CheckpointRestoreError(RuntimeError):
 
 
 def _describe(err: BaseException) -> str:
-    text = " ".join(str(err).split())
+    """``"Type: message"`` of a failed restore on one short line (tensorstore's spec and source notes dropped)."""
+    text = " ".join(_TENSORSTORE_NOTES.sub("", str(err)).split())
     if len(text) > _MAX_ERROR_CHARS:
         text = text[:_MAX_ERROR_CHARS] + " ..."
     return f"{type(err).__name__}: {text}"
@@ -234,11 +238,11 @@ class Checkpointer:
                 )
                 continue
             return state, data, step, damaged
-        listing = "\n".join(f"  step {s}: {e}" for s, e in damaged.items())
-        raise CheckpointRestoreError(
-            f"none of the {len(steps)} checkpoints in {self.directory} could be restored:\n{listing}\n"
-            "They are damaged, or were written for a different model/state structure than the one being "
-            "restored. Delete the directory (or use a new workdir) to start the run over.",
+        newest = next(iter(damaged.items()))
+        raise CheckpointRestoreError(  # the fix first; every step's error is in .errors (and under --debug)
+            f"delete {self.directory} to start the run over (or use a new workdir): none of its "
+            f"{len(steps)} checkpoints could be restored; "
+            f"step {newest[0]}: {newest[1][:80]}{' ...' if len(newest[1]) > 80 else ''}",
             damaged,
         )
 

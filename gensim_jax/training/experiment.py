@@ -298,6 +298,8 @@ class Experiment:
       CONFIGS: ``{name: Config(...)}``; the first one is the default when there is no ``paper``.
       OBJECTIVES: the arm names a config's ``arms`` may select (``--objective``), or ``()``.
       MODELS: the encoders ``--model`` (``model.name``) accepts (``None``: any registered one).
+      NOTES: ``{config name: one line}`` for ``gensim-jax train --help``: what the config is and how long it
+        takes on 2 CPU cores (measured), or that it is meant for accelerators.
       summary: one line for ``--help`` (default: the first line of the module docstring).
     """
 
@@ -306,6 +308,7 @@ class Experiment:
     CONFIGS: Mapping[str, Any] = {}
     OBJECTIVES: tuple = ()
     MODELS: Optional[tuple] = None
+    NOTES: Mapping[str, str] = {}
     summary: str = ""
 
     def __init_subclass__(cls, **kwargs):

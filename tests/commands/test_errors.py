@@ -246,6 +246,22 @@ def _raise(err):
     return fn
 
 
+@pytest.fixture(scope="module")
+def library_thrower(tmp_path_factory):
+    """A function that raises its argument from a module under ``site-packages``: an error raised in an
+    installed library, as opposed to one raised in the user's own code (the test file)."""
+    import functools
+    import importlib.util
+
+    src = tmp_path_factory.mktemp("lib") / "site-packages" / "thrower.py"
+    src.parent.mkdir()
+    src.write_text("def throw(err, _argv):\n    raise err\n")
+    spec = importlib.util.spec_from_file_location("thrower", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return lambda err: functools.partial(module.throw, err)  # partial: no frame of this file in between
+
+
 @pytest.mark.parametrize(
     "err, line",
     [
@@ -262,11 +278,11 @@ def _raise(err):
         (SyntaxError("'(' was never closed", ("exp.py", 3, 1, "x = (")), "prog: error: exp.py:3: '(' was never closed"),
     ],
 )
-def test_errors_become_one_line(err, line, capsys):
-    status = errors.run_command(_raise(err), [], "prog")
+def test_errors_become_one_line(err, line, capsys, library_thrower):
+    status = errors.run_command(library_thrower(err), [], "prog")
     out = capsys.readouterr()
     assert status == (1 if isinstance(err, RuntimeError) else 2)
-    assert out.err.count("\n") == 1 and out.err.startswith(line), out.err
+    assert out.err.count("\n") == 1 and out.err.startswith(line) and " (at " not in out.err, out.err
 
 
 def test_the_packages_own_errors_are_user_errors(capsys):
@@ -275,7 +291,7 @@ def test_the_packages_own_errors_are_user_errors(capsys):
 
     err = CheckpointRestoreError("none of the 1 checkpoints in W could be restored; delete W to start over", {})
     assert errors.run_command(_raise(err), [], "gensim-jax train") == 2
-    assert capsys.readouterr().err == f"gensim-jax train: error: {err}\n"
+    assert capsys.readouterr().err.startswith(f"gensim-jax train: error: {err} (at {__file__}:")
 
 
 def test_debug_flag_and_environment_show_the_traceback(monkeypatch):
@@ -313,3 +329,53 @@ def test_help_names_no_python_m_plan(capsys):
         cli.main(["--help"])
     text = capsys.readouterr().out
     assert "python -m plan" not in text and "plan" in text and "--version" in text
+
+
+def test_debug_before_or_after_the_command_and_in_the_environment_shows_the_traceback():
+    """The issue's three forms end in a traceback and a non-zero status; without debug: one line, no traceback."""
+    for argv, env in (
+        (["--debug", "train", "nosuch"], {}),
+        (["train", "nosuch", "--debug"], {}),
+        (["train", "nosuch"], {"GENSIM_JAX_DEBUG": "1"}),
+        (["--debug", "runs", "compare", "/nonexistent/dir"], {}),
+    ):
+        done = _console(argv, env_extra=env or {"GENSIM_JAX_DEBUG": "0"})
+        assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr, (argv, done.stderr)
+    done = _console(["train", "nosuch"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        "gensim-jax train: error: unknown experiment 'nosuch'"
+    )
+
+
+def test_the_bare_command_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([])
+    assert exit_.value.code == 2
+    line = capsys.readouterr().err
+    for command in ("list-models", "info", "runs", "train", "eval", "plan", "prepare-imagenet", "score"):
+        assert command in line, line
+
+
+def test_an_error_in_the_users_own_code_names_its_file_and_line(tmp_path, capsys):
+    """An exception raised in a file outside gensim_jax and the installed libraries (a fork, a script) names
+    that file's innermost frame; one raised in the library names none."""
+    import importlib.util
+
+    src = tmp_path / "user_code.py"
+    src.write_text("import numpy as np\n\n\ndef step(_argv):\n    return np.ones((4, 3)) + np.ones((4, 2))\n")
+    spec = importlib.util.spec_from_file_location("user_code", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert errors.run_command(module.step, [], "prog") == 2
+    line = capsys.readouterr().err
+    assert line.startswith("prog: error: operands could not be broadcast"), line
+    assert line.endswith(f" (at {src}:5 in step)\n"), line
+    assert line.count("\n") == 1
+    try:
+        np.zeros(3).reshape(2, 2)
+    except ValueError as err:
+        assert errors.user_code_location(err) is None or str(Path(__file__)) in errors.user_code_location(err)
+    with pytest.raises(ValueError):  # --debug: the exception itself, its traceback through the user's line
+        errors.run_command(module.step, ["--debug"], "prog")
+    assert not errors.debugging()  # --debug does not outlive its command

@@ -95,3 +95,37 @@ def test_prepare_imagenet_is_forwarded_with_one_line_errors(tmp_path, capsys):
     assert main(["prepare-imagenet", "--data-dir", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("gensim-jax prepare-imagenet: error:") and "imagenet2012" in err
+
+
+#: Every command and sub-command of the console, as a user asks it for help.
+HELP_COMMANDS = [
+    [],
+    ["list-models"],
+    ["info"],
+    ["runs"],
+    ["runs", "compare"],
+    ["train"],
+    ["train", "quadrilaterals"],
+    ["plan"],
+    ["eval"],
+    *[
+        ["eval", protocol]
+        for protocol in ("export", "oddball", "geoclidean", "hierarchy", "odd_one_out", "spurious_digits")
+    ],
+    ["score"],
+    ["score", "stimuli"],
+    ["prepare-imagenet"],
+]
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "gensim-jax")
+def test_help_shows_no_docstring_markup(command, capsys):
+    """``--help`` is built from docstrings written for Sphinx: none of their markup reaches the terminal."""
+    with pytest.raises(SystemExit) as exit_:
+        status = cli.main([*command, "--help"])
+        raise SystemExit(status)
+    assert exit_.value.code in (0, None)
+    text = capsys.readouterr().out
+    assert text.strip(), command
+    for markup in ("``", ":func:", ":attr:", ":class:", ":mod:", ":meth:"):
+        assert markup not in text, (command, markup, [line for line in text.splitlines() if markup in line])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,7 +72,9 @@ def test_help_lists_the_experiments_and_the_fields(capsys):
     out = capsys.readouterr().out
     for name, path in registry.available().items():
         assert f"  {name}" in out and registry.summary(path) in out
-        assert ", ".join(registry.load(name).CONFIGS) in out  # every config, demo included
+        lines = out.splitlines()
+        for config in registry.load(name).CONFIGS:  # every config, demo included, on a line of its own
+            assert any(line.split()[:1] == [config] for line in lines), (name, config)
     assert "demo" in out
     with pytest.raises(SystemExit):
         main(["geoclidean", "--help"])
@@ -700,3 +703,20 @@ def test_a_wrong_tuple_length_stops_in_one_line_before_any_data(no_training, cap
     )
     assert "(3 entries)" in err
     assert no_training == [] and not (tmp_path / "run").exists()  # the runner (data, model) was never reached
+
+
+def test_train_help_names_every_config_with_what_it_is_and_how_long_it_takes(capsys):
+    """Each shipped config has one line in ``gensim-jax train --help``: what it is, and its time on 2 CPU
+    cores or that it is meant for accelerators."""
+    from gensim_jax import experiments as registry
+    from gensim_jax.commands import main as cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--help"])
+    text = capsys.readouterr().out
+    for name in registry.available():
+        experiment = registry.load(name)
+        assert set(experiment.NOTES) == set(experiment.CONFIGS), name
+        for config, note in experiment.NOTES.items():
+            assert re.search(r"(\d+(-\d+)? (s|min|h) on 2 .*CPU cores|for accelerators|for a GPU)$", note), (name, note)
+            assert any(line.split()[:1] == [config] and note in line for line in text.splitlines()), (name, config)

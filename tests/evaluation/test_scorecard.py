@@ -487,3 +487,34 @@ def test_documented_rows_are_the_documented_numbers():
         doc = sc.DOCUMENTED_ODDBALL[f"documented: {name} CORnet-Z (make demo, 3 runs)"]
         assert {k: doc[k] for k in ("mean_error", "rho9", "r_human", "r_baboon")} == row(graded, model)
         assert doc["argmax"] == row(argmax, model)
+
+
+@pytest.mark.slow
+def test_a_graded_readout_that_cannot_reach_the_human_error_says_so_and_legends_cover_no_data():
+    """A random encoder errs more than the humans' 0.249 even without noise: its graded columns are its argmax
+    ones, and the row (JSON and Markdown) says so with the error it does reach. The figure's legends lie
+    outside every panel's axes."""
+    from gensim_jax.evaluation.oddball import human_mean_error
+
+    def random_encoder(images):  # no information about the images: chance on the oddball task
+        return np.random.default_rng(len(images)).normal(size=(len(images), 8)).astype(np.float32)
+
+    small = dict(image_size=32, trials_per_condition=1, per_class=4, resamples=20)
+    card = sc.score(random_encoder, ["oddball", "hierarchy"], name="random", **small)
+    row = card["oddball"]
+    assert row["temperature"] == 0 and row["level_matched"] is False
+    assert row["mean_error"] == pytest.approx(row["argmax"]["mean_error"]) and row["mean_error"] > human_mean_error()
+    assert f"already errs at {row['argmax']['mean_error']:.3f}" in row["readout_note"]
+    text = sc.format_markdown(card)
+    assert "| random (argmax: see below) |" in text and f"random: {row['readout_note']}." in text
+    for name, ref in row["references"].items():  # pixels and the untrained network: level-matched or said
+        assert "temperature" not in ref or ref["level_matched"] or ref["readout_note"], name
+
+    fig = sc.scorecard_figure(card)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend().get_window_extent(renderer)
+        frame = ax.get_window_extent(renderer)
+        assert legend.y1 <= frame.y0 or not legend.overlaps(frame), ax.get_title()
+        assert legend.y0 >= 0, f"{ax.get_title()}: the legend falls off the figure"

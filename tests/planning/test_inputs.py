@@ -242,3 +242,17 @@ def test_plan_cli_without_the_compiler_plugin_is_one_line(monkeypatch, capsys, m
     assert main(["plan", "gaussian_mixture", "--topology", topology]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fix in err and topology in err
+
+
+def test_has_compiler_looks_the_plugin_up_without_loading_it(monkeypatch):
+    """``gensim-jax plan`` asks before it says what it compiles: a missing compiler is its one-line error."""
+    import importlib.util
+
+    from gensim_jax.planning.topology import has_compiler
+
+    tpu, gpu = parse_topology("v5e:2x2"), parse_topology("h100:1x8")
+    assert has_compiler(tpu) == (importlib.util.find_spec("libtpu") is not None)
+    monkeypatch.setitem(sys.modules, "libtpu", None)
+    monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda12", None)
+    monkeypatch.setitem(sys.modules, "jax_plugins.xla_cuda13", None)
+    assert not has_compiler(tpu) and not has_compiler(gpu)

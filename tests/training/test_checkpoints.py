@@ -413,7 +413,7 @@ def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
     _damage_everything(tmp_path / "checkpoints" / "4")
     _break_json(tmp_path / "checkpoints" / "2")
     with pytest.warns(CheckpointFallbackWarning):
-        with pytest.raises(CheckpointRestoreError, match="none of the 2 checkpoints") as info:
+        with pytest.raises(CheckpointRestoreError, match="none of its 2 checkpoints") as info:
             train(
                 tiny_state(),
                 obj,
@@ -426,7 +426,11 @@ def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
                 step_fn=step,
             )
     assert sorted(info.value.errors) == [2, 4]
-    assert "step 4: " in str(info.value) and "step 2: JSONDecodeError" in str(info.value)
+    message = str(info.value)  # the fix first, on one short line; every step's error in .errors
+    assert message.startswith(f"delete {tmp_path / 'checkpoints'} to start the run over (or use a new workdir)")
+    assert len(message.splitlines()) == 1 and len(message) - len(str(tmp_path / "checkpoints")) <= 200, message
+    assert "step 4: " in message and info.value.errors[2].startswith("JSONDecodeError")
+    assert all("tensorstore_spec" not in e and len(e) <= 164 for e in info.value.errors.values()), info.value.errors
     with Checkpointer(tmp_path / "checkpoints") as ck:  # nothing was deleted
         assert ck.all_steps() == [2, 4]
 

@@ -10,6 +10,7 @@ log similarity rises above the untrained network's.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -79,3 +80,38 @@ def test_the_fork_trains_evaluates_and_plans_from_its_file(tmp_path):
     arm = fork.arm("gensim", config, fork.prepare(config))
     untrained = arm.evaluation(arm.model, arm.init_variables(0), 0)["spearman_vs_log_s"]
     assert trained > untrained + 0.1 and trained > 0.5, (untrained, trained)
+
+
+def test_a_bug_in_the_forks_own_code_names_its_file_and_line(tmp_path):
+    """A fork's bug (a broadcast error in its batch stream, run on the host-stream thread) is one line naming
+    the fork's file, line and function; ``--debug`` (before or after the command) and ``GENSIM_JAX_DEBUG=1``
+    show the whole traceback through that line."""
+    block = _experiment_block()
+    good = 'yield {"x": np.log1p(x), "counts": x}'
+    assert good in block
+    src = tmp_path / "buggy_fork.py"
+    src.write_text(block.replace(good, 'yield {"x": np.log1p(x) + np.ones((1, 3)), "counts": x}'))
+    line = 1 + next(i for i, x in enumerate(src.read_text().splitlines()) if "np.ones((1, 3))" in x)
+    base = [sys.executable, "-m", "gensim_jax.commands"]
+    train = ["train", str(src), "--config", "small", "--set", "num_steps=2"]
+    env = {k: v for k, v in os.environ.items() if k != "GENSIM_JAX_DEBUG"}
+
+    def run(argv, workdir, **extra):
+        argv = [*argv, "--workdir", str(tmp_path / workdir)]
+        return subprocess.run(
+            base + argv, capture_output=True, text=True, cwd=tmp_path, env={**env, **extra}, timeout=300
+        )
+
+    done = run(train, "plain")
+    errors = [x for x in done.stderr.splitlines() if "error" in x]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert len(errors) == 1 and f"(at {src}:{line} in stream)" in errors[0], done.stderr[-2000:]
+    assert "operands could not be broadcast" in errors[0]
+    for argv, workdir, extra in (
+        (["--debug", *train], "lead", {}),
+        ([*train, "--debug"], "trail", {}),
+        (train, "env", {"GENSIM_JAX_DEBUG": "1"}),
+    ):
+        done = run(argv, workdir, **extra)
+        assert done.returncode != 0 and "Traceback (most recent call last)" in done.stderr, (argv, done.stderr[-2000:])
+        assert f'File "{src}", line {line}, in stream' in done.stderr

@@ -56,8 +56,29 @@ def test_a_missing_or_file_path_is_named_as_such(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(FileNotFoundError, match="is a file, not a directory"):
         load_exported(tmp_path / "file")
-    with pytest.raises(FileNotFoundError, match=f"{tmp_path} is not an export: {VARIABLES_FILE} is missing"):
+    with pytest.raises(FileNotFoundError) as info:
         load_exported(tmp_path)  # an existing directory without the files
+    assert str(info.value) == f"{tmp_path} is not an export ({VARIABLES_FILE} is missing)"
+
+
+def test_a_run_or_workdir_given_for_its_export_names_the_exports_below_it(tmp_path):
+    """A run directory (or a workdir) passed where an export is expected: the one line says which to pass."""
+    from gensim_jax.models.export import read_export_metadata
+
+    kw = {"in_features": 3, "hidden": 4, "embed_dim": 2}
+    variables = get_model("mlp", **kw).init(jax.random.key(0), np.zeros((1, 3), np.float32))
+    for run in ("run0", "run1", "run2"):
+        export_variables(tmp_path / "w" / "gensim" / run / "export", variables, model="mlp", model_kwargs=kw)
+    run0 = tmp_path / "w" / "gensim" / "run0"
+    for load in (load_exported, read_export_metadata):
+        with pytest.raises(FileNotFoundError) as info:
+            load(run0)
+        assert str(info.value).endswith(f"is missing); did you mean {run0 / 'export'}?"), info.value
+    with pytest.raises(FileNotFoundError) as info:
+        load_exported(tmp_path / "w")
+    assert str(info.value).endswith(
+        f"did you mean one of the 3 exports below it: {run0 / 'export'}, {run0.parent / 'run1' / 'export'} and 1 more?"
+    ), info.value
 
 
 def test_gather_to_host_copies_every_layout_to_numpy():

@@ -41,7 +41,9 @@ def usage() -> str:
     width = max(map(len, PROTOCOLS))
     lines = [f"  {name:<{width}}  {_summary(mod)}" for name, mod in PROTOCOLS.items()]
     text = __doc__.strip().replace("python -m eval", prog).replace("python -m train", command_prefix("train"))
-    return f"usage: {prog} PROTOCOL [options]\n\n{text}\n\nprotocols:\n" + "\n".join(lines)
+    from gensim_jax.commands.text import plain_text
+
+    return plain_text(f"usage: {prog} PROTOCOL [options]\n\n{text}\n\nprotocols:\n" + "\n".join(lines))
 
 
 def main(argv=None) -> int:
