@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout, as the tests import it
 os.environ.setdefault("JAX_PLATFORMS", "cpu")  # importing the package for autodoc needs no accelerator
 
+from sphinx.ext import autosummary  # noqa: E402
 from sphinx.pycode import ModuleAnalyzer  # noqa: E402
 
 import gensim_jax  # noqa: E402
@@ -127,6 +128,13 @@ def _public_api() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str,
 
 API_NAMES, API_DOCUMENTED, API_CANONICAL = _public_api()
 
+# autosummary's table shows each object's first sentence, cut at a period followed by a space; in these
+# docstrings an ellipsis inside a literal (``LABEL ... N s``, ``"... x 90 epochs"``) is no sentence end, and
+# cutting there leaves the literal open (a reStructuredText error). Sphinx keeps the pattern in a module
+# attribute; without it (another Sphinx) the cut is Sphinx's own.
+if hasattr(autosummary, "periods_re"):
+    autosummary.periods_re = re.compile(r"(?<!\.)\.(?:\s+)")
+
 
 def _shadowed_modules() -> dict[str, list[str]]:
     """Submodules that their package's namespace hides behind another object of the same name
@@ -164,6 +172,9 @@ napoleon_use_rtype = False
 # A class's "Attributes:" section becomes :ivar: fields: autodoc documents the attributes themselves
 # (dataclass and NamedTuple fields), and a second description of each would be a duplicate.
 napoleon_use_ivar = True
+# Experiment's docstring lists its class attributes under "Class attributes:", read as napoleon reads
+# "Attributes:" (otherwise its indented continuation lines are a reStructuredText error).
+napoleon_custom_sections = [("Class attributes", "Attributes")]
 # The API pages' objects are found in the page's own table and the sidebar lists pages, not objects:
 # with an entry per object the navigation tree that the theme renders into every page is ~10x larger
 # (most of the build's time).
