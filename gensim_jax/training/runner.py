@@ -75,7 +75,7 @@ def _steps_or_none(experiment: Experiment, config, data=None) -> Optional[int]:
 
 def describe_size(experiment: Experiment, config, data=None) -> str:
     """What a call of :func:`train_and_evaluate` trains, in one phrase: ``"10 runs x 3 arms x 2,235 steps of 64
-    examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"... x 90 epochs in batches of 256"``."""
+    examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"10 runs x 3 arms x 90 epochs in batches of 256"``."""
     runs, arms, batch = int(config.num_runs), len(experiment.arms(config)), int(config.batch_size)
     steps = _steps_or_none(experiment, config, data)
     head = f"{runs:,} run{'s' * (runs != 1)} x {arms} arm{'s' * (arms != 1)}"
