@@ -21,7 +21,9 @@ def summary(result: dict) -> str:
     """The re-evaluated numbers of every export as a metric x run Markdown table."""
     runs = result["runs"]
     experiments = sorted({r["experiment"] for r in runs})
-    lines = [f"Re-evaluated {len(runs)} export(s) of {', '.join(experiments)} (the numbers of results.json evaluations):"]
+    lines = [
+        f"Re-evaluated {len(runs)} export(s) of {', '.join(experiments)} (the numbers of results.json evaluations):"
+    ]
     lines += [f"  {r['arm']} seed {r['seed']}: {r['export']}" for r in runs]
     return "\n".join(lines) + "\n\n" + runs_table(result, field="evaluation")
 

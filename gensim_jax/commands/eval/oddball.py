@@ -188,7 +188,9 @@ def main(argv=None) -> int:
     def plot(path):
         ob.plot_oddball(summary, path)
 
-    return finish(result, a, "oddball", plot if summary is not None else None, summary=lambda r: summary_text(r, target))
+    return finish(
+        result, a, "oddball", plot if summary is not None else None, summary=lambda r: summary_text(r, target)
+    )
 
 
 def summary_text(result: dict, target_error=None) -> str:
@@ -213,5 +215,7 @@ def summary_text(result: dict, target_error=None) -> str:
         text = text.replace("Graded read-out (headline)", "Read-out: argmax (the paper's rule); not the graded one")
     extra = result.get("judgement_spearman")
     if extra:
-        text += f"\n\nSimilarity judgements: Spearman rho {extra['rho']:.3f} (p {extra['p']:.3g}, {extra['pairs']} pairs)."
+        text += (
+            f"\n\nSimilarity judgements: Spearman rho {extra['rho']:.3f} (p {extra['p']:.3g}, {extra['pairs']} pairs)."
+        )
     return text
