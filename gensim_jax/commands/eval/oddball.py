@@ -201,7 +201,8 @@ def summary_text(result: dict, target_error=None) -> str:
     label = next(iter(result["summary"]["models"]))
     runs = result.get("runs")
     headline = result.get("readout", "graded")
-    taus = [r["temperature"] for r in runs] if runs else [result["temperature"]] if "temperature" in result else None
+    taus = [r.get("temperature") for r in runs] if runs else [result.get("temperature")]
+    taus = taus if all(t is not None for t in taus) else None
     view = {
         "num_trials": result["test_set"]["trials"] if "test_set" in result else int(np.sum(result.get("trials", 0))),
         "readout": {"target_error": target_error},
