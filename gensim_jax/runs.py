@@ -1,6 +1,9 @@
 """Compare finished (or running) runs from their ``metrics.jsonl``, without TensorBoard.
 
-``gensim-jax runs compare DIR...`` prints one row per run directory (the last step, the seed from
+``gensim-jax runs DIR`` lists the runs found under DIR (:func:`find_runs`: every directory holding a
+``metrics.jsonl``, e.g. a training workdir's ``<arm>/run<r>``) with their steps, last loss, status and a
+few final ``result/*`` numbers (:func:`list_runs`).  ``gensim-jax runs compare DIR...`` takes run
+directories and directories holding runs alike and prints one row per run directory (the last step, the seed from
 ``config.json``, and every metric recorded at that step) and, with ``--out``, draws the loss curves
 of all runs in one PNG.  ``--config-fields`` adds config fields as columns, and runs that were
 produced by different gensim-jax versions or git commits (``config.json``'s ``provenance``) are
@@ -24,6 +27,9 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 from gensim_jax.config import flatten
 
 __all__ = [
+    "find_runs",
+    "expand_run_dirs",
+    "list_runs",
     "read_run",
     "read_jsonl",
     "iter_jsonl",
@@ -128,6 +134,97 @@ def read_json(path, *, warn: Callable[[str], None] = warn) -> Optional[dict]:
         warn(f"{path}: holds a JSON {type(value).__name__}, not an object; ignored")
         return None
     return value
+
+
+def _natural(path: Path) -> list:
+    """Sort key of a path: digit runs compared as numbers (``run2`` before ``run10``)."""
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def find_runs(root) -> list[Path]:
+    """The run directories at or below ``root``: ``[root]`` when it holds a ``metrics.jsonl``, else every
+    directory below it that holds one (not looking further inside a run, nor into hidden directories), in
+    natural order.  ``ValueError`` (one line naming ``root``) when ``root`` is no directory."""
+    import os
+
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"{root}: no such directory")
+    if (root / "metrics.jsonl").is_file():
+        return [root]
+    found = []
+    for here, dirs, files in os.walk(root):
+        if "metrics.jsonl" in files:
+            found.append(Path(here))
+            dirs[:] = []
+        else:
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+    return sorted(found, key=_natural)
+
+
+def expand_run_dirs(dirs: Iterable) -> list[Path]:
+    """The run directories of ``dirs`` (run directories and directories holding runs, :func:`find_runs`), each
+    once, in the given order; ``ValueError`` naming the first one that is missing or holds no run."""
+    out: dict[Path, None] = {}
+    for d in dirs:
+        found = find_runs(d)
+        if not found:
+            raise ValueError(f"{d}: no run in it or below it (no metrics.jsonl; train writes WORKDIR/<arm>/run<r>)")
+        out.update(dict.fromkeys(found))
+    return list(out)
+
+
+#: ``result/*`` columns ``runs DIR`` shows at most (all of them: ``runs compare DIR``).
+MAX_RESULT_COLUMNS = 3
+
+
+def list_runs(root, *, warn: Callable[[str], None] = warn) -> list[dict]:
+    """One row per run below ``root`` (:func:`find_runs`): ``{"run", "steps", "loss", "status", RESULT...}``.
+
+    ``run`` is the path relative to ``root``; ``steps`` the last recorded step, ``/N`` added when the run's
+    ``config.json`` names ``num_steps``; ``loss`` the last recorded loss; ``status`` ``finished`` when the run
+    recorded its final evaluation (``result/*``) or wrote its export, else ``unfinished`` (running, or
+    stopped: resume it with the same command); then the first :data:`MAX_RESULT_COLUMNS` ``result/*``
+    values.  A run whose ``metrics.jsonl`` cannot be read is a row with status ``unreadable``.
+    ``ValueError`` when ``root`` is missing or holds no run.
+    """
+    root = Path(root)
+    found = find_runs(root)
+    if not found:
+        raise ValueError(f"{root}: no run in it or below it (no metrics.jsonl; train writes WORKDIR/<arm>/run<r>)")
+    rows, result_keys = [], {}
+    for d in found:
+        name = "." if d == root else str(d.relative_to(root))
+        try:
+            run = read_run(d, warn=warn)
+        except ValueError:
+            rows.append({"run": name, "steps": None, "loss": None, "status": "unreadable", "results": {}})
+            continue
+        step = max(int(r["step"]) for r in run["records"])
+        loss, results = None, {}
+        for r in sorted(run["records"], key=lambda r: int(r["step"])):
+            if _number(r.get("loss")) is not None:
+                loss = float(r["loss"])
+            for k, v in r.items():
+                if k.startswith("result/") and _number(v) is not None:
+                    results[k] = float(v)
+                    result_keys.setdefault(k, None)
+        planned = ((run["config"] or {}).get("config") or {}).get("num_steps")
+        steps = f"{step}/{planned}" if isinstance(planned, int) and not isinstance(planned, bool) else str(step)
+        finished = bool(results) or (d / "export").is_dir()
+        rows.append(
+            {
+                "run": name,
+                "steps": steps,
+                "loss": loss,
+                "status": "finished" if finished else "unfinished",
+                "results": results,
+            }
+        )
+    shown = list(result_keys)[:MAX_RESULT_COLUMNS]
+    return [{**{k: v for k, v in r.items() if k != "results"}, **{k: r["results"].get(k) for k in shown}} for r in rows]
 
 
 def read_run(run_dir, *, warn: Callable[[str], None] = warn) -> dict:

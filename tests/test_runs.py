@@ -184,3 +184,87 @@ def test_unreadable_config_is_named(tmp_path, capsys):
     assert rows[0]["seed"] is None
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"warning: {tmp_path / 'r' / 'config.json'}:1: cannot be read as JSON")
+
+
+def _demo_layout(root):
+    """make demo's layout, by hand: two workdirs, three runs each, of 2 steps; supervised run2 stopped at step 1."""
+    expected = {}
+    for workdir, arm, acc in (("gensim-deviants", "gensim", 0.25), ("supervised-references", "supervised", 0.5)):
+        for r in range(3):
+            d = root / workdir / arm / f"run{r}"
+            last = 1 if (arm, r) == ("supervised", 2) else 2
+            records = [{"step": s, "loss": 3.0 - s - 0.1 * r} for s in range(1, last + 1)]
+            if last == 2:
+                records.append({"step": 2, "result/graded/mean": acc + 0.01 * r})
+            _lines(d, *records)
+            (d / "config.json").write_text(json.dumps({"seed": r, "config": {"num_steps": 2}}))
+            expected[f"{workdir}/{arm}/run{r}"] = (last, records[last - 1]["loss"], last == 2, acc + 0.01 * r)
+    return expected
+
+
+def test_runs_dir_lists_every_run_below_it(tmp_path, capsys):
+    expected = _demo_layout(tmp_path / "runs" / "demo")
+    (tmp_path / "runs" / "demo" / "gensim-deviants" / "gensim" / "run0" / "export").mkdir()  # not a run: not listed
+    assert cli.main(["runs", str(tmp_path / "runs" / "demo")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == f"6 run(s) under {tmp_path / 'runs' / 'demo'} (5 finished):"
+    assert lines[1].split() == ["run", "steps", "loss", "status", "result/graded/mean"]
+    assert lines[-1] == f"all final metrics: gensim-jax runs compare {tmp_path / 'runs' / 'demo'}"
+    rows = [line.split() for line in lines[2:-1]]
+    assert [r[0] for r in rows] == list(expected)
+    for row in rows:
+        last, loss, finished, acc = expected[row[0]]
+        assert row[1] == f"{last}/2" and float(row[2]) == pytest.approx(loss)
+        assert row[3] == ("finished" if finished else "unfinished")
+        assert row[4] == (f"{acc:.6g}" if finished else "-")
+    # --json: the same rows
+    assert cli.main(["runs", "list", str(tmp_path / "runs" / "demo"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["run"], r["status"]) for r in data] == [(r[0], r[3]) for r in rows]
+
+
+def test_bare_runs_lists_runs_under_dot_runs_or_says_there_is_none(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["runs"]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "no ./runs directory here: give the directory of your runs (gensim-jax runs DIR)"
+    ]
+    _demo_layout(tmp_path / "runs" / "demo")
+    assert cli.main(["runs"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("6 run(s) under runs (5 finished):") and "demo/gensim-deviants/gensim/run0" in out
+
+
+def test_compare_takes_workdirs_and_run_directories(tmp_path, capsys):
+    expected = _demo_layout(tmp_path / "runs" / "demo")
+    assert cli.main(["runs", "compare", str(tmp_path / "runs" / "demo"), "--keys", "loss"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split() == ["run", "seed", "step", "loss"]
+    names = [line.split()[0] for line in lines[1:]]
+    assert names == [k.split("/", 1)[1] for k in expected]  # shortest distinct names: <arm>/run<r>
+    for line, (last, loss, _, _) in zip(lines[1:], expected.values()):
+        assert int(line.split()[2]) == last and float(line.split()[3]) == pytest.approx(loss)
+    # a workdir and a run directory together, the run given twice: each run once
+    run = tmp_path / "runs" / "demo" / "gensim-deviants" / "gensim" / "run1"
+    paths = runs.expand_run_dirs([tmp_path / "runs" / "demo" / "gensim-deviants", run])
+    assert paths == [tmp_path / "runs" / "demo" / "gensim-deviants" / "gensim" / f"run{r}" for r in range(3)]
+
+
+def test_runs_errors_are_one_line_and_name_no_internal_names(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    for argv, line in (
+        (["runs", str(tmp_path / "nope")], f"gensim-jax runs: error: {tmp_path / 'nope'}: no such directory"),
+        (["runs", str(tmp_path / "empty")], f"gensim-jax runs: error: {tmp_path / 'empty'}: no run in it or below"),
+        (["runs", "compare", str(tmp_path / "empty")], f"gensim-jax runs compare: error: {tmp_path / 'empty'}: no run"),
+    ):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(line), err
+    with pytest.raises(SystemExit):
+        cli.main(["runs", "compare"])
+    err = capsys.readouterr().err
+    assert "required: DIR" in err and "runs_command" not in err
+    with pytest.raises(SystemExit):
+        cli.main(["runs", "--help"])
+    out = capsys.readouterr().out
+    assert "gensim-jax runs [DIR]" in out and "runs_command" not in out

@@ -9,6 +9,7 @@
 ``gensim-jax plan EXPERIMENT ...``    compile its step for a TPU / GPU topology (:mod:`gensim_jax.commands.plan`)
 ``gensim-jax eval PROTOCOL ...``      evaluate exports (:mod:`gensim_jax.commands.eval`; = ``python -m eval``)
 ``gensim-jax score ...``              the human-alignment report card of an encoder (:mod:`gensim_jax.commands.score`)
+``gensim-jax runs [DIR]``             the runs under DIR (default ./runs): steps, last loss, status, results
 ``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
 ``gensim-jax prepare-imagenet ...``   one-time ImageNet records at a load size (:mod:`gensim_jax.commands.prepare_imagenet`)
 ===================================== ======================================================================
@@ -184,13 +185,16 @@ def _main(argv: list, debug: bool = False) -> int:
         )
         p.add_argument("name", help=what)
         p.add_argument("rest", nargs=argparse.REMAINDER, help=f"options of gensim-jax {command}")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(runs_command.route(argv))
     if args.version:
         return _version(args)
     if args.command is None:
         commands = list(sub.choices)
         parser.error(f"a command is required: {', '.join(commands[:-1])} or {commands[-1]}")
-    prog = " ".join(["gensim-jax", args.command] + ([args.runs_command] if args.command == "runs" else []))
+    prog = " ".join(
+        ["gensim-jax", args.command]
+        + ([args.runs_command] if args.command == "runs" and args.runs_command != "list" else [])
+    )
     return run_command(lambda _: args.fn(args), [], prog, debug=debug)
 
 

@@ -16,8 +16,9 @@ Protocols (``--protocols``): ``oddball`` (quadrilaterals, humans and baboons), `
 ``--odd-one-out-trials CSV``, ``odd_one_out`` (the likelihood of human odd-one-out choices).
 
 Prints a Markdown table (the model, then the reference rows: pixels, the untrained network of the
-same architecture, humans and baboons) with a bootstrap interval on every number; ``--out DIR``
-writes ``DIR/scorecard.json`` and ``DIR/scorecard.png`` (a panel per protocol).
+same architecture, humans and baboons) with a bootstrap interval on every number; ``--json`` prints
+the report card's JSON instead (the content of ``scorecard.json``); ``--out DIR`` writes
+``DIR/scorecard.json`` and ``DIR/scorecard.png`` (a panel per protocol).
 
 ``gensim-jax score stimuli --out DIR`` writes every protocol's stimuli as PNG with ``manifest.json``.
 """
@@ -134,6 +135,9 @@ def main(argv=None) -> int:
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per interval (0: none)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--out", metavar="DIR", help="write DIR/scorecard.json and DIR/scorecard.png")
+    p.add_argument(
+        "--json", action="store_true", help="print the report card's JSON instead of the Markdown table (only JSON)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar while embedding")
     _common(p)
     a = p.parse_args(argv)
@@ -209,13 +213,14 @@ def main(argv=None) -> int:
             **kw,
             **sizes,
         )
-    print(sc.format_markdown(card))
-    if a.out:
-        from gensim_jax.jsonable import to_jsonable
+    from gensim_jax.jsonable import to_jsonable
 
+    text = json.dumps(to_jsonable(card), indent=1)
+    print(text if a.json else sc.format_markdown(card))
+    if a.out:
         out = Path(a.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "scorecard.json").write_text(json.dumps(to_jsonable(card), indent=1) + "\n")
+        (out / "scorecard.json").write_text(text + "\n")
         sc.plot_scorecard(card, out / "scorecard.png")
         print(f"wrote {out / 'scorecard.json'} and {out / 'scorecard.png'}", file=sys.stderr)
     return 0

@@ -103,6 +103,7 @@ HELP_COMMANDS = [
     ["list-models"],
     ["info"],
     ["runs"],
+    ["runs", "list"],
     ["runs", "compare"],
     ["train"],
     ["train", "quadrilaterals"],

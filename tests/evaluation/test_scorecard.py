@@ -518,3 +518,17 @@ def test_a_graded_readout_that_cannot_reach_the_human_error_says_so_and_legends_
         frame = ax.get_window_extent(renderer)
         assert legend.y1 <= frame.y0 or not legend.overlaps(frame), ax.get_title()
         assert legend.y0 >= 0, f"{ax.get_title()}: the legend falls off the figure"
+
+
+def test_json_prints_only_the_report_card(tmp_path, capsys):
+    stim = sc.stimuli(["oddball"], 16, trials_per_condition=1)["oddball"]
+    vectors = np.random.default_rng(1).standard_normal((len(stim.ids), 4))
+    path = _npz(tmp_path / "v.npz", list(stim.ids), vectors)
+    argv = ["--embeddings", path, "--protocols", "oddball", "--stimulus-size", "16", "--resamples", "0", *TINY]
+    status, out, err = _run([*argv, "--json", "--out", str(tmp_path / "card")], capsys)
+    assert status == 0, err
+    card = json.loads(out)
+    assert card == json.loads((tmp_path / "card" / "scorecard.json").read_text())
+    status, text, err = _run(argv, capsys)
+    assert status == 0, err
+    assert text.startswith(f"# Scorecard: {card['model']}") and "| humans (pooled) |" in text

@@ -12,7 +12,7 @@ from gensim_jax.jsonable import to_jsonable
 
 def assert_exports_reproduce_the_run(workdir: Path, results: dict, arms, capsys=None) -> None:
     """Every run of ``arms``: :func:`evaluate_export` equals ``results["evaluations"][arm][r]`` exactly; the
-    first arm's runs also through the command line (``eval export --export ... --out``)."""
+    first arm's runs also through the command line (``eval export --export ... --out FILE --json``)."""
     recorded = json.loads((Path(workdir) / "results.json").read_text())["evaluations"]
     for i, arm in enumerate(arms):
         exports = [Path(workdir) / str(arm) / f"run{r}" / "export" for r in range(len(recorded[str(arm)]))]
@@ -23,8 +23,9 @@ def assert_exports_reproduce_the_run(workdir: Path, results: dict, arms, capsys=
             assert got["evaluation"] == to_jsonable(results["evaluations"][str(arm)][r])
         if i == 0:
             out = Path(workdir) / "reevaluated.json"
-            assert eval_main(["export", "--export", *map(str, exports), "--out", str(out)]) == 0
-            if capsys is not None:
-                capsys.readouterr()
+            assert eval_main(["export", "--export", *map(str, exports), "--out", str(out), "--json"]) == 0
             runs = json.loads(out.read_text())["runs"]
             assert [r["evaluation"] for r in runs] == recorded[str(arm)]
+            if capsys is not None:  # --json: stdout holds only the JSON, the same as --out's
+                printed = json.loads(capsys.readouterr().out)
+                assert [r["evaluation"] for r in printed["runs"]] == recorded[str(arm)]

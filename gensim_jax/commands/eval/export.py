@@ -4,7 +4,9 @@ Each ``--export DIR`` (``WORKDIR/<arm>/run<r>/export``, written by ``gensim-jax 
 experiment, arm, seed and the run's resolved config; the experiment's evaluation of the run
 (:attr:`~gensim_jax.training.experiment.Arm.evaluate`) is called again on the same
 stimuli with the exported encoder (:func:`gensim_jax.training.runner.evaluate_export`), so the JSON
-equals the run's ``results.json`` ``evaluations[arm][r]``. The protocols (``oddball``,
+equals the run's ``results.json`` ``evaluations[arm][r]``. Printed: one column per export with the numbers
+of its evaluation (lists of more than 4 numbers as their mean); ``--json`` prints the full JSON
+(``{"runs": [{"export", "experiment", "arm", "seed", "evaluation"}]}``). The protocols (``oddball``,
 ``geoclidean``, ...) evaluate any export or precomputed embeddings with options of their own.
 """
 
@@ -12,7 +14,18 @@ from __future__ import annotations
 
 import argparse
 
-from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, runs_table, typed
+
+
+def summary(result: dict) -> str:
+    """The re-evaluated numbers of every export as a metric x run Markdown table."""
+    runs = result["runs"]
+    experiments = sorted({r["experiment"] for r in runs})
+    lines = [
+        f"Re-evaluated {len(runs)} export(s) of {', '.join(experiments)} (the numbers of results.json evaluations):"
+    ]
+    lines += [f"  {r['arm']} seed {r['seed']}: {r['export']}" for r in runs]
+    return "\n".join(lines) + "\n\n" + runs_table(result, field="evaluation")
 
 
 def main(argv=None) -> int:
@@ -24,4 +37,4 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     from gensim_jax.experiments import evaluate_export
 
-    return finish({"runs": [evaluate_export(d) for d in a.export]}, a, "export")
+    return finish({"runs": [evaluate_export(d) for d in a.export]}, a, "export", summary=summary)

@@ -14,7 +14,9 @@
 Concepts: ``--concepts test`` (the paper's 7 held-out), ``all`` (37), or a comma-separated list.
 ``--workdir DIR`` writes ``geoclidean.json`` and ``geoclidean.png`` (Fig. 3C style: close/far
 accuracy, per-concept threshold rule, s.e.m. over runs; ``--human-close``/``--human-far`` add the
-human line; the paper does not print those values).
+human line; the paper does not print those values). Printed: close/far accuracy and AUC per threshold
+rule as Markdown tables (:func:`gensim_jax.evaluation.geoclidean.format_table`, mean +- standard
+deviation over runs); ``--json`` prints the full JSON instead.
 """
 
 from __future__ import annotations
@@ -137,4 +139,19 @@ def main(argv=None) -> int:
             title=f"Geoclidean few-shot, {len(result['concepts'])} concepts, {fig_rule} threshold",
         )
 
-    return finish(result, a, "geoclidean", plot)
+    return finish(result, a, "geoclidean", plot, summary=summary)
+
+
+def summary(result: dict) -> str:
+    """:func:`gensim_jax.evaluation.geoclidean.format_table` of the JSON ``result``: one table per threshold rule."""
+    runs = result.get("runs") or [result]
+    rules = [k for k in runs[0] if isinstance(runs[0][k], dict) and "mean" in runs[0][k]]
+    table = {
+        "summary": {
+            f"Geoclidean/{rule}": {result["model"]: geo.summarize_runs([r[rule]["mean"] for r in runs])}
+            for rule in rules
+        },
+        "config": {"eval": {"threshold": rules[0] if rules else ""}},
+    }
+    head = f"Geoclidean few-shot, {len(result['concepts'])} concepts, {result['model']} (weights: {result['weights']})"
+    return head + ":\n\n" + geo.format_table(table)

@@ -15,7 +15,8 @@ Inputs (one of):
   to show chance).
 
 ``--workdir DIR`` writes ``hierarchy.json`` and ``hierarchy.png`` (accuracy per level with chance,
-and the aggregate ``sum_l log(a_l / c_l)``).
+and the aggregate ``sum_l log(a_l / c_l)``). Printed: the accuracy per level as a Markdown table (one
+column per run and their mean +- s.e.m.) and the aggregate; ``--json`` prints the full JSON instead.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, fmt, markdown_table, prog, typed
 from gensim_jax.evaluation.embed import load_encoders, load_npz, model_label, run_info
 from gensim_jax.evaluation.hierarchy import decode_levels, plot_hierarchy, synthetic_stimuli
 from gensim_jax.evaluation.statistics import mean_sem_dict
@@ -112,4 +113,40 @@ def main(argv=None) -> int:
             title=f"Hierarchy decoding ({source}, chance {a.chance})",
         )
 
-    return finish(result, a, "hierarchy", plot)
+    return finish(result, a, "hierarchy", plot, summary=summary)
+
+
+def summary(result: dict) -> str:
+    """Accuracy per level (chance, majority, each run, mean +- s.e.m. over runs) and ``sum_l log(a_l / c_l)``."""
+    runs = result.get("runs") or [result]
+    levels = runs[0]["levels"]
+    names = [f"seed {r['seed']}" if "seed" in r else "accuracy" for r in runs] if "runs" in result else ["accuracy"]
+    across = result.get("across_runs")
+    header = ["level", "labels", "chance", "majority", *names, *(["mean +- s.e.m."] if across else [])]
+    rows = []
+    for i, lv in enumerate(levels):
+        cells = [lv["level"], lv["num_labels"], fmt(lv["chance"], 3), fmt(lv["majority"], 3)]
+        cells += [fmt(r["levels"][i]["accuracy"], 3) for r in runs]
+        if across:
+            acc = across["accuracy"]
+            cells.append(f"{fmt(acc['mean'][i], 3)} +- {fmt(acc['sem'][i], 3)}")
+        rows.append(cells)
+    score = (
+        f"{fmt(across['score']['mean'], 4)} +- {fmt(across['score']['sem'], 3)} over {len(runs)} runs"
+        if across
+        else fmt(result["score"], 4)
+    )
+    what = (
+        (f"{result['model']} on " if "model" in result else "")
+        + result["source"]
+        + (" (shuffled)" if result.get("shuffled") else "")
+    )
+    return "\n".join(
+        [
+            f"Hierarchy decoding, {what}: accuracy per level of the class tree ({result['chance']} chance).",
+            "",
+            markdown_table(header, rows),
+            "",
+            f"sum over levels of log(accuracy / chance): {score}",
+        ]
+    )

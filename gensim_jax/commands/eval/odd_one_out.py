@@ -5,7 +5,9 @@
 ``tau = alpha * rt`` is grid-searched per participant (``--alphas LO HI COUNT``: a log-spaced grid
 ``10**LO .. 10**HI``, default -4 2 121). The JSON adds the objective over the grid averaged over
 participants (``curve``); ``--workdir DIR`` writes ``odd_one_out.json`` and ``odd_one_out.png``
-(objective vs alpha per participant, their mean, the fitted alphas, chance).
+(objective vs alpha per participant, their mean, the fitted alphas, chance). Printed: the mean
+likelihood over participants and a Markdown table of the fitted alpha per participant (the first
+:data:`MAX_PARTICIPANTS`); ``--json`` prints the full JSON instead.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, fmt, markdown_table, prog, typed
 from gensim_jax.evaluation.embed import load_npz
 from gensim_jax.evaluation.odd_one_out import objective_curves, odd_one_out_likelihood, plot_odd_one_out, read_trials
+
+#: Participants listed in the printed table (all of them are in the JSON).
+MAX_PARTICIPANTS = 20
 
 
 def main(argv=None) -> int:
@@ -58,4 +63,23 @@ def main(argv=None) -> int:
             ylabel="mean likelihood of the human choices" if mean_lik else "mean log-likelihood of the human choices",
         )
 
-    return finish(result, a, "odd_one_out", plot)
+    return finish(result, a, "odd_one_out", plot, summary=summary)
+
+
+def summary(result: dict) -> str:
+    """The mean likelihood of the human choices over participants and each participant's fit."""
+    fits = list(result["participants"].values())
+    rows = [
+        [f["participant"], f["num_trials"], fmt(f["alpha"]), fmt(f["mean_likelihood"]), fmt(f["mean_log_likelihood"])]
+        for f in fits[:MAX_PARTICIPANTS]
+    ]
+    lines = [
+        f"Odd-one-out: mean likelihood of the human choices {fmt(result['mean_likelihood'])} "
+        f"(s.e.m. {fmt(result['sem'], 3)}) over {len(fits)} participants; chance {fmt(result['chance'])}; "
+        f"alpha fitted per participant by {result['objective']}.",
+        "",
+        markdown_table(["participant", "trials", "alpha", "mean likelihood", "mean log-likelihood"], rows),
+    ]
+    if len(fits) > MAX_PARTICIPANTS:
+        lines.append(f"({len(fits) - MAX_PARTICIPANTS} more participants in the JSON)")
+    return "\n".join(lines)

@@ -27,6 +27,9 @@ mean error 0.249, with each run's temperature) and the paper's argmax rule under
 same fields); ``--readout graded`` or ``--readout argmax`` gives only that one at the top level.
 ``--workdir DIR`` writes ``oddball.json`` and ``oddball.png`` (Fig. 2B/2C of the headline read-out,
 :func:`gensim_jax.evaluation.oddball.plot_oddball`).
+
+Printed: the tables training prints (:func:`gensim_jax.evaluation.oddball.format_table`: statistics per
+read-out, correlation per population, error rate per shape); ``--json`` prints the full JSON instead.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import argparse
 
 import numpy as np
 
-from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, typed
+from gensim_jax.commands.eval._output import add_output_arguments, finish, prog, runs_table, typed
 from gensim_jax.evaluation import oddball as ob
 from gensim_jax.evaluation import sable_meyer as sm
 from gensim_jax.evaluation.embed import load_encoders, load_npz, model_label, run_info
@@ -185,4 +188,35 @@ def main(argv=None) -> int:
     def plot(path):
         ob.plot_oddball(summary, path)
 
-    return finish(result, a, "oddball", plot if summary is not None else None)
+    return finish(
+        result, a, "oddball", plot if summary is not None else None, summary=lambda r: summary_text(r, target)
+    )
+
+
+def summary_text(result: dict, target_error=None) -> str:
+    """The tables of :func:`gensim_jax.evaluation.oddball.format_table` for the JSON ``result`` of this command
+    (graded statistics, argmax under ``"argmax"``); a metric table where no summary could be made."""
+    if "summary" not in result:
+        return "Oddball: no summary (a shape has no trials or a rate is not finite).\n\n" + runs_table(result)
+    label = next(iter(result["summary"]["models"]))
+    runs = result.get("runs")
+    headline = result.get("readout", "graded")
+    taus = [r.get("temperature") for r in runs] if runs else [result.get("temperature")]
+    taus = taus if all(t is not None for t in taus) else None
+    view = {
+        "num_trials": result["test_set"]["trials"] if "test_set" in result else int(np.sum(result.get("trials", 0))),
+        "readout": {"target_error": target_error},
+        "summary": result["summary"],
+        **({"temperatures": {label: taus}} if headline == "graded" and taus else {}),
+    }
+    if isinstance(result.get("argmax"), dict) and "summary" in result["argmax"]:
+        view["summary_argmax"] = result["argmax"]["summary"]
+    text = ob.format_table(view)
+    if headline != "graded":  # --readout argmax: the one table is the argmax rule's
+        text = text.replace("Graded read-out (headline)", "Read-out: argmax (the paper's rule); not the graded one")
+    extra = result.get("judgement_spearman")
+    if extra:
+        text += (
+            f"\n\nSimilarity judgements: Spearman rho {extra['rho']:.3f} (p {extra['p']:.3g}, {extra['pairs']} pairs)."
+        )
+    return text

@@ -8,7 +8,7 @@ prepared for the ``paper`` config, see ``docs/api/experiment_spurious_digits.md`
 ``RUN_DIR/lambda_<lam>/run<r>/export`` (:func:`gensim_jax.training.load_exported`), and reports
 per run and per lambda the accuracy on digits over their own pool's backgrounds (ID) and over
 other pools' backgrounds (OOD) with the mean and Student-t confidence interval over seeds
-(:mod:`gensim_jax.evaluation.spurious_digits`). Prints the JSON and a Markdown table;
+(:mod:`gensim_jax.evaluation.spurious_digits`). Prints a Markdown table (``--json``: the full JSON instead);
 ``--workdir DIR`` writes ``spurious_digits.json`` and the figure ``spurious_digits.png`` (ID and
 OOD accuracy against lambda with CI bands; in a training workdir this redraws the training run's
 figure from the re-evaluated numbers), ``--out FILE`` the JSON.
@@ -118,7 +118,8 @@ def main(argv=None) -> int:
             title=f"Spurious digits ({config.source}), re-evaluated: {workdir.name}",
         )
 
-    rc = finish(result, a, "spurious_digits", plot)
-    print()
-    print(protocol.format_table(summary, confidence))
-    return rc
+    def table(result: dict) -> str:
+        head = f"Spurious digits ({result['data']}), re-evaluated exports of {result['workdir']}:"
+        return head + "\n\n" + protocol.format_table(summary, confidence)
+
+    return finish(result, a, "spurious_digits", plot, summary=table)
