@@ -1,0 +1,29 @@
+"""The local SLURM cluster for tests/cluster: started once per session by scripts/slurm_local.sh.
+
+When the cluster is already running (``.ci/run`` starts it before ``make test``) the session uses it
+and leaves it running; when the session started it, the session stops it. Where it cannot start (not
+root, no apt-get) every cluster test skips with the script's reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cluster import slurm
+
+
+@pytest.fixture(scope="session")
+def slurm_conf():
+    conf, started = slurm.start_cluster()
+    try:
+        yield conf
+    finally:
+        if started:
+            slurm.stop_cluster()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory):
+    """The held experiment's ``tiny`` config (20 steps, 2 arms) in one process with one device."""
+    d = tmp_path_factory.mktemp("one-process")
+    return slurm.train_one_process(slurm.HELD, d / "run", [], cwd=d)
