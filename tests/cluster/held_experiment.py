@@ -37,9 +37,16 @@ def _notice() -> bool:
         return False
 
 
+def _write(path: Path, text: str) -> None:
+    """Write whole or not at all (a test that sees the file reads all of it)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def _hold(directory: Path, process: int) -> None:
     deadline = time.monotonic() + float(os.environ.get("GENSIM_TEST_HOLD_MAX", "120"))
-    (directory / f"held.{process}").write_text(str(os.getpid()))
+    _write(directory / f"held.{process}", str(os.getpid()))
     why = "time"
     while time.monotonic() < deadline:
         if (directory / "release").exists():
@@ -49,7 +56,7 @@ def _hold(directory: Path, process: int) -> None:
             why = "notice"
             break
         time.sleep(0.1)
-    (directory / f"released.{process}").write_text(why)
+    _write(directory / f"released.{process}", why)
 
 
 class Held(Tiny):
