@@ -190,9 +190,15 @@ status() {
   return $rc
 }
 
+lock() { # one start or stop at a time (pytest-xdist workers may start the cluster together)
+  mkdir -p "$(dirname "$DIR")"
+  exec 9>"$DIR.lock"
+  flock -w 120 9 || { say "another start/stop holds $DIR.lock"; exit 4; }
+}
+
 case "${1:-}" in
-  start) start ;;
-  stop) stop ;;
+  start) lock; start ;;
+  stop) lock; stop ;;
   status) status ;;
   env) echo "export SLURM_CONF=$CONF" ;;
   *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;

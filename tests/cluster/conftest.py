@@ -1,11 +1,14 @@
 """The local SLURM cluster for tests/cluster: started once per session by scripts/slurm_local.sh.
 
 When the cluster is already running (``.ci/run`` starts it before ``make test``) the session uses it
-and leaves it running; when the session started it, the session stops it. Where it cannot start (not
+and leaves it running; when the session started it, the session stops it (not in a pytest-xdist
+worker: the other worker may still run jobs; `scripts/slurm_local.sh stop` then stops it). Where it cannot start (not
 root, no apt-get) every cluster test skips with the script's reason.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -18,7 +21,8 @@ def slurm_conf():
     try:
         yield conf
     finally:
-        if started:
+        # a pytest-xdist worker leaves a cluster it started running: the other worker may still use it
+        if started and not os.environ.get("PYTEST_XDIST_WORKER"):
             slurm.stop_cluster()
 
 
