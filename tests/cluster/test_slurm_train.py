@@ -8,6 +8,7 @@ one-process run of the same config on every number but the timings and the devic
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
@@ -38,3 +39,20 @@ def test_slurm_sbatch_two_tasks_equal_one_process(slurm_conf, reference, tmp_pat
     assert "WARNING:absl" not in out and "preemption sync point" not in out, out[-3000:]
     assert "Traceback" not in out, out[-3000:]
     assert "NOT RUN" not in slurm.SBATCH.read_text()
+
+
+def test_slurm_smoke_job_prints_processes_devices_and_an_all_reduce(slurm_conf, tmp_path):
+    """The first check on a cluster (docs/SCALING.md): ``srun gensim-jax info --distributed``."""
+    env = slurm.job_env(slurm_conf)
+    cmd = ["srun", *slurm.COUNTS, "--time=2", env["GENSIM_JAX"], "info", "--distributed"]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    decoder, text, found = json.JSONDecoder(), done.stdout, []
+    while text.strip():
+        obj, end = decoder.raw_decode(text.lstrip())
+        found.append(obj)
+        text = text.lstrip()[end:]
+    assert sorted(o["process_index"] for o in found) == [0, 1]
+    for o in found:
+        assert o["process_count"] == 2 and o["device_count"] == 4 and o["local_device_count"] == 2
+        assert o["all_reduce"] == {"sum": 6.0, "expected": 6.0, "ok": True}
