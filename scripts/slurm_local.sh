@@ -107,7 +107,7 @@ start_munge() {
   fi
   chmod 700 "$DIR/munge"
   chmod 400 "$DIR/munge/munge.key"
-  munged --force --key-file="$DIR/munge/munge.key" --socket="$DIR/munge/munge.socket" \
+  munged 9>&- --force --key-file="$DIR/munge/munge.key" --socket="$DIR/munge/munge.socket" \
     --pid-file="$DIR/munged.pid" --log-file="$DIR/log/munged.log" --seed-file="$DIR/munge/munge.seed" \
     || { tail -5 "$DIR/log/munged.log" >&2 || true; say "munged did not start"; exit 4; }
 }
@@ -139,12 +139,12 @@ start() {
   start_munge
   if ! alive "$DIR/slurmctld.pid"; then
     # -i: ignore state files a previous cluster left (the job ids start again)
-    slurmctld -f "$CONF" -i || { tail -20 "$DIR/log/slurmctld.log" >&2 || true; say "slurmctld did not start"; exit 4; }
+    slurmctld -f "$CONF" -i 9>&- || { tail -20 "$DIR/log/slurmctld.log" >&2 || true; say "slurmctld did not start"; exit 4; }
   fi
   wait_for 30 env SLURM_CONF="$CONF" scontrol ping \
     || { tail -20 "$DIR/log/slurmctld.log" >&2 || true; say "slurmctld does not answer"; exit 4; }
   if ! alive "$DIR/slurmd.pid"; then
-    slurmd -f "$CONF" || { tail -20 "$DIR/log/slurmd.log" >&2 || true; say "slurmd did not start"; exit 4; }
+    slurmd -f "$CONF" 9>&- || { tail -20 "$DIR/log/slurmd.log" >&2 || true; say "slurmd did not start"; exit 4; }
   fi
   if ! wait_for 30 node_idle; then
     # a node that a previous run left DOWN/DRAINED: bring it back once
@@ -190,7 +190,8 @@ status() {
   return $rc
 }
 
-lock() { # one start or stop at a time (pytest-xdist workers may start the cluster together)
+lock() { # one start or stop at a time (pytest-xdist workers may start the cluster together); the daemons
+  # are started with fd 9 closed, so that they do not hold the lock
   mkdir -p "$(dirname "$DIR")"
   exec 9>"$DIR.lock"
   flock -w 120 9 || { say "another start/stop holds $DIR.lock"; exit 4; }
