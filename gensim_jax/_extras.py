@@ -10,8 +10,9 @@ stimuli and the evaluation protocols. The extras (see pyproject.toml and the REA
 * ``eval``: scikit-learn, matplotlib, pillow (decoding, figures, reading benchmark PNGs);
 * ``torch``: torch, safetensors (reading PyTorch checkpoints);
 * ``wordnet``: nltk (rebuilding the ImageNet-1k hierarchy from WordNet);
-* ``tpu``: the libtpu that matches the installed jax; ``all``: every extra but ``tpu``;
-* ``test``: ``all`` + ``tpu`` + pytest, hypothesis (:mod:`gensim_jax.testing` strategies), chex, ruff.
+* ``tpu``: the libtpu that matches the installed jax; ``all``: every extra but ``tpu`` and ``docs``;
+* ``docs``: sphinx, myst-parser, furo, build, twine (``make docs``: the documentation site; ``make dist``);
+* ``test``: ``all`` + ``tpu`` + ``docs`` + pytest, hypothesis (:mod:`gensim_jax.testing` strategies), chex, ruff.
 
 A module that needs an extra calls :func:`require` before its first use of it:
 
@@ -30,7 +31,7 @@ import importlib
 from types import ModuleType
 
 #: Extras that a :func:`require` call may name (the keys of [project.optional-dependencies]).
-EXTRAS = ("models", "train", "data", "eval", "torch", "wordnet", "tpu", "all", "test", "core")
+EXTRAS = ("models", "train", "data", "eval", "torch", "wordnet", "tpu", "all", "docs", "test", "core")
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -6,7 +6,10 @@ What is extracted, from README.md, docs/*.md, docs/api/*.md and docs/results/*.m
   namespace (a page's blocks build on each other, as in a notebook), with the document's line
   numbers in tracebacks and a timeout.  A block preceded by ``<!-- docs-test: skip REASON -->`` is
   not run; marks are for what cannot run here (an accelerator, a cluster, a downloaded checkpoint),
-  and a mark without a reason fails :func:`test_every_mark_is_a_skip_with_a_reason`.
+  and a mark without a reason fails :func:`test_every_mark_is_a_skip_with_a_reason`.  README's
+  ``<!-- docs-test: install -->`` and ``<!-- docs-test: quickstart -->`` blocks are no skips: they run,
+  as written, in a clean virtual environment (:data:`RUN_ELSEWHERE`); here their commands are checked
+  like every other.
 * Shell commands: ```bash/```sh/```shell/```console blocks, untagged blocks whose lines are commands
   (``$ `` lines of a transcript), and inline `spans` of prose that start with one of the product's
   commands (``gensim-jax``, ``python -m train``, ``make``, ...).  Continuation lines are joined,
@@ -72,6 +75,11 @@ FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 OWN = re.compile(r"^(\S*/)?(gensim-jax|python3?|make)$")
 # programs a command may name that are not the product's (their own projects document them)
 EXTERNAL = {"tensorboard", "tfds", "gcloud", "wait", "export", "cd", "pip", "pip3", ".", "source"}
+#: marks of blocks that another test runs as they are written (not skips, so they need no reason)
+RUN_ELSEWHERE = {
+    "install": "run by tests/test_packaging.py (clean venv)",
+    "quickstart": "run by tests/test_packaging.py (clean venv)",
+}
 WRAPPERS = {"srun", "nohup", "env"}
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(\.[a-z]+)?$")  # EXPERIMENT, DIR, S, FILE.json
 GPU_TOPOLOGY = re.compile(r"\b(a100|h100|h200):\d")
@@ -663,8 +671,8 @@ def check_external(cmd: Command, argv: list[str]) -> None:
             check_command(dataclasses.replace(cmd, argv=tuple(strip_wrappers(words))))
     if argv[0] in ("pip", "pip3") and argv[1:2] == ["install"]:
         extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-        for a in argv[2:]:
-            m = re.match(r"^gensim-jax(?:\[([^\]]*)\])?$", a)
+        for a in argv[2:]:  # gensim-jax[x], a checkout ./gensim-jax[x] or a wheel dist/gensim_jax-V-....whl[x]
+            m = re.match(r"^(?:\S*/)?(?:gensim-jax|gensim_jax-\S+\.whl)(?:\[([^\]]*)\])?$", a)
             if m and m.group(1):
                 for extra in m.group(1).split(","):
                     assert extra in extras, f"{cmd.where}: no extra {extra!r}; extras: {', '.join(extras)}"
@@ -744,13 +752,24 @@ def test_a_set_key_that_is_no_field_fails_print_config():
         check_command(cmd)
 
 
+def test_pip_install_lines_name_existing_extras_of_a_checkout_or_a_wheel():
+    for target in ("./gensim-jax[nope]", "dist/gensim_jax-0.1.0-py3-none-any.whl[train,nope]", "gensim-jax[nope]"):
+        cmd = Command(ROOT / "README.md", 1, "", ("pip", "install", target), "block")
+        with pytest.raises(AssertionError, match="no extra 'nope'"):
+            check_command(cmd)
+    check_command(Command(ROOT / "README.md", 1, "", ("pip", "install", "./gensim-jax[train]"), "block"))
+
+
 def mark_problems(path: Path) -> list[str]:
-    """What is wrong with the ``docs-test`` marks of ``path``: each must be ``skip REASON`` right before a block."""
+    """What is wrong with the ``docs-test`` marks of ``path``: each must be ``skip REASON`` (or a mark of
+    :data:`RUN_ELSEWHERE`, alone) right before a block."""
     problems, text = [], path.read_text()
     for m in MARK.finditer(text):
         where = f"{path.name}:{text[: m.start()].count(chr(10)) + 1}"
         words = m.group(1).split()
-        if words[:1] != ["skip"]:
+        if len(words) == 1 and words[0] in RUN_ELSEWHERE:
+            pass
+        elif words[:1] != ["skip"]:
             problems.append(f"{where}: a docs-test mark is `skip REASON`, got {m.group(0)!r}")
         elif len(words) < 4:
             problems.append(f"{where}: a skip mark must say why the block cannot run here: {m.group(0)!r}")
@@ -771,14 +790,18 @@ def test_a_mark_without_a_reason_or_block_is_an_error(tmp_path):
         "<!-- docs-test: skip -->\n```python\n1/0\n```\n\n<!-- docs-test: skip needs a GPU here -->\ntext\n\n"
         "<!-- docs-test: ignore because it is long -->\n```python\n1/0\n```\n"
         "<!-- docs-test: skip needs a downloaded checkpoint -->\n```python\n1/0\n```\n"
+        "<!-- docs-test: install -->\n```bash\npip install gensim-jax\n```\n"
+        "<!-- docs-test: quickstart now -->\n```bash\ngensim-jax --version\n```\n"
     )
     problems = mark_problems(doc)
-    assert [p.split(":", 2)[1] for p in problems] == ["1", "6", "9"], problems
+    assert [p.split(":", 2)[1] for p in problems] == ["1", "6", "9", "21"], problems
     assert "say why" in problems[0] and "not right before" in problems[1] and "skip REASON" in problems[2]
     assert [b.mark for b in fenced_blocks(doc)] == [
         "skip",
         "ignore because it is long",
         "skip needs a downloaded checkpoint",
+        "install",
+        "quickstart now",
     ]
 
 

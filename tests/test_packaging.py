@@ -1,18 +1,24 @@
-"""Packaging: the lock covers pyproject.toml, extras fail by name, the core wheel works alone, and the
-training extras train.
+"""Packaging: the lock covers pyproject.toml, extras fail by name, the core wheel works alone, the
+training extras train, and README's install and quickstart run as written.
 
 The wheel test builds gensim-jax, installs it *without extras* into a fresh virtual environment
 (jax, numpy and scipy only), runs every docstring example of the similarities, kernels and losses
 there, and checks that importing a module of an extra says which ``pip install 'gensim-jax[EXTRA]'``
 brings it. The extras that README documents for training are checked without a venv: a child interpreter
 that sees only the distributions ``pip install 'gensim-jax[train,data]'`` would install (the closure of
-pyproject.toml's requirements over the installed metadata) trains an experiment.
+pyproject.toml's requirements over the installed metadata) trains an experiment. The README test runs
+README's ``<!-- docs-test: install -->`` block in a clean virtual environment (the built wheel in place of
+the checkout or ``dist/`` wheel it names, the locked versions as constraints) and then its
+``<!-- docs-test: quickstart -->`` block, command by command, with that environment's ``gensim-jax``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -164,13 +170,25 @@ print(json.dumps(dict(import_s=import_s, heavy=heavy, failed=failed, attempted=a
 """
 
 
-@pytest.mark.slow
-def test_core_wheel_installs_and_runs_without_extras(tmp_path):
-    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
-    pip = dict(capture_output=True, text=True, timeout=600)
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)], **pip)
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel of this checkout, built once per module (what ``make dist`` builds, without the sdist)."""
+    wheels = tmp_path_factory.mktemp("wheels")
+    r = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
-    (wheel,) = wheels.glob("gensim_jax-*.whl")
+    (built,) = wheels.glob("gensim_jax-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_core_wheel_installs_and_runs_without_extras(tmp_path, wheel):
+    venv = tmp_path / "venv"
+    pip = dict(capture_output=True, text=True, timeout=600)
     # a bare venv driven by this interpreter's pip (``--python``), and no byte-compiling of the
     # installed packages: the same resolution and files, 9 s less than a venv with its own pip
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -337,3 +355,114 @@ def test_train_and_data_extras_train_an_experiment(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert outside == [], f"the run loaded {outside}, which [train,data] does not install"
     assert (tmp_path / "run" / "results.json").is_file() and (tmp_path / "run" / "quadrilaterals.png").is_file()
+
+
+# ------------------------------------------------------------ README's install and quickstart, as written
+
+README_MARK = re.compile(r"<!--\s*docs-test:\s*(install|quickstart)\s*-->\s*\n```(?:bash|sh|shell)?\n(.*?)\n```", re.S)
+#: the package as README names it in a pip line: a checkout (``./gensim-jax``) or a built wheel, extras after it
+PACKAGE_ARG = re.compile(r"(?<![\w/.-])(?:[^\s'\"]*/)?(?:gensim-jax|gensim_jax-[^\s'\"\[]+\.whl)(?=\[|['\"\s]|$)")
+
+
+def _without_comment(line: str) -> str:
+    """``line`` without a shell comment (a ``#`` that starts a word outside quotes), as written otherwise."""
+    quote = None
+    for i, c in enumerate(line):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def readme_blocks(text: str) -> dict[str, list[str]]:
+    """The command lines of README's install and quickstart blocks: comments dropped, continuations joined,
+    each line otherwise as written (quotes and globs for the shell)."""
+    blocks: dict[str, list[str]] = {}
+    for mark, body in README_MARK.findall(text):
+        joined = re.sub(r"\s*\\\n\s*", " ", body)
+        blocks[mark] = [c for c in (_without_comment(line).strip() for line in joined.splitlines()) if c]
+    return blocks
+
+
+def test_readme_blocks_are_extracted_with_the_package_argument():
+    text = (
+        "<!-- docs-test: install -->\n```bash\npython3 -m venv ~/v && . ~/v/bin/activate\n"
+        "pip install './gensim-jax[train]'   # from a checkout\n# or: pip install 'dist/x.whl[train]'\n```\n"
+        "<!-- docs-test: quickstart -->\n```bash\ngensim-jax train gaussian_mixture \\\n  --workdir runs/gm\n```\n"
+    )
+    blocks = readme_blocks(text)
+    assert blocks["install"] == ["python3 -m venv ~/v && . ~/v/bin/activate", "pip install './gensim-jax[train]'"]
+    assert blocks["quickstart"] == ["gensim-jax train gaussian_mixture --workdir runs/gm"]
+    assert PACKAGE_ARG.sub("/w.whl", "pip install './gensim-jax[train]'") == "pip install '/w.whl[train]'"
+    wheel_line = "pip install 'dist/gensim_jax-0.1.0-py3-none-any.whl[train]'"
+    assert PACKAGE_ARG.sub("/w.whl", wheel_line) == "pip install '/w.whl[train]'"
+    assert PACKAGE_ARG.sub("/w.whl", "gensim-jax train x") == "/w.whl train x"  # hence: pip lines only
+
+
+def _install_line(line: str, wheel: Path, home: Path) -> str:
+    """README's install line for this machine: the built wheel for the package, the locked versions as
+    constraints (pip takes them from its cache), ``~`` a scratch directory, ``python3`` this Python."""
+    line = line.replace("~/", f"{home}/")
+    line = re.sub(r"^python3? ", f"{shlex.quote(sys.executable)} ", line)
+    if re.match(r"^(pip3?|python3? -m pip) install ", line):
+        line = PACKAGE_ARG.sub(str(wheel), line)
+        line = re.sub(r"install ", f"install -c {shlex.quote(str(REPO / 'requirements.lock'))} ", line, count=1)
+    return line
+
+
+@pytest.mark.slow
+def test_readme_install_and_quickstart_run_in_a_clean_venv(tmp_path, wheel):
+    """README's install block installs the wheel with its extras into a clean venv (no system site-packages,
+    no checkout on the path), and every quickstart command then runs there and exits 0 within minutes."""
+    blocks = readme_blocks((REPO / "README.md").read_text())
+    assert set(blocks) == {"install", "quickstart"}, f"README.md has no install/quickstart marks: {sorted(blocks)}"
+    assert any(re.match(r"^(pip3?|python3? -m pip) install ", line) for line in blocks["install"])
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["HOME"] = os.environ.get("HOME", str(home))  # pip's cache stays where `make venv` filled it
+    script = "set -euo pipefail\n" + "\n".join(_install_line(line, wheel, home) for line in blocks["install"])
+    t0 = time.perf_counter()
+    r = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    install_s = time.perf_counter() - t0
+    assert r.returncode == 0, f"{script}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    (venv,) = [p.parents[1] for p in home.rglob("bin/activate")]
+    cfg = (venv / "pyvenv.cfg").read_text()
+    assert "include-system-site-packages = false" in cfg, cfg
+    env = {**env, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env['PATH']}"}
+    where = subprocess.run(
+        ["python", "-c", "import gensim_jax; print(gensim_jax.__file__)"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel, not the checkout
+
+    timings = [f"install {install_s:.0f} s"]
+    for line in blocks["quickstart"]:
+        t0 = time.perf_counter()
+        done = subprocess.run(["bash", "-c", line], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        timings.append(f"{line.split(' --')[0]} {time.perf_counter() - t0:.0f} s")
+        assert done.returncode == 0, f"README quickstart: {line}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        words = shlex.split(line)
+        assert words[0] == "gensim-jax" and done.stdout.strip(), f"{line}: printed nothing on stdout"
+        if words[1] == "train":
+            workdir = work / words[words.index("--workdir") + 1]
+            results = json.loads((workdir / "results.json").read_text())
+            assert results, f"{line}: empty results.json"
+            assert re.search(r"^\|[-| ]+\|$", done.stdout, re.M), f"{line}: no results table\n{done.stdout}"
+        elif words[1:3] == ["runs", "compare"]:
+            runs = {p.parent for d in words[3:] for p in work.glob(f"{d}/**/metrics.jsonl")}
+            runs |= {work / d for d in words[3:] if (work / d / "metrics.jsonl").is_file()}
+            assert runs, f"{line}: no runs under {words[3:]}"
+            lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
+            rows = [ln for ln in lines if any(r.name in ln for r in runs)]
+            assert len(rows) >= len(runs) and len(lines) > len(rows), (
+                f"{line}: a header and a row per run ({len(runs)})\n{done.stdout}"
+            )
+    print("README in a clean venv: " + ", ".join(timings))

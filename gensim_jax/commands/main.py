@@ -1,5 +1,6 @@
 """The ``gensim-jax`` console command: the dispatcher of :mod:`gensim_jax.commands`.
 
+===================================== ======================================================================
 ``gensim-jax --version``              the gensim-jax version, its git commit (in a checkout) and the library versions
 ``gensim-jax list-models``            registered encoders (``gensim_jax.models.list_models``)
 ``gensim-jax info``                   JAX backend, processes and devices (after multi-host set-up)
@@ -10,6 +11,7 @@
 ``gensim-jax score ...``              the human-alignment report card of an encoder (:mod:`gensim_jax.commands.score`)
 ``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
 ``gensim-jax prepare-imagenet ...``   one-time ImageNet records at a load size (:mod:`gensim_jax.commands.prepare_imagenet`)
+===================================== ======================================================================
 
 Everything after ``train``/``eval``/``plan``/``score``/``prepare-imagenet`` (``--help`` included) goes to that
 command unchanged, so they work from an installed wheel, outside any checkout.  In a checkout

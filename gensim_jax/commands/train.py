@@ -124,6 +124,11 @@ def build_parser(epilog: str) -> argparse.ArgumentParser:
         help="print the resolved config (after --config, --set, --objective, --model) as JSON and exit",
     )
     parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bars or status lines: only warnings, errors and the closing summary",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="continue the run whose checkpoints are in the workdir (required when there are any)",
@@ -371,6 +376,7 @@ def main(argv=None) -> int:
             experiment,
             config,
             workdir,
+            progress=not args.quiet,
             profile_steps=args.profile_steps,
             peak_flops_per_s=_peak_flops(args.peak_tflops),
         )
@@ -383,13 +389,45 @@ def main(argv=None) -> int:
         print(line, file=sys.stderr)
         return status
     if is_main:
-        print()
-        print(experiment.format_table(results))
-        seconds = results.get("train_seconds")
-        trained = f"trained in {seconds:.1f} s; " if isinstance(seconds, (int, float)) else ""
-        outputs = sorted(str(p) for p in Path(workdir).glob("*") if p.suffix in (".json", ".png"))
-        print(f"\n{trained}wrote " + (", ".join(outputs) if outputs else str(workdir)))
+        print_summary(experiment.format_table(results), results, Path(workdir))
     return 0
+
+
+#: Lines of the experiment's table that the closing summary prints; the whole table goes to a file.
+SUMMARY_LINES = 15
+
+
+def headline(table: str, max_lines: int = SUMMARY_LINES) -> tuple:
+    """``(lines, complete)``: the first Markdown table of ``table`` (with the lines before it), at most
+    ``max_lines`` lines, and whether that is the whole of ``table``."""
+    lines = table.strip("\n").splitlines()
+    out, in_table = [], False
+    for line in lines:
+        is_row = line.lstrip().startswith("|")
+        if in_table and not is_row:
+            break
+        in_table = in_table or is_row
+        out.append(line)
+        if len(out) == max_lines:
+            break
+    return out, len(out) == len(lines)
+
+
+def print_summary(table: str, results: dict, workdir: Path) -> None:
+    """The run's closing lines: the headline table (the whole table is written to ``workdir/results.md``
+    when it is longer), the training time and the files written."""
+    lines, complete = headline(table)
+    path = workdir / "results.md"
+    if not complete:
+        path.write_text(table.rstrip("\n") + "\n")
+    print()
+    print("\n".join(lines))
+    if not complete:
+        print(f"... the whole table ({len(table.strip().splitlines())} lines): {path}")
+    seconds = results.get("train_seconds")
+    trained = f"trained in {seconds:.1f} s; " if isinstance(seconds, (int, float)) else ""
+    outputs = sorted(str(p) for p in workdir.glob("*") if p.suffix in (".json", ".png", ".md"))
+    print(f"\n{trained}wrote " + (", ".join(outputs) if outputs else str(workdir)))
 
 
 if __name__ == "__main__":

@@ -5,14 +5,14 @@ Every builder returns a ``tf.data.Dataset`` of per-host batches (dicts of tensor
 metadata of the source, so that similarity targets can be computed from metadata in the
 training step. Shapes, with per-host batch ``B`` and images ``H x W x C``:
 
-=====================  ==========================  ==========================================
-builder                ``image``                   metadata ``key`` (and ``index``)
-=====================  ==========================  ==========================================
-:func:`labelled_batches`  ``(B, H, W, C)``         ``(B, ...)``
-:func:`pair_batches`      ``(B, 2, H, W, C)``      ``(B, 2, ...)``
-:func:`triplet_batches`   ``(B, 3, H, W, C)``      ``(B, 3, ...)``: anchor, positive, negative
-:func:`view_batches`      ``(B, V, H, W, C)``      ``(B, ...)`` (the views share the example)
-=====================  ==========================  ==========================================
+========================  ======================  ==========================================
+builder                   ``image``               metadata ``key`` (and ``index``)
+========================  ======================  ==========================================
+:func:`labelled_batches`  ``(B, H, W, C)``        ``(B, ...)``
+:func:`pair_batches`      ``(B, 2, H, W, C)``     ``(B, 2, ...)``
+:func:`triplet_batches`   ``(B, 3, H, W, C)``     ``(B, 3, ...)``: anchor, positive, negative
+:func:`view_batches`      ``(B, V, H, W, C)``     ``(B, ...)`` (the views share the example)
+========================  ======================  ==========================================
 
 Each batch also has ``position`` (``(B,)`` global stream positions) and ``mask`` (``(B,)``
 bool; False only for padding past the end of a finite pass, see ``num_epochs``).

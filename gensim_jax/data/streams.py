@@ -4,15 +4,15 @@ Every experiment trains on one of three kinds of batch, built here once for all 
 pipelines of :mod:`gensim_jax.data.pipelines` (stateless, resumable, identical for any process
 count: :class:`~gensim_jax.parallel.HostShard`):
 
-==============  ==============================================================  ===========================
-kind            batch entries                                                   objectives
-==============  ==============================================================  ===========================
-``labelled``    ``image`` ``(b, H, W, C)`` uint8, metadata ``keys``, ``mask``   GenSim regression, cross entropy
-``triplets``    ``anchor``, ``positive``, ``negative`` (Eq. A3 by ``group_key``),  class triplets
-                metadata ``keys`` ``(b, 3)``, ``mask``
-``views``       ``view1``, ``view2`` (two augmentations, rounded to uint8),     SimCLR / NT-Xent
-                metadata ``keys``, ``mask``
-==============  ==============================================================  ===========================
+============  =================================================================  ================================
+kind          batch entries                                                      objectives
+============  =================================================================  ================================
+``labelled``  ``image`` ``(b, H, W, C)`` uint8, metadata ``keys``, ``mask``      GenSim regression, cross entropy
+``triplets``  ``anchor``, ``positive``, ``negative`` (Eq. A3 by ``group_key``),  class triplets
+              metadata ``keys`` ``(b, 3)``, ``mask``
+``views``     ``view1``, ``view2`` (two augmentations, rounded to uint8),        SimCLR / NT-Xent
+              metadata ``keys``, ``mask``
+============  =================================================================  ================================
 
 ``b`` is the shard's rows (``global batch / processes``). Images stay ``uint8``: the jitted step
 normalises them (:func:`gensim_jax.training.step.normalize_inputs`). ``labelled`` and ``triplets``

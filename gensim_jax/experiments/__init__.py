@@ -1,12 +1,12 @@
 """The experiments of the papers, one declaration per module, run by the one runner.
 
-=====================  ==========================================================================
-``quadrilaterals``     shape regularity and the oddball test (paper Sec. 3.1, Fig. 2, App. L)
-``geoclidean``         Geoclidean few-shot concepts with the tree-kernel target (Sec. 3.2, App. M)
-``imagenet_hierarchy`` the class hierarchy target on ImageNet / a synthetic tree (Sec. 3.3, App. N)
-``gaussian_mixture``   GenSim by Monte Carlo triplets on a Gaussian mixture (App. F-H)
-``spurious_digits``    class-centre loss against a spurious background (thesis, seed 003)
-=====================  ==========================================================================
+======================  ==========================================================================
+``quadrilaterals``      shape regularity and the oddball test (paper Sec. 3.1, Fig. 2, App. L)
+``geoclidean``          Geoclidean few-shot concepts with the tree-kernel target (Sec. 3.2, App. M)
+``imagenet_hierarchy``  the class hierarchy target on ImageNet / a synthetic tree (Sec. 3.3, App. N)
+``gaussian_mixture``    GenSim by Monte Carlo triplets on a Gaussian mixture (App. F-H)
+``spurious_digits``     class-centre loss against a spurious background (thesis, seed 003)
+======================  ==========================================================================
 
 Each module defines ``EXPERIMENT``, an instance of :class:`gensim_jax.training.experiment.Experiment`.
 A research fork adds an experiment by adding one such module here, or by passing the path of its

@@ -202,7 +202,7 @@ class Quadrilaterals(ImageExperiment):
     CONFIGS = CONFIGS
     NOTES = {
         "paper": "Appendix L: CORnet-S at 224 px, 10 runs x 3 arms x 2,235 steps: for accelerators",
-        "cpu_small": "CORnet-Z at 64 px, 2 runs x 3 arms x 120 steps: 7 min on 2 CPU cores",
+        "cpu_small": "CORnet-Z at 64 px, 2 runs x 3 arms x 120 steps: about 7 min on 2 CPU cores",
         "curve": "learning curves of docs/results/quadrilaterals.md, 5 runs x 2 arms x 500 steps: 35 min on 2 CPU cores",
         "deviants": "as curve, half of the images deviants, 3 runs x 2 arms x 1,000 steps: 40 min on 2 CPU cores",
         "demo": "make demo's GenSim arm, 48 px, a quarter deviants, 3 runs x 800 steps: 4 min on 2 CPU cores",

@@ -78,6 +78,7 @@ __all__ = [
     "gram_log_table",
 ]
 
+#: The tree kernels: ``"st"`` subtree, ``"sst"`` subset tree, ``"ptk"`` partial tree kernel (Moschitti).
 TreeKind = Literal["st", "sst", "ptk"]
 _KINDS = ("st", "sst", "ptk")
 _NEG_INF = -math.inf

@@ -1,6 +1,6 @@
 """Class-centre similarity loss of thesis 003 and its combination with cross entropy.
 
-For a class ``q`` with members ``T_q``:
+For a class ``q`` with members ``T_q``::
 
     mu_q = (1/|T_q|) sum_{i in T_q} z_i                                   (003 Eq. 1)
     S_i = ||z_i - mu_q||^2                                                 (003 Eq. 2)

@@ -142,7 +142,7 @@ def supcon_loss(
 ) -> Array:
     """Supervised contrastive loss L_out (Khosla et al. 2020, Eq. 2).
 
-    For anchor ``i`` with positives ``P(i) = {p != i : y_p = y_i}`` and ``A(i) = {a != i}``:
+    For anchor ``i`` with positives ``P(i) = {p != i : y_p = y_i}`` and ``A(i) = {a != i}``::
 
         l_i = -1/|P(i)| sum_{p in P(i)} log( exp(s_ip / tau) / sum_{a in A(i)} exp(s_ia / tau) )
 

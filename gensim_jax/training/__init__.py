@@ -1,12 +1,14 @@
 """Training system: TrainState, objectives (one pure loss each), the generic step, checkpoints, the loop.
 
-``gensim_jax.training.state``       :class:`TrainState`, :func:`create_train_state`
-``gensim_jax.training.objectives``  GenSim regression / distance regression / triplets / NT-Xent /
-                                    SupCon / SINCERE / cross entropy / centre loss, and the targets
-``gensim_jax.training.step``        :func:`train_step` (with gradient accumulation), :func:`eval_step`
-``gensim_jax.training.checkpoints`` orbax checkpoints (async, SIGTERM/SIGINT, damaged-step fallback), :func:`restore_or_init`
-``gensim_jax.training.loop``        :func:`train` with progress bar, eval hook, JSON-lines metrics
-``gensim_jax.training.export``      :func:`export_variables` / :func:`load_exported` (variables + model description)
+===================================  ================================================================================
+``gensim_jax.training.state``        :class:`TrainState`, :func:`create_train_state`
+``gensim_jax.training.objectives``   GenSim regression / distance regression / triplets / NT-Xent /
+                                     SupCon / SINCERE / cross entropy / centre loss, and the targets
+``gensim_jax.training.step``         :func:`train_step` (with gradient accumulation), :func:`eval_step`
+``gensim_jax.training.checkpoints``  orbax checkpoints (async, SIGTERM/SIGINT, damaged-step fallback), :func:`restore_or_init`
+``gensim_jax.training.loop``         :func:`train` with progress bar, eval hook, JSON-lines metrics
+``gensim_jax.training.export``       :func:`export_variables` / :func:`load_exported` (variables + model description)
+===================================  ================================================================================
 """
 
 from gensim_jax._extras import require

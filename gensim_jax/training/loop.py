@@ -34,11 +34,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 import jax
 import numpy as np
-from tqdm.auto import tqdm
 
 from gensim_jax.jsonable import to_jsonable
 from gensim_jax.training.checkpoints import Checkpointer, PreemptionGuard, restore_or_init
 from gensim_jax.training.profiling import ProfileWindow
+from gensim_jax.training.progress import progress_bar
 from gensim_jax.training.records import RunRecorder, image_grid
 from gensim_jax.training.step import make_train_step
 from gensim_jax.training.timing import (
@@ -265,10 +265,11 @@ def train(
       accum_steps: gradient accumulation micro-batches per step.
       checkpoint_every: asynchronous checkpoint period (steps); the last step is always saved.
       log_every: metrics period (steps): the step's metrics are summed on the device and only their
-        mean over the window leaves it, every ``log_every`` steps and at the last step.
+        mean over the window leaves it, every ``log_every`` steps, at the run's first step (step 1) and at
+        its last step, so that a run shorter than ``log_every`` still records where it started and ended.
       eval_every, eval_fn: call ``eval_fn(state, step) -> dict`` every ``eval_every`` steps and at
         the end; its scalars are logged with the prefix ``eval/``.
-      progress: show a tqdm bar (rate, ETA, loss) on process 0.
+      progress: show a tqdm bar (rate, ETA, loss) on process 0; in a log, a plain line every 30 s.
       exit_on_preemption: after saving on SIGTERM, raise ``SystemExit(0)``; after saving on SIGINT
         (single process), ``SystemExit(130)`` (else return with ``preempted=True``).
       step_fn: a ready ``step(state, batch) -> (state, metrics)`` instead of :func:`make_train_step`.
@@ -344,14 +345,7 @@ def train(
             out = eval_fn(state, step)
             log(step, {f"eval/{k}": v for k, v in dict(out).items()})
 
-    bar = tqdm(
-        total=num_steps,
-        initial=start,
-        disable=not (progress and is_main),
-        unit="step",
-        dynamic_ncols=True,
-        desc="train",
-    )
+    bar = progress_bar(num_steps, start, "train", enabled=progress and is_main)  # tqdm, or plain lines in a log
     step = start
     producer: Optional[_HostProducer] = None
     # the completion watcher, the host producer and the loop share the GIL: a thread that a device
@@ -399,7 +393,7 @@ def train(
                 bar.update(1)
                 if profile:
                     profile.maybe_stop(step, wait_for=metrics)
-                if step % log_every == 0 or step == num_steps:
+                if step % log_every == 0 or step == num_steps or step == 1:  # a run's first and last step too
                     values = window.mean()  # the one device-to-host transfer of the window (it syncs)
                     values["opt/param_norm"] = float(_param_norm(state.params))
                     lr = injected_learning_rate(state.opt_state)

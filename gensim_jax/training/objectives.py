@@ -18,15 +18,17 @@ is checked when the objective is built (``ValueError`` for a temperature <= 0 or
 Batches are dicts of arrays with a leading batch axis; an optional boolean ``"mask"`` ``(B,)``
 marks padded examples (False), which every loss ignores.
 
-| objective | batch keys | loss | source |
-|---|---|---|---|
-| :class:`GenSimRegression` | input, metadata of the :class:`Target` | ``gensim_loss`` (similarity onto target) | paper Eq. 2, App. M, N |
-| :class:`DistanceRegression` | input, ``"features"`` | ``distance_regression_loss`` | paper App. L |
-| :class:`TripletObjective` | ``"anchor"``, ``"positive"``, ``"negative"`` | ``triplet_loss`` | paper Eqs. A2, A3, H1 |
-| :class:`NTXent` | ``"view1"``, ``"view2"`` | ``ntxent_loss`` / ``cross_view_infonce_loss`` | SimCLR; paper App. L, M |
-| :class:`SupCon`, :class:`Sincere` | input(s), ``"label"`` | ``supcon_loss`` / ``sincere_loss`` | Khosla 2020; note 004 |
-| :class:`CrossEntropy` | input, ``"label"`` | softmax cross entropy on ``"logits"`` | paper App. L |
-| :class:`CenterLoss` | input, ``"label"`` | ``center_objective`` (CE + lambda L_sim) | thesis 003 Eq. 12 |
+=================================  ============================================  =============================================  =======================
+objective                          batch keys                                    loss                                           source
+=================================  ============================================  =============================================  =======================
+:class:`GenSimRegression`          input, metadata of the :class:`Target`        ``gensim_loss`` (similarity onto target)       paper Eq. 2, App. M, N
+:class:`DistanceRegression`        input, ``"features"``                         ``distance_regression_loss``                   paper App. L
+:class:`TripletObjective`          ``"anchor"``, ``"positive"``, ``"negative"``  ``triplet_loss``                               paper Eqs. A2, A3, H1
+:class:`NTXent`                    ``"view1"``, ``"view2"``                      ``ntxent_loss`` / ``cross_view_infonce_loss``  SimCLR; paper App. L, M
+:class:`SupCon`, :class:`Sincere`  input(s), ``"label"``                         ``supcon_loss`` / ``sincere_loss``             Khosla 2020; note 004
+:class:`CrossEntropy`              input, ``"label"``                            softmax cross entropy on ``"logits"``          paper App. L
+:class:`CenterLoss`                input, ``"label"``                            ``center_objective`` (CE + lambda L_sim)       thesis 003 Eq. 12
+=================================  ============================================  =============================================  =======================
 """
 
 from __future__ import annotations

@@ -27,11 +27,8 @@ a device (the CLI does, from flags or from the SLURM / TPU / Open MPI environmen
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
@@ -47,9 +44,11 @@ from gensim_jax.training.experiment import Experiment, HostShard, learning_rate
 from gensim_jax.training.export import export_variables
 from gensim_jax.training.loop import read_metrics, save_run_config, train
 from gensim_jax.training.optim import make_optimizer
+from gensim_jax.training.progress import format_duration, say_between_bars
+from gensim_jax.training.progress import status as progress_status
 from gensim_jax.training.state import create_train_state
 from gensim_jax.training.step import bind_objective, jit_train_step
-from gensim_jax.training.timing import DEFAULT_INPUT_BOUND_HINT, IN_MEMORY_INPUT_BOUND_HINT
+from gensim_jax.training.timing import DEFAULT_INPUT_BOUND_HINT, IN_MEMORY_INPUT_BOUND_HINT, PYTHON_INPUT_BOUND_HINT
 
 __all__ = [
     "train_and_evaluate",
@@ -76,25 +75,13 @@ def _steps_or_none(experiment: Experiment, config, data=None) -> Optional[int]:
 
 def describe_size(experiment: Experiment, config, data=None) -> str:
     """What a call of :func:`train_and_evaluate` trains, in one phrase: ``"10 runs x 3 arms x 2,235 steps of 64
-    examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"... x 90 epochs in batches of 256"``."""
+    examples (4,291,200 examples)"``; with ``epochs`` and no data yet, ``"10 runs x 3 arms x 90 epochs in batches of 256"``."""
     runs, arms, batch = int(config.num_runs), len(experiment.arms(config)), int(config.batch_size)
     steps = _steps_or_none(experiment, config, data)
     head = f"{runs:,} run{'s' * (runs != 1)} x {arms} arm{'s' * (arms != 1)}"
     if steps is None:
         return f"{head} x {getattr(config, 'epochs', '?')} epochs in batches of {batch:,}"
     return f"{head} x {steps:,} steps of {batch:,} examples ({runs * arms * steps * batch:,} examples)"
-
-
-def format_duration(seconds: float) -> str:
-    """``"40 s"``, ``"12 min"``, ``"3 h 05 min"``, ``"2 d 4 h"``."""
-    s = max(float(seconds), 0.0)
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        return f"{s / 60:.0f} min"
-    if s < 86400:
-        return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
-    return f"{int(s // 86400)} d {int(s % 86400 // 3600)} h"
 
 
 class DurationEstimate:
@@ -148,43 +135,6 @@ class DurationEstimate:
             f"{self.steps:,} steps take about {format_duration(self.total_seconds())} here (compiles and "
             f"evaluations not counted{rest})"
         )
-
-
-@contextlib.contextmanager
-def _status(what: str, enabled: bool):
-    """A tqdm line ``WHAT: mm:ss`` that counts the seconds while the block runs (process 0, with progress)."""
-    if not enabled:
-        yield
-        return
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=None, desc=what, bar_format="{desc}: {elapsed}", dynamic_ncols=True)
-    stop = threading.Event()
-
-    def tick():
-        while not stop.wait(1.0):
-            bar.refresh()
-
-    thread = threading.Thread(target=tick, daemon=True, name="gensim_jax status")
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        bar.close()
-
-
-def _say_between_bars(prefix: str) -> Callable[[str], None]:
-    """``print`` for process 0 that keeps an active tqdm bar intact (the message goes above it)."""
-
-    def say(msg: str) -> None:
-        from tqdm.auto import tqdm
-
-        tqdm.write(f"{prefix}{msg}", file=sys.stdout)
-        sys.stdout.flush()
-
-    return say
 
 
 def make_run_mesh(config) -> jax.sharding.Mesh:
@@ -368,9 +318,7 @@ def train_and_evaluate(
     resolved = to_jsonable(dataclasses.asdict(config))  # the config as every record of this call holds it
     workdir = Path(workdir)
     is_main = jax.process_index() == 0
-    say = (
-        (lambda msg: print(f"[{experiment.name}] {msg}", flush=True)) if (progress and is_main) else (lambda msg: None)
-    )
+    say = say_between_bars(f"[{experiment.name}] ") if (progress and is_main) else (lambda msg: None)
     mesh = make_run_mesh(config)
     fsdp = config.mesh_fsdp > 1
     save_run_config(workdir, {**resolved, "experiment": experiment.name}, config.seed)
@@ -385,17 +333,15 @@ def train_and_evaluate(
     status = progress and is_main
 
     t_data = time.perf_counter()
-    with _status(f"[{experiment.name}] preparing the data", status):
+    with progress_status(f"[{experiment.name}] preparing the data", status):
         data = experiment.prepare(config)
     steps = experiment.num_steps(config, data)
     known = _steps_or_none(experiment, config) is not None
     say(f"prepared the data in {time.perf_counter() - t_data:.1f} s" + ("" if known else f"; {steps:,} steps a run"))
-    with _status(f"[{experiment.name}] evaluating the baselines", status):
+    with progress_status(f"[{experiment.name}] evaluating the baselines", status):
         evaluations: dict = {k: list(v) for k, v in experiment.baselines(config, data).items()}
     names = experiment.arms(config)
-    estimate = DurationEstimate(
-        _say_between_bars(f"[{experiment.name}] ") if status else None, config.num_runs, names, steps
-    )
+    estimate = DurationEstimate(say if status else None, config.num_runs, names, steps)
     arms = {name: experiment.arm(name, config, data) for name in names}  # built once: runs share model and step
     train_models = {name: compute_dtype_model(arm.model, config.dtype) for name, arm in arms.items()}
     optimizers: dict = {}
@@ -486,8 +432,11 @@ def train_and_evaluate(
 def input_bound_hint(data) -> str:
     """The input-bound warning's advice for what feeds this run: a file reader (``data.source`` is None,
     e.g. ImageNet's tfds records) gets the tf.data settings, an in-memory source (rendered or generated
-    stimuli gathered in Python) the settings that help it."""
-    return DEFAULT_INPUT_BOUND_HINT if getattr(data, "source", None) is None else IN_MEMORY_INPUT_BOUND_HINT
+    stimuli gathered in Python) the settings that help it, and data without a ``source`` at all (arrays
+    that the arm's own Python code batches, e.g. the Gaussian mixture's triplets) advice for that code."""
+    if not hasattr(data, "source"):
+        return PYTHON_INPUT_BOUND_HINT
+    return DEFAULT_INPUT_BOUND_HINT if data.source is None else IN_MEMORY_INPUT_BOUND_HINT
 
 
 def experiment_source(experiment: Experiment) -> str:

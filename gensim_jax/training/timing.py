@@ -345,6 +345,12 @@ DEFAULT_INPUT_BOUND_HINT = (
     "to a smaller image size, or read the data on more hosts (each host reads its own shard)"
 )
 
+#: For batches that Python code builds on the host from arrays in memory (no file reader, no stimulus source).
+PYTHON_INPUT_BOUND_HINT = (
+    "the batches are built by Python code on this host: make the batch function cheaper (vectorise it), "
+    "or run more processes (each builds only its rows of every batch)"
+)
+
 #: The same for batches built in Python from an in-memory source (rendered or generated stimuli).
 IN_MEMORY_INPUT_BOUND_HINT = (
     "the batches are built in Python on this host from an in-memory source: augment on the device "
@@ -367,6 +373,8 @@ class InputBoundDetector:
         own config fields.
       min_interval_s: at most one line per this many seconds of ``clock`` (default 10 minutes).
       skip_windows: windows ignored at the start (the first one holds pipeline start-up).
+      min_step_s: windows whose mean step is shorter are not judged (default 5 ms): at a millisecond a step
+        the measured idle time is dispatch overhead, which no input setting changes.
       stream: where the line goes (default ``sys.stderr``, looked up at each warning).
       clock: monotonic clock in seconds.
 
@@ -381,6 +389,7 @@ class InputBoundDetector:
         hint: str = DEFAULT_INPUT_BOUND_HINT,
         min_interval_s: float = 600.0,
         skip_windows: int = 1,
+        min_step_s: float = 0.005,
         stream: Optional[TextIO] = None,
         clock: Callable[[], float] = time.monotonic,
     ):
@@ -395,6 +404,7 @@ class InputBoundDetector:
         self.hint = hint
         self.min_interval_s = float(min_interval_s)
         self._skip = int(skip_windows)
+        self.min_step_s = float(min_step_s)
         self._stream = stream
         self._clock = clock
         self._last_t: Optional[float] = None
@@ -412,6 +422,8 @@ class InputBoundDetector:
         measured = "perf/input_idle_fraction" in perf
         frac = perf.get("perf/input_idle_fraction" if measured else "perf/data_wait_fraction")
         if frac is None or not frac > self.threshold:
+            return None
+        if not perf.get("perf/step_time_s", float("inf")) >= self.min_step_s:  # too short a step to judge
             return None
         now = self._clock()
         if self._last_t is not None and now - self._last_t < self.min_interval_s:

@@ -720,3 +720,46 @@ def test_train_help_names_every_config_with_what_it_is_and_how_long_it_takes(cap
         for config, note in experiment.NOTES.items():
             assert re.search(r"(\d+(-\d+)? (s|min|h) on 2 .*CPU cores|for accelerators|for a GPU)$", note), (name, note)
             assert any(line.split()[:1] == [config] and note in line for line in text.splitlines()), (name, config)
+
+
+def test_the_closing_summary_is_the_headline_table_and_the_whole_table_goes_to_a_file(tmp_path, capsys):
+    from gensim_jax.commands.train import SUMMARY_LINES, print_summary
+
+    first = ["| model | r human |", "|---|---|", "| gensim | 0.80 |", "| supervised | 0.03 |"]
+    rest = ["", "Argmax read-out:", "| gensim | 0.39 |", *[f"| group {i} | 0.{i} |" for i in range(60)]]
+    table = "\n".join(first + rest)
+    print_summary(table, {"train_seconds": 12.0}, tmp_path)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[: len(first)] == first and len(out) <= SUMMARY_LINES + 4
+    assert (tmp_path / "results.md").read_text() == table + "\n"
+    assert f"the whole table ({len(first) + len(rest)} lines): {tmp_path / 'results.md'}" in out[len(first)]
+    assert out[-1].startswith("trained in 12.0 s; wrote ") and str(tmp_path / "results.md") in out[-1]
+    print_summary("\n".join(first), {}, tmp_path / "short")  # a short table is printed whole, no file
+    assert capsys.readouterr().out.strip().splitlines()[: len(first)] == first
+    assert not (tmp_path / "short" / "results.md").exists()
+
+
+@pytest.mark.slow
+def test_quiet_prints_only_the_summary(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gensim_jax.commands",
+            "train",
+            "gaussian_mixture",
+            "--quiet",
+            "--workdir",
+            str(tmp_path),
+        ]
+        + ["--set", "num_steps=30", "log_every=10"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "train:" not in done.stderr and "[gaussian_mixture]" not in done.stdout, (done.stdout, done.stderr)
+    assert "| test accuracy" in done.stdout and "trained in" in done.stdout
+    records = [json.loads(x) for x in (tmp_path / "gensim" / "run0" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "loss" in r] == [1, 10, 20, 30]

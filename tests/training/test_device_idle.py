@@ -126,7 +126,7 @@ def _train(tmp_path, capsys, host_s, device_s, steps=24, log_every=6):
     finally:
         dev.close()
     _require_timely(late, f"a training loop of {host_s * 1e3:.0f} ms batches and {device_s * 1e3:.0f} ms steps")
-    windows = [r for r in res.history if "perf/device_idle_fraction" in r][2:]
+    windows = [r for r in res.history if "perf/device_idle_fraction" in r and r["step"] > 2 * log_every]
     start, end = dev.busy[2 * log_every - 1][1], dev.busy[-1][1]
     return windows, dev.idle_seconds(start, end) / (end - start), capsys.readouterr().err
 

@@ -43,7 +43,7 @@ def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_tr
         stimuli_key="auto",
     )
     lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in lines] == [4, 8, 12]
+    assert [r["step"] for r in lines] == [1, 4, 8, 12]  # the first step, every log_every
     expected = {}
     for r in lines:
         for k, v in r.items():
@@ -68,7 +68,7 @@ def test_events_equal_metrics_jsonl_with_perf_optimizer_scalars_stimuli_and_a_tr
         assert key in expected, key
     # the learning rate the step used, from the schedule; the MFU from the compiled step's FLOPs
     sched = optax.warmup_cosine_decay_schedule(0.0, 0.05, 4, 12)
-    assert [r["opt/lr"] for r in lines] == pytest.approx([float(sched(s - 1)) for s in (4, 8, 12)], rel=1e-5)
+    assert [r["opt/lr"] for r in lines] == pytest.approx([float(sched(s - 1)) for s in (1, 4, 8, 12)], rel=1e-5)
     assert lines[0]["perf/mfu"] == pytest.approx(lines[0]["perf/flops_per_s"] / 1e9)
     assert lines[0]["perf/examples_per_s"] == pytest.approx(8 * lines[0]["perf/steps_per_s"])
     assert images["train/stimuli"][0][:3] == (2 * (4 + 2) + 2, 3 * (5 + 2) + 2, 3) or "train/stimuli" in images

@@ -240,8 +240,8 @@ def test_describe_size_multiplies_runs_arms_steps_and_the_batch():
 
 
 def test_format_duration():
-    got = [runner.format_duration(s) for s in (0.4, 59, 61, 3599, 3600 + 5 * 60, 86400 * 2 + 3600 * 4 + 7)]
-    assert got == ["0 s", "59 s", "1 min", "60 min", "1 h 05 min", "2 d 4 h"]
+    got = [runner.format_duration(s) for s in (0.4, 1.2, 59, 61, 3599, 3600 + 5 * 60, 86400 * 2 + 3600 * 4 + 7)]
+    assert got == ["under a second", "1 s", "59 s", "1 min", "60 min", "1 h 05 min", "2 d 4 h"]
 
 
 def test_duration_estimate_times_steps_two_to_four_of_each_arms_first_run(monkeypatch):
@@ -280,13 +280,16 @@ def test_duration_estimate_times_steps_two_to_four_of_each_arms_first_run(monkey
     assert runner.DurationEstimate(said.append, 1, ("a",), 2).wrap("a", step) is step  # too short to time
 
 
-def test_status_line_counts_while_the_block_runs(capsys):
+def test_status_line_counts_while_the_block_runs_on_a_terminal(capsys, monkeypatch):
     import threading
 
-    with runner._status("[x] preparing the data", True):
+    from gensim_jax.training import progress
+
+    monkeypatch.setattr(progress, "is_terminal", lambda stream=None: True)
+    with progress.status("[x] preparing the data", True):
         assert any(t.name == "gensim_jax status" for t in threading.enumerate())
     assert "[x] preparing the data: 00:00" in capsys.readouterr().err
     assert not any(t.name == "gensim_jax status" for t in threading.enumerate())  # the ticking thread has ended
-    with runner._status("[x] preparing the data", False):
+    with progress.status("[x] preparing the data", False):
         pass
     assert capsys.readouterr().err == ""

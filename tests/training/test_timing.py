@@ -183,3 +183,29 @@ def test_metric_window_is_the_mean_of_the_steps():
     assert len(win) == 3
     assert win.mean() == pytest.approx({"loss": 3.0, "acc": 0.3})
     assert len(win) == 0 and win.mean() == {}
+
+
+def test_a_step_too_short_to_judge_is_not_called_input_bound(capsys):
+    """A millisecond step (a small MLP fed from numpy) idles mostly for dispatch: no warning below min_step_s."""
+    det = InputBoundDetector(threshold=0.1, skip_windows=0, min_step_s=0.005, clock=FakeClock())
+    assert det.check(10, {"perf/input_idle_fraction": 0.4, "perf/step_time_s": 0.0015}) is None
+    line = det.check(20, {"perf/input_idle_fraction": 0.4, "perf/step_time_s": 0.020})
+    assert line is not None and "8.0 ms of each 20.0 ms step" in line
+    assert det.fired == 1 and len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_the_advice_fits_what_feeds_the_run():
+    """tf.data advice only for a file reader; in-memory stimulus sources and plain Python batches get their own."""
+    from types import SimpleNamespace
+
+    from gensim_jax.training.runner import input_bound_hint
+    from gensim_jax.training.timing import (
+        DEFAULT_INPUT_BOUND_HINT,
+        IN_MEMORY_INPUT_BOUND_HINT,
+        PYTHON_INPUT_BOUND_HINT,
+    )
+
+    assert input_bound_hint(SimpleNamespace(source=None)) == DEFAULT_INPUT_BOUND_HINT  # tfds records
+    assert input_bound_hint(SimpleNamespace(source=object())) == IN_MEMORY_INPUT_BOUND_HINT
+    assert input_bound_hint((np.zeros(3), np.zeros(3))) == PYTHON_INPUT_BOUND_HINT  # e.g. the mixture's triplets
+    assert "tf.data" not in PYTHON_INPUT_BOUND_HINT and "tf.data" not in IN_MEMORY_INPUT_BOUND_HINT
