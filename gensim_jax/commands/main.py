@@ -75,8 +75,28 @@ def _info(args) -> int:
                 f"--distributed: jax.distributed.initialize() found no cluster to join ({one_line(err)}); run it "
                 "inside a SLURM, TPU-pod or Open MPI job, or leave --distributed out"
             ) from err
-    print(json.dumps(parallel.device_summary(), indent=2))
-    return 0
+    summary = parallel.device_summary()
+    if args.distributed:
+        summary["all_reduce"] = _all_reduce()
+    print(json.dumps(summary, indent=2))
+    return 0 if not args.distributed or summary["all_reduce"]["ok"] else 1
+
+
+def _all_reduce() -> dict:
+    """A sum over every device of every process (each device holds its process index + 1): the collective
+    that a multi-host job's first step runs, checked against its known value."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()), ("devices",))
+    local = np.full((jax.local_device_count(),), jax.process_index() + 1, np.float32)
+    x = jax.make_array_from_process_local_data(NamedSharding(mesh, P("devices")), local)
+    total = float(jax.jit(jnp.sum, out_shardings=NamedSharding(mesh, P()))(x))
+    expected = float(sum(d.process_index + 1 for d in jax.devices()))
+    return {"sum": total, "expected": expected, "ok": total == expected}
 
 
 FORWARDED = {
@@ -174,7 +194,9 @@ def _main(argv: list, debug: bool = False) -> int:
     sub.add_parser("list-models", help="list the registered encoders").set_defaults(fn=_list_models)
     p_info = sub.add_parser("info", help="print the JAX backend, processes and devices")
     p_info.add_argument(
-        "--distributed", action="store_true", help="call jax.distributed.initialize() first (multi-host jobs)"
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize() first (multi-host jobs) and check an all-reduce over every device",
     )
     p_info.set_defaults(fn=_info)
     runs_command.add_parser(sub)

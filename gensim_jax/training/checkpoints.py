@@ -32,6 +32,7 @@ host stop at the same step.
 
 from __future__ import annotations
 
+import logging
 import re
 import signal
 import sys
@@ -49,6 +50,24 @@ __all__ = ["CheckpointFallbackWarning", "CheckpointRestoreError", "Checkpointer"
 _MAX_ERROR_CHARS = 160  # tensorstore errors carry the whole spec; the head says what went wrong
 # the bracketed annotations of a tensorstore error: its whole JSON spec, the C++ source locations
 _TENSORSTORE_NOTES = re.compile(r"\s*\[(?:tensorstore_spec|source locations)='.*?'\]", re.S)
+
+
+def _is_preemption_sync_notice(record: logging.LogRecord) -> bool:
+    """orbax's ``Reached preemption sync point, step=S``: a WARNING that every process logs (through absl) when
+    the processes agree to stop; the loop's own stop line (process 0) says the same once."""
+    return "Reached preemption sync point" in str(record.msg)
+
+
+class _DropPreemptionSyncNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _is_preemption_sync_notice(record)
+
+
+def _quiet_preemption_sync_notice() -> None:
+    """Keep orbax's per-process ``WARNING:absl:... Reached preemption sync point`` lines out of the job's output."""
+    logger = logging.getLogger("absl")
+    if not any(isinstance(f, _DropPreemptionSyncNotice) for f in logger.filters):
+        logger.addFilter(_DropPreemptionSyncNotice())
 
 
 class CheckpointFallbackWarning(RuntimeWarning):
@@ -142,6 +161,7 @@ class Checkpointer:
         if save_every < 1:
             raise ValueError(f"save_every must be >= 1, got {save_every}")
         self.directory = Path(directory).absolute()
+        _quiet_preemption_sync_notice()
         self.save_every = int(save_every)
         options = ocp.CheckpointManagerOptions(
             max_to_keep=max_to_keep, create=True, enable_async_checkpointing=async_save

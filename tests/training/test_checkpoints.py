@@ -478,3 +478,18 @@ def test_only_the_closed_loop_callbacks_of_a_failed_restore_are_dropped(monkeypa
     sys.unraisablehook(closed)
     sys.unraisablehook(other)
     assert seen == [other]
+
+
+def test_orbax_preemption_sync_notice_is_kept_out_of_the_output(tmp_path, caplog):
+    """orbax logs ``Reached preemption sync point`` (absl WARNING) on every process of a multi-host stop; a
+    Checkpointer filters that record from the absl logger and nothing else."""
+    import logging
+
+    from gensim_jax.training.checkpoints import Checkpointer
+
+    Checkpointer(tmp_path / "ckpt").close()
+    absl = logging.getLogger("absl")
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        absl.warning("[process=%s][thread=%s] Reached preemption sync point, step=%s", 1, "MainThread", 9)
+        absl.warning("another warning")
+    assert [r.getMessage() for r in caplog.records if r.name == "absl"] == ["another warning"]

@@ -1,7 +1,5 @@
 """StepTimer windows, the input-bound warning on a slow and a fast data source, FLOPs, optimizer scalars."""
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -81,12 +79,19 @@ def test_no_mfu_without_a_peak_and_no_throughput_without_a_batch_size():
         StepTimer(peak_flops_per_s=0)
 
 
-def _run(batches, steps=24, log_every=6, detector=None):
-    """A real loop: jitted step, timer, detector at each log boundary."""
-    step_fn = jax.jit(lambda w, x: (w - 0.01 * jnp.tanh(x @ w), jnp.mean(x @ w)))
+def _run(batches, steps=24, log_every=6, detector=None, clock=None, step_s=0.0):
+    """A real loop: jitted step, timer, detector at each log boundary; timed by ``clock`` (a FakeClock that
+    each step advances by ``step_s``), so that the figures do not depend on how busy the machine is."""
+    jitted = jax.jit(lambda w, x: (w - 0.01 * jnp.tanh(x @ w), jnp.mean(x @ w)))
+
+    def step_fn(w, x):
+        if clock is not None:
+            clock.t += step_s
+        return jitted(w, x)
+
     w = jnp.full((256, 256), 0.01)
     it = iter(batches)
-    timer = StepTimer(global_batch_size=64)
+    timer = StepTimer(global_batch_size=64, **({} if clock is None else {"clock": clock}))
     windows = []
     for i in range(1, steps + 1):
         x = timer.next_batch(it)
@@ -101,14 +106,16 @@ def _run(batches, steps=24, log_every=6, detector=None):
 
 @pytest.mark.slow
 def test_a_slow_data_source_triggers_one_input_bound_line(capsys):
-    def slow():
+    clock = FakeClock()
+
+    def slow():  # 20 ms of the clock to produce each batch, 2 ms to dispatch each step
         x = np.ones((256, 256), np.float32)
         while True:
-            time.sleep(0.02)
+            clock.t += 0.02
             yield x
 
-    det = InputBoundDetector(threshold=0.10, min_interval_s=600)
-    windows = _run(slow(), detector=det)
+    det = InputBoundDetector(threshold=0.10, min_interval_s=600, clock=clock)
+    windows = _run(slow(), detector=det, clock=clock, step_s=0.002)
     assert all(w["perf/data_wait_fraction"] > 0.5 for w in windows[1:])
     err = capsys.readouterr().err.strip().splitlines()
     assert det.fired == 1 and len(err) == 1  # rate-limited: one line for three input-bound windows
@@ -119,8 +126,9 @@ def test_a_slow_data_source_triggers_one_input_bound_line(capsys):
 
 def test_a_fast_data_source_does_not(capsys):
     x = np.ones((256, 256), np.float32)
-    det = InputBoundDetector(threshold=0.10)
-    windows = _run(iter([x] * 24), detector=det)
+    clock = FakeClock()  # batches ready at once, 5 ms of the clock a step
+    det = InputBoundDetector(threshold=0.10, clock=clock)
+    windows = _run(iter([x] * 24), detector=det, clock=clock, step_s=0.005)
     assert det.fired == 0 and capsys.readouterr().err == ""
     assert all(w["perf/data_wait_fraction"] < 0.10 for w in windows)
 

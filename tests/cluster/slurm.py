@@ -1,0 +1,193 @@
+"""Submit, watch and always end SLURM jobs of the local one-node cluster (``scripts/slurm_local.sh``).
+
+Every wait is bounded; :meth:`Job.end` (``scancel``) runs in a ``finally`` of each test. The jobs run
+``scripts/slurm_train.sbatch`` with the counts a local cluster has (2 tasks on 1 node, CPU devices)
+given on the ``sbatch`` command line, submitted from a directory other than the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from tests.multiprocess.harness import with_device_count
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "slurm_local.sh"
+SBATCH = REPO / "scripts" / "slurm_train.sbatch"
+HELD = REPO / "tests" / "cluster" / "held_experiment.py"
+#: the local cluster's state directory (slurm.conf, logs) when the tests start it
+STATE_DIR = Path(os.environ.get("GENSIM_SLURM_DIR", "/tmp/gensim-jax-slurm"))
+#: 2 tasks on 1 node, 1 CPU each, no GPUs: the script's GPU options overridden on the command line
+COUNTS = ["--nodes=1", "--ntasks-per-node=2", "--gpus-per-node=0", "--cpus-per-task=1"]
+#: results.json keys that differ between any two runs or between layouts (times, what ran and where)
+VOLATILE = {"train_seconds", "seconds", "data_seconds", "provenance", "devices", "time", "timestamp"}
+END_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+
+
+def start_cluster() -> tuple[Optional[str], bool]:
+    """Start the local cluster; ``(SLURM_CONF, started_here)``, or skip with the script's stated reason."""
+    conf = str(STATE_DIR / "slurm.conf")
+    env = {**os.environ, "GENSIM_SLURM_DIR": str(STATE_DIR)}
+    running = subprocess.run(["bash", str(SCRIPT), "status"], env=env, capture_output=True, text=True, timeout=60)
+    if running.returncode == 0:
+        return conf, False
+    done = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode == 3:  # the script's "cannot start" exit: not root, no apt-get
+        reason = [ln for ln in done.stderr.splitlines() if "cannot start" in ln]
+        pytest.skip(f"no local SLURM cluster: {(reason or [done.stderr.strip()])[-1]}")
+    if done.returncode != 0:
+        pytest.fail(f"scripts/slurm_local.sh start failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return conf, True
+
+
+def stop_cluster() -> None:
+    env = {**os.environ, "GENSIM_SLURM_DIR": str(STATE_DIR)}
+    subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=120)
+
+
+def job_env(conf: str, **extra: str) -> dict:
+    """The submit environment: the checkout's package, its console script, 2 CPU devices a task."""
+    console = Path(sys.executable).with_name("gensim-jax")
+    env = dict(os.environ)
+    env.update(
+        SLURM_CONF=conf,
+        PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
+        GENSIM_JAX=str(console) if console.exists() else "gensim-jax",
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=with_device_count(env.get("XLA_FLAGS", ""), 2),
+        TF_CPP_MIN_LOG_LEVEL="1",
+        PYTHONUNBUFFERED="1",
+    )
+    for k in [k for k in env if k.startswith("SLURM_") and k != "SLURM_CONF"]:
+        del env[k]  # a test run inside a SLURM job must not hand its own job's variables on
+    env.update(extra)
+    return env
+
+
+def _slurm(args: list, env: dict, timeout: float = 30, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+class Job:
+    """One ``sbatch scripts/slurm_train.sbatch ...`` job, submitted from ``submit_dir``."""
+
+    def __init__(self, options: list, args: list, *, env: dict, submit_dir: Path):
+        self.env = env
+        self.output = Path(submit_dir) / "job.out"
+        cmd = ["sbatch", "--parsable", *COUNTS, f"--output={self.output}", *options, str(SBATCH), *args]
+        done = _slurm(cmd, env, timeout=60, cwd=submit_dir)
+        if done.returncode != 0:
+            raise RuntimeError(f"{shlex.join(cmd)} failed: {done.stderr}")
+        self.id = done.stdout.strip().split(";")[0]
+        self.submitted = time.monotonic()
+        self.begin_times_moved = 0
+
+    def info(self) -> dict:
+        """``scontrol show job -o``'s fields (JobState, Reason, Restarts, ExitCode, ...); {} when unknown."""
+        done = _slurm(["scontrol", "show", "job", "-o", self.id], self.env)
+        if done.returncode != 0:
+            return {}
+        fields = {}
+        for item in done.stdout.split():
+            key, _, value = item.partition("=")
+            fields.setdefault(key, value)
+        return fields
+
+    def wait(self, states, *, timeout: float, restarts: Optional[int] = None) -> dict:
+        """Poll until the job is in one of ``states`` (with at least ``restarts`` restarts); bounded.
+
+        A requeued job is held by slurmctld until 2 minutes after the requeue (``Reason=BeginTime``);
+        the wait moves its start to now, as a scheduler with free nodes would start it.
+        """
+        states = {states} if isinstance(states, str) else set(states)
+        deadline = time.monotonic() + timeout
+        info: dict = {}
+        while time.monotonic() < deadline:
+            info = self.info()
+            state = info.get("JobState")
+            if state in states and (restarts is None or int(info.get("Restarts", 0)) >= restarts):
+                return info
+            if state in END_STATES and state not in states and (restarts is None or state != "COMPLETED"):
+                raise AssertionError(f"job {self.id} ended {state} ({info.get('ExitCode')}):\n{self.tail()}")
+            if state == "PENDING" and info.get("Reason") == "BeginTime" and int(info.get("Restarts", 0)) > 0:
+                _slurm(["scontrol", "update", f"jobid={self.id}", "StartTime=now"], self.env)
+                self.begin_times_moved += 1
+            time.sleep(0.5)
+        raise TimeoutError(f"job {self.id} not {sorted(states)} after {timeout} s (last: {info}):\n{self.tail()}")
+
+    def wait_for_files(self, paths, *, timeout: float) -> None:
+        """Poll until every path exists; fails early when the job ends first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(Path(p).exists() for p in paths):
+                return
+            if self.info().get("JobState") in END_STATES:
+                raise AssertionError(f"job {self.id} ended before {[str(p) for p in paths]}:\n{self.tail()}")
+            time.sleep(0.3)
+        raise TimeoutError(f"{[str(p) for p in paths]} not there after {timeout} s:\n{self.tail()}")
+
+    def text(self) -> str:
+        return self.output.read_text(errors="replace") if self.output.exists() else ""
+
+    def tail(self, n: int = 4000) -> str:
+        return self.text()[-n:]
+
+    def end(self) -> None:
+        """``scancel`` (nothing if the job has ended already)."""
+        _slurm(["scancel", self.id], self.env)
+
+
+def train_one_process(experiment: Path, workdir: Path, sets: list, *, cwd: Path) -> dict:
+    """The same config in one process with one CPU device (no scheduler): its results.json."""
+    env = job_env("")
+    env.pop("SLURM_CONF")
+    for k in ("GENSIM_TEST_HOLD_DIR", "GENSIM_TEST_HOLD_AT"):
+        env.pop(k, None)
+    env["XLA_FLAGS"] = with_device_count(env.get("XLA_FLAGS", ""), 1)
+    cmd = [env["GENSIM_JAX"], "train", str(experiment), "--config", "tiny", "--workdir", str(workdir)]
+    if sets:
+        cmd += ["--set", *sets]
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((workdir / "results.json").read_text())
+
+
+def _strip(tree):
+    if isinstance(tree, dict):
+        return {k: _strip(v) for k, v in tree.items() if k not in VOLATILE}
+    if isinstance(tree, list):
+        return [_strip(v) for v in tree]
+    return tree
+
+
+def differences(a, b, path: str = "", rtol: float = 1e-4, atol: float = 1e-6) -> list:
+    """Where two results.json trees differ (timings and devices left out; floats to ``rtol``)."""
+    a, b = (_strip(a), _strip(b)) if not path else (a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{path}/{k}: only in one" for k in sorted(set(a) ^ set(b))]
+        for k in sorted(set(a) & set(b)):
+            out += differences(a[k], b[k], f"{path}/{k}", rtol, atol)
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]", rtol, atol)]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [] if abs(a - b) <= atol + rtol * abs(b) else [f"{path}: {a} != {b}"]
+    return [] if a == b else [f"{path}: {str(a)[:60]} != {str(b)[:60]}"]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
