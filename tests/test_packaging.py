@@ -430,7 +430,7 @@ def test_readme_install_and_quickstart_run_in_a_clean_venv(tmp_path, wheel):
     r = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=900)
     install_s = time.perf_counter() - t0
     assert r.returncode == 0, f"{script}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
-    (venv,) = [p.parents[1] for p in home.rglob("bin/activate")]
+    (venv,) = [p.parents[1] for d in (home, work) for p in d.rglob("bin/activate")]  # ~/NAME or ./NAME
     cfg = (venv / "pyvenv.cfg").read_text()
     assert "include-system-site-packages = false" in cfg, cfg
     env = {**env, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env['PATH']}"}

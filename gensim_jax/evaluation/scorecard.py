@@ -1079,10 +1079,10 @@ def _oddball_markdown(card: Mapping) -> list:
         a = r.get("argmax", {})
         ai = gi.get("argmax", {})
         gg = gi.get("graded", {})
-        mark = " (argmax: see below)" if r.get("readout_note") else ""
+        mark = " (argmax, see below)" if r.get("readout_note") else ""
         lines.append(
-            f"| {name}{mark} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
-            f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')} | "
+            f"| {name} | {_cell(r['rho9'], gg.get('rho9'))} | {_cell(r['r_human'], gg.get('r_human'))} | "
+            f"{_cell(r['r_baboon'], gg.get('r_baboon'))} | {_cell(r['mean_error'], gg.get('mean_error'), '.3f')}{mark} | "
             f"{_cell(a.get('rho9'), ai.get('rho9'))} | {_cell(a.get('r_human'), ai.get('r_human'))} | "
             f"{_cell(a.get('r_baboon'), ai.get('r_baboon'))} |"
         )

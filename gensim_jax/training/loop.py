@@ -393,14 +393,22 @@ def train(
                 bar.update(1)
                 if profile:
                     profile.maybe_stop(step, wait_for=metrics)
-                if step % log_every == 0 or step == num_steps or step == 1:  # a run's first and last step too
-                    values = window.mean()  # the one device-to-host transfer of the window (it syncs)
+                # a run's first step is logged too, whatever log_every: its own metrics, fetched alone, with the
+                # window left to run on to its boundary (the window means and timings are those of the run
+                # without this line; a window of another length would recompile the mean at its boundary)
+                boundary = step % log_every == 0 or step == num_steps
+                if boundary or step == 1:
+                    if boundary:
+                        values = window.mean()  # the one device-to-host transfer of the window (it syncs)
+                    else:
+                        values = {k: float(v) for k, v in jax.device_get(dict(metrics)).items() if np.ndim(v) == 0}
                     values["opt/param_norm"] = float(_param_norm(state.params))
                     lr = injected_learning_rate(state.opt_state)
                     if lr is not None:
                         values["opt/lr"] = lr
-                    perf = timer.window()
-                    detector.check(step, perf)
+                    perf = timer.window() if boundary else {}  # the first step compiles: no rate of its own
+                    if boundary:
+                        detector.check(step, perf)
                     log(step, {**values, **perf})
                     bar.set_postfix(loss=f"{values['loss']:.4g}")
                 if eval_every and step % eval_every == 0 and step != num_steps:

@@ -437,15 +437,15 @@ def test_every_checkpoint_damaged_is_a_clear_error(tmp_path, gensim_step):
 
 @pytest.mark.slow
 def test_logged_metrics_are_window_means_fetched_every_log_every_steps(tmp_path):
-    """log_every=3: one line at the first step 1, at steps 3, 6 and the last step 7, each the mean of its window's
-    per-step losses (the window after the first step is steps 2-3)."""
+    """log_every=3: one line at steps 3, 6 and the last step 7, each the mean of its window's per-step losses,
+    and one at the first step with that step's own loss (the window 1-3 runs on through it)."""
     obj = CrossEntropy(input_key="x")
     per_step = train(tiny_state(), obj, stream(5), num_steps=7, log_every=1, workdir=tmp_path / "a", progress=False)
     windowed = train(tiny_state(), obj, stream(5), num_steps=7, log_every=3, workdir=tmp_path / "b", progress=False)
     losses = [r["loss"] for r in per_step.history if "loss" in r]
     lines = [r for r in windowed.history if "loss" in r]
     assert [r["step"] for r in lines] == [1, 3, 6, 7]
-    expected = [losses[0], np.mean(losses[1:3]), np.mean(losses[3:6]), losses[6]]
+    expected = [losses[0], np.mean(losses[0:3]), np.mean(losses[3:6]), losses[6]]
     np.testing.assert_allclose([r["loss"] for r in lines], expected, rtol=1e-6)
 
 
