@@ -452,7 +452,12 @@ def test_readme_install_and_quickstart_run_in_a_clean_venv(tmp_path, wheel):
         words = shlex.split(line)
         assert words[0] == "gensim-jax" and done.stdout.strip(), f"{line}: printed nothing on stdout"
         if words[1] == "train":
-            workdir = work / words[words.index("--workdir") + 1]
+            if "--workdir" in words:
+                workdir = work / words[words.index("--workdir") + 1]
+            else:  # the default workdir, runs/EXPERIMENT-CONFIG, as the command's last line names it
+                written = re.search(r"wrote .*?(\S+)/results\.json", done.stdout)
+                assert written, f"{line}: the closing line names no results.json\n{done.stdout}"
+                workdir = work / written.group(1)
             results = json.loads((workdir / "results.json").read_text())
             assert results, f"{line}: empty results.json"
             assert re.search(r"^\|[-| ]+\|$", done.stdout, re.M), f"{line}: no results table\n{done.stdout}"

@@ -154,8 +154,8 @@ def test_tiny_end_to_end_and_eval_driver(tmp_path, capsys):
             assert meta["lam"] == float(lam) and meta["seed"] == r and meta["model"] == "lenet5"
             assert meta["preprocess"] == "unit" and meta["objective"] == f"lambda_{lam}"
             lines = [json.loads(s) for s in (run_dir / "metrics.jsonl").read_text().splitlines()]
-            assert [m["step"] for m in lines if "loss" in m] == [2, 4]  # log_every=2
-            assert len(run["losses"]) == 2
+            assert [m["step"] for m in lines if "loss" in m] == [1, 2, 4]  # the first step, log_every=2
+            assert len(run["losses"]) == 3  # the logged steps 1, 2 and 4
             # evals_per_run=2 of 4 steps: the periodic evaluation at step 2 and the final one at step 4
             evals = [m for m in lines if "eval/ood_accuracy" in m]
             assert [m["step"] for m in evals] == [2, 4]

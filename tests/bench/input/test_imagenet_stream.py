@@ -29,7 +29,9 @@ def test_quick_run_prints_the_issue_rows():
         assert line["bench"] == "input_imagenet_stream" and report._module(line["bench"]) == "input.imagenet_stream"
         assert (p["views"], p["augment"], p["size"], p["threads"]) == (views, augment, 224, 1)
         assert line["images_per_s_per_core"] > 0 and line["cores_used"] > 0
-        assert math.isclose(line["ours_s"], 1 / line["images_per_s_per_core"], rel_tol=1e-3)
+        assert math.isclose(
+            line["ours_s"], 1 / line["images_per_s_per_core"], rel_tol=5e-3
+        )  # both printed to 3-4 significant digits
         assert math.isclose(line["ratio"], line["ours_s"] / line["reference_s"], rel_tol=5e-3)
         assert line["jpeg_mean_kb"] == mean_kb
         if augment == "host":
