@@ -27,7 +27,7 @@ Each module runs in a fresh Python process (``--same-process`` runs them all in 
 benchmark leaves behind -- PyTorch's OpenMP pool after the training steps, TensorFlow's thread pools
 after the input pipelines, a warm or fragmented allocator -- must not time another. (The Monte Carlo
 estimator once measured 3x slower than alone; in-process after PyTorch steps it slowed in 3 of 11
-processes, the cause not pinned down: docs/PERFORMANCE.md, "Re-measured on the idle machine".)
+processes, the cause not pinned down: docs/performance_log.md, "Re-measured on the idle machine".)
 
 The first line describes the machine (``"bench": "machine"``); every other line is
 ``{"bench", "params", "ours_s", "reference", "reference_s", "ratio", "target", "met", ...}`` with

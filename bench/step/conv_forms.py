@@ -10,7 +10,7 @@ alternately in one process (medians and minima of ``--repeats`` rounds, after on
   rule; tiny outputs keep im2col);
 * ``im2col<=N``: im2col also for every output of at most ``N`` pixels.
 
-Results are in docs/PERFORMANCE.md ("1 x 1 convolutions as matrix products").
+Results are in docs/performance_log.md ("1 x 1 convolutions as matrix products").
 
 Usage::
 

@@ -2,7 +2,7 @@
 
 Every variant is compiled from the same lowered program with
 ``jax.jit(f).lower(...).compile(options)`` and the variants are timed alternately in one process
-(medians and minima), so a load change hits all of them.  Results are in docs/PERFORMANCE.md
+(medians and minima), so a load change hits all of them.  Results are in docs/performance_log.md
 ("XLA CPU options").
 
 Variants (``xla_cpu_experimental_ynn_fusion_type``; jaxlib 0.10 puts dots, reductions and

@@ -18,7 +18,7 @@ Programs (what the tests compile most often):
 Flag sets: ``default`` (none), ``level0`` (``--xla_backend_optimization_level=0``) and ``tests`` (the test
 session's, :data:`TESTS`: level 0 and XLA:CPU's loop emitters instead of its MLIR fusion emitters), each
 set less the flags this jaxlib does not know (jaxlib 0.12 has no loop emitters: its ``tests`` is ``level0``).
-Results are in docs/PERFORMANCE.md ("The test loop").
+Results are in docs/performance_log.md ("The test loop").
 
 Usage::
 

@@ -16,7 +16,7 @@ session:
 
 Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
 ``suite_profile/`` in the working directory), and the controller prints one table row per worker.
-docs/PERFORMANCE.md ("The test loop") quotes it.
+docs/performance_log.md ("The test loop") quotes it.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ _FORWARDED_HELP = {
     "train": "train an experiment (in a checkout also: python -m train)",
     "eval": "evaluate exported encoders with a protocol (in a checkout also: python -m eval)",
     "plan": "compile an experiment's training step for a TPU / GPU topology: memory, FLOPs, step time",
-    "prepare-imagenet": "one-time records of ImageNet resized to a load size (docs/PERFORMANCE.md, JPEG input)",
+    "prepare-imagenet": "one-time records of ImageNet resized to a load size (docs/performance_log.md, JPEG input)",
     "score": "the human-alignment report card of any vision encoder (oddball, hierarchy, Geoclidean, odd-one-out)",
 }
 

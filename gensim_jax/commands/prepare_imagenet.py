@@ -1,6 +1,6 @@
 """``gensim-jax prepare-imagenet --data-dir DIR --out DIR``: one-time ImageNet records at a fixed load size.
 
-The command part of :mod:`gensim_jax.data.prepared` (``prepare_records``; docs/PERFORMANCE.md, JPEG input).
+The command part of :mod:`gensim_jax.data.prepared` (``prepare_records``; docs/performance_log.md, JPEG input).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ SEED_KEY = "augment_seed"
 #: ITU-R 601 luma weights (those of ``tf.image.rgb_to_grayscale`` and the host's ``rgb_to_grayscale``).
 LUMA_WEIGHTS = (0.2989, 0.5870, 0.1140)
 
-#: What ``auto`` resolves to per JAX backend (docs/PERFORMANCE.md, "Augmentation on the device").
+#: What ``auto`` resolves to per JAX backend (docs/performance_log.md, "Augmentation on the device").
 AUTO_DEFAULT = {"cpu": "device", "gpu": "device", "tpu": "device"}
 
 
@@ -92,7 +92,7 @@ def resolve_augment(mode: str, backend: str | None = None) -> str:
     """``host`` or ``device`` for ``data.augment = mode``; ``auto`` picks by ``jax.default_backend()``
     (:data:`AUTO_DEFAULT`: the device everywhere. GPUs and TPUs consume images faster than a host
     augments them; on a CPU the jitted views won 6 of 8 measured rounds against TensorFlow's workers,
-    with lower medians in both experiments measured, docs/PERFORMANCE.md "Augmentation on the device")."""
+    with lower medians in both experiments measured, docs/performance_log.md "Augmentation on the device")."""
     if mode not in AUGMENT_MODES:
         raise ValueError(f"data.augment must be one of {AUGMENT_MODES}, got {mode!r}")
     if mode != "auto":

@@ -57,7 +57,7 @@ __all__ = [
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
 #: XLA's Eigen path instead of YNNPACK (which jaxlib 0.10 uses by default); dots and reductions stay
-#: on YNNPACK.  Measured in docs/PERFORMANCE.md ("XLA CPU options").  Pass it as
+#: on YNNPACK.  Measured in docs/performance_log.md ("XLA CPU options").  Pass it as
 #: ``make_train_step(..., compiler_options=CPU_EIGEN_CONV_OPTIONS)`` on a CPU backend only.
 CPU_EIGEN_CONV_OPTIONS = {
     "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_REDUCE",
