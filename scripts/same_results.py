@@ -34,22 +34,27 @@ RUNS = {
 VOLATILE = {"train_seconds", "seconds", "data_seconds", "provenance", "devices", "time", "timestamp"}
 
 
-def _strip(tree):
+def strip_volatile(tree):
+    """``tree`` (a results.json) without the keys of :data:`VOLATILE`, at any depth."""
     if isinstance(tree, dict):
-        return {k: _strip(v) for k, v in tree.items() if k not in VOLATILE}
+        return {k: strip_volatile(v) for k, v in tree.items() if k not in VOLATILE}
     if isinstance(tree, list):
-        return [_strip(v) for v in tree]
+        return [strip_volatile(v) for v in tree]
     return tree
 
 
-def _differences(a, b, path="") -> list:
+def differences(a, b, path: str = "", rtol: float = 0.0, atol: float = 0.0) -> list:
+    """Where two trees differ, as ``path: a != b`` lines; floats within ``atol + rtol * |b|`` count as equal
+    (the defaults: only identical values)."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = [f"{path}/{k}: only in one" for k in sorted(set(a) ^ set(b))]
         for k in sorted(set(a) & set(b)):
-            out += _differences(a[k], b[k], f"{path}/{k}")
+            out += differences(a[k], b[k], f"{path}/{k}", rtol, atol)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]", rtol, atol)]
+    if (rtol or atol) and isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [] if abs(a - b) <= atol + rtol * abs(b) else [f"{path}: {a} != {b}"]
     return [] if a == b else [f"{path}: {str(a)[:60]} != {str(b)[:60]}"]
 
 
@@ -65,7 +70,7 @@ def compare(a: Path, b: Path) -> int:
     bad = 0
     for name in RUNS:
         ra, rb = (json.loads((d / name / "results.json").read_text()) for d in (a, b))
-        diff = _differences(_strip(ra), _strip(rb))
+        diff = differences(strip_volatile(ra), strip_volatile(rb))
         bad += bool(diff)
         print(f"{name}: {'same' if not diff else f'{len(diff)} differences: ' + '; '.join(diff[:5])}")
     return 1 if bad else 0

@@ -32,7 +32,7 @@ import sys
 from typing import Optional, Sequence
 
 from gensim_jax.commands import runs as runs_command
-from gensim_jax.commands.errors import DEBUG_ENV, one_line, run_command
+from gensim_jax.commands.errors import debugging, one_line, run_command
 
 __all__ = ["main", "module_main", "FORWARDED"]
 
@@ -167,7 +167,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         argv = argv[1:]
     if argv and argv[0] in FORWARDED:  # all of the rest, --help included, is for the command
         return _forward(argv[0], argv[1:] + (["--debug"] if leading_debug else []))
-    debug = leading_debug or "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = leading_debug or "--debug" in argv or debugging()
     return run_command(lambda rest: _main(rest, debug), argv, "gensim-jax", debug=debug)
 
 

@@ -7,6 +7,7 @@ given on the ``sbatch`` command line, submitted from a directory other than the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -28,8 +29,6 @@ HELD = REPO / "tests" / "cluster" / "held_experiment.py"
 STATE_DIR = Path(os.environ.get("GENSIM_SLURM_DIR", "/tmp/gensim-jax-slurm"))
 #: 2 tasks on 1 node, 1 CPU each, no GPUs: the script's GPU options overridden on the command line
 COUNTS = ["--nodes=1", "--ntasks-per-node=2", "--gpus-per-node=0", "--cpus-per-task=1"]
-#: results.json keys that differ between any two runs or between layouts (times, what ran and where)
-VOLATILE = {"train_seconds", "seconds", "data_seconds", "provenance", "devices", "time", "timestamp"}
 END_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 
 
@@ -161,27 +160,18 @@ def train_one_process(experiment: Path, workdir: Path, sets: list, *, cwd: Path)
     return json.loads((workdir / "results.json").read_text())
 
 
-def _strip(tree):
-    if isinstance(tree, dict):
-        return {k: _strip(v) for k, v in tree.items() if k not in VOLATILE}
-    if isinstance(tree, list):
-        return [_strip(v) for v in tree]
-    return tree
+def _same_results():
+    """scripts/same_results.py, the comparison of two runs' results.json (timings and provenance left out)."""
+    spec = importlib.util.spec_from_file_location("same_results", REPO / "scripts" / "same_results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def differences(a, b, path: str = "", rtol: float = 1e-4, atol: float = 1e-6) -> list:
+def differences(a, b, rtol: float = 1e-4, atol: float = 1e-6) -> list:
     """Where two results.json trees differ (timings and devices left out; floats to ``rtol``)."""
-    a, b = (_strip(a), _strip(b)) if not path else (a, b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = [f"{path}/{k}: only in one" for k in sorted(set(a) ^ set(b))]
-        for k in sorted(set(a) & set(b)):
-            out += differences(a[k], b[k], f"{path}/{k}", rtol, atol)
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]", rtol, atol)]
-    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        return [] if abs(a - b) <= atol + rtol * abs(b) else [f"{path}: {a} != {b}"]
-    return [] if a == b else [f"{path}: {str(a)[:60]} != {str(b)[:60]}"]
+    same = _same_results()
+    return same.differences(same.strip_volatile(a), same.strip_volatile(b), rtol=rtol, atol=atol)
 
 
 def alive(pid: int) -> bool:
