@@ -43,7 +43,7 @@ root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = [
     "_build",
-    # raw benchmark logs of accelerator sessions, linked from PERFORMANCE.md as files, not pages
+    # raw benchmark logs of accelerator sessions, linked from performance_log.md as files, not pages
     "bench_results/**",
 ]
 
