@@ -69,6 +69,9 @@ def _plan_process(args, env_extra):
     return proc, t0, lines
 
 
+HANG_S = 120  # a guard against a hung process only; the paper plan compiles for ~8 min on 2 cores
+
+
 def _wait_for(predicate, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -83,30 +86,32 @@ def _wait_for(predicate, seconds: float) -> bool:
 def test_a_plan_says_what_it_compiles_shows_the_time_and_stops_on_a_signal(signame, status, words):
     """Issue 38: the paper quadrilaterals plan for v5e:2x2 compiles for minutes. Its first line comes before
     the compile, a heartbeat while it runs, and Ctrl-C / SIGTERM ends it within seconds with one line on
-    stderr: no traceback, no abseil ``*** SIGTERM received ... stack trace``. Every wait is bounded."""
+    stderr: no traceback, no abseil ``*** SIGTERM received ... stack trace``. Every wait is bounded, but only
+    to keep a hung process from hanging the suite (issue 40: no wall-clock bound is asserted): that the
+    signal cancelled the compile shows in what the process says and prints, not in how fast it went."""
     pytest.importorskip("libtpu")
     proc, t0, lines = _plan_process(
         ["quadrilaterals", "--config", "paper", "--topology", "v5e:2x2"], {"GENSIM_JAX_HEARTBEAT_S": "2"}
     )
     try:
-        assert _wait_for(lambda: lines, 60), "no first line within 60 s"  # 3-8 s on 2 busy cores
+        assert _wait_for(lambda: lines, HANG_S), f"hung: no line in {HANG_S} s"  # 3-8 s on 2 busy cores
         first = lines[0][1]
         assert first.startswith("gensim-jax plan: compiling quadrilaterals --config paper (arm gensim) for v5e:2x2")
         assert "(4 chips" in first
         # the heartbeat; 6 s into the worker XLA's C++ compile runs (the tracing and lowering took ~2.5 s)
         beat = re.compile(r"^gensim-jax plan: compiling \.\.\. (\d+) s$")
-        assert _wait_for(lambda: any(int(m[1]) >= 6 for _, t in lines if (m := beat.match(t))), 60), lines
+        assert _wait_for(lambda: any(int(m[1]) >= 6 for _, t in lines if (m := beat.match(t))), HANG_S), lines
         assert proc.poll() is None, "the plan ended before the signal"
         proc.send_signal(getattr(signal, signame))
         sent = time.monotonic()
-        assert _wait_for(lambda: proc.poll() is not None, 10), f"still running 10 s after {signame}"
-        latency = time.monotonic() - sent
+        assert _wait_for(lambda: proc.poll() is not None, HANG_S), f"hung: still running {HANG_S} s after {signame}"
+        print(f"{signame}: exit {time.monotonic() - sent:.2f} s after the signal")
         _wait_for(lambda: False, 0.3)  # the reader takes the last line
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    assert proc.returncode == status and latency < 10
+    assert proc.returncode == status
     last_beat = max(i for i, (_, text) in enumerate(lines) if text.startswith("gensim-jax plan: compiling ... "))
     after = [text for _, text in lines[last_beat + 1 :]]
     assert len(after) == 1 and after[0].startswith(f"gensim-jax plan: {words}"), after
@@ -114,4 +119,4 @@ def test_a_plan_says_what_it_compiles_shows_the_time_and_stops_on_a_signal(signa
     err = "\n".join(text for _, text in lines)
     for noise in ("Traceback", "SIGTERM received", "stack trace", "KeyboardInterrupt"):
         assert noise not in err, err
-    assert proc.stdout.read() == ""
+    assert proc.stdout.read() == ""  # no report: the compile (minutes for this plan) did not run to its end
