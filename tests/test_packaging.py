@@ -188,7 +188,9 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_core_wheel_installs_and_runs_without_extras(tmp_path, wheel):
     venv = tmp_path / "venv"
-    pip = dict(capture_output=True, text=True, timeout=600)
+    # a PYTHONPATH (a worktree's, say) would put the checkout ahead of the installed wheel
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    pip = dict(capture_output=True, text=True, timeout=600, env=clean)
     # a bare venv driven by this interpreter's pip (``--python``), and no byte-compiling of the
     # installed packages: the same resolution and files, 9 s less than a venv with its own pip
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
