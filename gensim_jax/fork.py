@@ -10,8 +10,7 @@ its old spelling working for one minor version, with a
 :class:`~gensim_jax.deprecation.GensimJaxDeprecationWarning` naming the replacement, and CHANGELOG.md
 records the change (docs/EXPERIMENTS.md, "Deprecation policy"; :mod:`gensim_jax.deprecation`).
 The kernel modules listed here (``beta_bernoulli``, ``categorical``, ``gaussian_mixture``,
-``hierarchy``, ``trees``, ``targets``) and ``similarity`` are promised with the names of their own
-``__all__``; ``tests/test_fork_surface.py`` holds the committed list of every promised name and fails
+``hierarchy``, ``trees``, ``targets``) are promised with the names of their own ``__all__``; ``tests/test_fork_surface.py`` holds the committed list of every promised name and fails
 when one disappears without a deprecation.
 
 The names live in their own modules (this one defines nothing but the list and the deprecation
@@ -30,7 +29,7 @@ targets (log s computed in the step)     :class:`Target`, :class:`FunctionTarget
                                          :class:`BetaBernoulliTarget`, :class:`GaussianMixtureTarget`
 encoders                                 :func:`get_model`, :func:`list_models`
 closed-form kernels (modules)            ``beta_bernoulli``, ``categorical``, ``gaussian_mixture``,
-                                         ``hierarchy``, ``trees``, ``targets``; ``similarity``
+                                         ``hierarchy``, ``trees``, ``targets``
 figures                                  :func:`figure`, :func:`save_figure` (matplotlib, no pyplot state)
 =======================================  =====================================================================
 
@@ -42,7 +41,6 @@ can move between them (``HostShard`` moved to ``gensim_jax.parallel``, the confi
 
 from __future__ import annotations
 
-from gensim_jax import similarity
 from gensim_jax.config import with_overrides
 from gensim_jax.deprecation import Renamed, module_getattr
 from gensim_jax.evaluation.plotting import figure, save_figure
@@ -108,14 +106,13 @@ __all__ = [
     # encoders
     "get_model",
     "list_models",
-    # closed-form kernels and similarities (modules, promised with their own __all__)
+    # closed-form kernels (modules, promised with their own __all__)
     "beta_bernoulli",
     "categorical",
     "gaussian_mixture",
     "hierarchy",
     "targets",
     "trees",
-    "similarity",
     # figures
     "figure",
     "save_figure",
