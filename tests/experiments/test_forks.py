@@ -106,7 +106,7 @@ def test_a_fork_with_a_deprecated_spelling_trains_and_warns_naming_the_new_one(t
     with pytest.warns(GensimJaxDeprecationWarning, match="run_experiment is deprecated .*use train_and_evaluate"):
         from gensim_jax.training.runner import run_experiment
     results = run_experiment(fork, config, tmp_path / "run", progress=False)
-    assert set(results["evaluations"]) == {"gensim", "supervised"} and results["num_steps"] == 3
+    assert set(results["evaluations"]) == {"untrained", "gensim", "supervised"} and results["num_steps"] == 3
     assert json.loads((tmp_path / "run" / "config.json").read_text())["config"]["optim"]["learning_rate"] == 3e-3
 
 
