@@ -383,6 +383,9 @@ _TREE = '''
 KEY = "label"  # the batch entry the gensim target reads: the program id, a row of the kernel table
 SHAPES = ("circle", "square", "line", "triangle")
 RELATIONS = ("above", "inside", "beside")
+# log K of two programs that share no fragment (K = 0, log K = -inf): below every other pair of this grammar,
+# and near enough that the affine transform of the target keeps the other pairs apart
+LOG_FLOOR = -5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,7 +423,7 @@ def world(config):  # the programs, their tree-kernel table and each program's r
         raise ValueError(f"data.num_programs: the grammar gave {len(programs)} distinct programs at data.depth={d.depth}")
     vocab = sorted({p for ps in programs.values() for p in ps})
     vectors = dict(zip(vocab, rng.normal(size=(len(vocab), d.latent_dim))))
-    table = trees.gram_log_table([trees.Tree.from_bracket(t) for t in programs], "sst", lam=d.decay)
+    table = trees.gram_log_table([trees.Tree.from_bracket(t) for t in programs], "sst", lam=d.decay, log_floor=LOG_FLOOR)
     prototypes = np.stack([sum(vectors[p] for p in ps) for ps in programs.values()])
     return {"programs": list(programs), "table": table, "prototypes": prototypes}
 
