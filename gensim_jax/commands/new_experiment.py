@@ -57,6 +57,9 @@ WORLD_SEED = 1234  # the model's fixed parts (renderer, prototypes) are the same
 SPLITS = ("train", "heldout", "reference")  # reference: the sample that fixes the target's scale
 
 
+# ---- 1. the generative model (replace it with yours) -----------------------------------------
+
+
 def rng_of(config, split):
     """The generator of one split of the data: the same for every run of a call (`config.seed`)."""
     return np.random.default_rng([config.seed, SPLITS.index(split)])
@@ -202,7 +205,7 @@ EXPERIMENT = __CLASS__()
 '''
 
 _BETA_BERNOULLI = '''
-# ---- 1. the generative model: Beta-Bernoulli features (paper Eq. I3) -------------------------
+# Beta-Bernoulli features (paper Eq. I3).
 # A source draws a probability theta ~ Beta(alpha, beta) for each binary feature; each of its stimuli
 # has features f ~ Bernoulli(theta), rendered. Two stimuli are similar when their features likely came
 # from one source (Eq. I3); the supervised baseline learns which training source made a stimulus.
@@ -257,7 +260,7 @@ def metadata(config):  # the per-example shape of what the target reads
 '''
 
 _HIERARCHY = '''
-# ---- 1. the generative model: a class hierarchy (paper Eq. 4) --------------------------------
+# A class hierarchy (paper Eq. 4).
 # The classes are the leaves of a tree (`branching` children per node at each depth); a node's
 # prototype is its parent's plus a random step; a stimulus is its class's prototype plus a random
 # offset, rendered. Two stimuli are the more similar the deeper their classes' common ancestor (Eq. 4).
@@ -320,7 +323,7 @@ def metadata(config):  # the class ids the table target reads are known to the r
 '''
 
 _CATEGORICAL = '''
-# ---- 1. the generative model: classes (the class-identity kernel, paper App. A) --------------
+# Classes (the class-identity kernel, paper App. A).
 # Each stimulus belongs to one of `num_classes` equally likely classes; a class has a random
 # prototype, a stimulus is its class's prototype plus a random offset, rendered. Two stimuli are
 # similar when they share their class: log s = -log p(class) for one class, -inf for two (floored here).
@@ -374,7 +377,7 @@ def metadata(config):  # the class ids the table target reads are known to the r
 '''
 
 _TREE = '''
-# ---- 1. the generative model: programs as parse trees (the tree kernel, paper App. M) --------
+# Programs as parse trees (the tree kernel, paper App. M).
 # Each class is a program of a small grammar (a shape, or a relation between two programs), drawn
 # once; a stimulus renders its program's productions (the sum of one fixed vector per production)
 # plus a random offset. Two stimuli are the more similar the more fragments their programs' parse
@@ -457,7 +460,7 @@ def metadata(config):  # the program ids the table target reads are known to the
 '''
 
 _GAUSSIAN_MIXTURE = '''
-# ---- 1. the generative model: a mixture of Gaussians (paper Eq. H2) -------------------------
+# A mixture of Gaussians (paper Eq. H2).
 # Each stimulus is a point drawn from one of `num_components` unit Gaussians whose means lie on a
 # circle, rendered. Two stimuli are similar when they likely came from one component (Eq. H2); the
 # supervised baseline learns the component.
