@@ -70,7 +70,9 @@ class Renamed:
     def message(self, where: str = "") -> str:
         """The warning's one line: ``WHERE.old is deprecated since gensim-jax S and will be removed in R: use NEW``."""
         name = f"{where}.{self.old}" if where else self.old
-        text = f"{name} is deprecated since gensim-jax {self.since} and will be removed in {self.removal}: use {self.new}"
+        text = (
+            f"{name} is deprecated since gensim-jax {self.since} and will be removed in {self.removal}: use {self.new}"
+        )
         return f"{text} ({self.note})" if self.note else text
 
 

@@ -92,7 +92,9 @@ def test_no_promised_name_disappears_without_a_deprecation():
 def test_a_new_name_is_added_to_the_committed_list():
     names, _ = _current()
     new = sorted(names - set(SURFACE))
-    assert not new, f"{', '.join(new)}: new in gensim_jax.fork; add them to SURFACE here and under Added in CHANGELOG.md"
+    assert not new, (
+        f"{', '.join(new)}: new in gensim_jax.fork; add them to SURFACE here and under Added in CHANGELOG.md"
+    )
 
 
 def test_the_surface_re_exports_the_objects_themselves():
@@ -129,7 +131,9 @@ def _check_imports(imports: list) -> None:
     for module, name, where in imports:
         if module.startswith("gensim_jax.experiments."):
             continue  # an experiment of the package (its CONFIGS), not the library
-        assert module == "gensim_jax.fork", f"{where}: imports {name or module} from {module}; import it from gensim_jax.fork"
+        assert module == "gensim_jax.fork", (
+            f"{where}: imports {name or module} from {module}; import it from gensim_jax.fork"
+        )
         assert name in fork.__all__, f"{where}: {name} is not in gensim_jax.fork.__all__"
 
 
@@ -171,7 +175,9 @@ def test_a_run_level_learning_rate_warns_and_sets_optim_learning_rate():
     from gensim_jax.deprecation import GensimJaxDeprecationWarning
     from gensim_jax.fork import Experiment, TrainConfig
 
-    with pytest.warns(GensimJaxDeprecationWarning, match=r"Old\.Config\.learning_rate is deprecated .*use optim\.learning_rate"):
+    with pytest.warns(
+        GensimJaxDeprecationWarning, match=r"Old\.Config\.learning_rate is deprecated .*use optim\.learning_rate"
+    ):
 
         class Old(Experiment):
             @dataclasses.dataclass(frozen=True)

@@ -131,10 +131,12 @@ class __CLASS__(Experiment):
 
     def prepare(self, config, training=True):  # the stimuli every run shares
         w = world(config)
-        return {"world": w, "train": sample(config, w, "train") if training else None, "heldout": sample(config, w, "heldout")}
+        train = sample(config, w, "train") if training else None
+        return {"world": w, "train": train, "heldout": sample(config, w, "heldout")}
 
     def arm(self, name, config, data):  # everything the runner needs for one arm
-        kw = {"in_features": config.data.stimulus_dim, "hidden": config.model.hidden, "embed_dim": config.model.embed_dim}
+        d, m = config.data, config.model
+        kw = {"in_features": d.stimulus_dim, "hidden": m.hidden, "embed_dim": m.embed_dim}
         if name == "gensim":
             # log s is unbounded and its range depends on the model, the cosine lies in [-1, 1]: the target's
             # with_transform("affine", reference) maps log s over a reference sample onto [-1, 1], so the
@@ -159,7 +161,7 @@ class __CLASS__(Experiment):
             model_name="mlp",  # the registry name and arguments rebuild the model from its export
             model_kwargs=kw,
             objective=objective,
-            example_input=np.zeros((1, config.data.stimulus_dim), np.float32),
+            example_input=np.zeros((1, d.stimulus_dim), np.float32),
             metadata=metadata(config) if name == "gensim" else {},  # what the target reads besides ids
             batches=batches,
             evaluate=lambda model, variables, seed: heldout_spearman(config, data, embed(model, variables, data)),
@@ -170,7 +172,8 @@ class __CLASS__(Experiment):
     def baselines(self, config, data):  # references: the stimuli themselves and the untrained encoder
         untrained = self.arm("gensim", config, data)
         z = embed(untrained.model, untrained.init_variables(config.seed), data)
-        return {"stimuli": [heldout_spearman(config, data, data["heldout"]["x"])], "untrained": [heldout_spearman(config, data, z)]}
+        stimuli = heldout_spearman(config, data, data["heldout"]["x"])
+        return {"stimuli": [stimuli], "untrained": [heldout_spearman(config, data, z)]}
 
     def plot(self, results, path):  # held-out Spearman of each encoder: mean bar and one dot per run
         names = list(results["evaluations"])
@@ -184,7 +187,8 @@ class __CLASS__(Experiment):
         save_figure(fig, path)
 
     def format_table(self, results):
-        rows = [f"| {n} | {np.mean([e['heldout_spearman'] for e in ev]):.3f} | {len(ev)} |" for n, ev in results["evaluations"].items()]
+        rho = {n: [e["heldout_spearman"] for e in ev] for n, ev in results["evaluations"].items()}
+        rows = [f"| {n} | {np.mean(r):.3f} | {len(r)} |" for n, r in rho.items()]
         return "\\n".join(["| encoder | held-out Spearman(cosine, log s) | runs |", "|---|---|---|", *rows])
 
 
@@ -204,7 +208,7 @@ def heldout_spearman(config, data, z):
 EXPERIMENT = __CLASS__()
 '''
 
-_BETA_BERNOULLI = '''
+_BETA_BERNOULLI = """
 # Beta-Bernoulli features (paper Eq. I3).
 # A source draws a probability theta ~ Beta(alpha, beta) for each binary feature; each of its stimuli
 # has features f ~ Bernoulli(theta), rendered. Two stimuli are similar when their features likely came
@@ -242,7 +246,8 @@ def sample(config, world, split):
     n = d.num_sources if split == "train" else d.heldout_sources
     theta = rng.beta(d.alpha, d.beta, size=(n, 1, d.num_features))
     f = (rng.random((n, d.per_source, d.num_features)) < theta).astype(np.float32).reshape(-1, d.num_features)
-    return {"x": render(2.0 * f - 1.0, config, rng), KEY: f, "label": np.repeat(np.arange(n, dtype=np.int32), d.per_source)}
+    label = np.repeat(np.arange(n, dtype=np.int32), d.per_source)  # the source of each stimulus
+    return {"x": render(2.0 * f - 1.0, config, rng), KEY: f, "label": label}
 
 
 def log_s(config, world, a, b):  # (Na, Nb) log generative similarity of two sets of feature rows
@@ -257,9 +262,9 @@ def make_target(config, world):  # Eq. I3 in the step, scaled by its range over 
 
 def metadata(config):  # the per-example shape of what the target reads
     return {KEY: ((config.data.num_features,), np.float32)}
-'''
+"""
 
-_HIERARCHY = '''
+_HIERARCHY = """
 # A class hierarchy (paper Eq. 4).
 # The classes are the leaves of a tree (`branching` children per node at each depth); a node's
 # prototype is its parent's plus a random step; a stimulus is its class's prototype plus a random
@@ -305,7 +310,8 @@ def num_train(config):
 
 def sample(config, world, split):
     d, rng = config.data, rng_of(config, split)
-    label = np.repeat(np.arange(num_classes(config), dtype=np.int32), d.per_class if split == "train" else d.heldout_per_class)
+    per = d.per_class if split == "train" else d.heldout_per_class
+    label = np.repeat(np.arange(num_classes(config), dtype=np.int32), per)
     latent = world["prototypes"][label] + d.spread * rng.normal(size=(len(label), d.latent_dim))
     return {"x": render(latent, config, rng), KEY: label}
 
@@ -320,9 +326,9 @@ def make_target(config, world):  # the table gathered in the step, scaled by its
 
 def metadata(config):  # the class ids the table target reads are known to the runner
     return {}
-'''
+"""
 
-_CATEGORICAL = '''
+_CATEGORICAL = """
 # Classes (the class-identity kernel, paper App. A).
 # Each stimulus belongs to one of `num_classes` equally likely classes; a class has a random
 # prototype, a stimulus is its class's prototype plus a random offset, rendered. Two stimuli are
@@ -346,7 +352,8 @@ class Data:  # the generative model and the sizes of the training and held-out s
 def world(config):  # the class table and each class's prototype
     d = config.data
     table = categorical.log_similarity_table(categorical.uniform_class_probs(d.num_classes), log_floor=LOG_FLOOR)
-    return {"table": np.asarray(table), "prototypes": np.random.default_rng(WORLD_SEED).normal(size=(d.num_classes, d.latent_dim))}
+    prototypes = np.random.default_rng(WORLD_SEED).normal(size=(d.num_classes, d.latent_dim))
+    return {"table": np.asarray(table), "prototypes": prototypes}
 
 
 def num_classes(config):
@@ -359,7 +366,8 @@ def num_train(config):
 
 def sample(config, world, split):
     d, rng = config.data, rng_of(config, split)
-    label = np.repeat(np.arange(d.num_classes, dtype=np.int32), d.per_class if split == "train" else d.heldout_per_class)
+    per = d.per_class if split == "train" else d.heldout_per_class
+    label = np.repeat(np.arange(d.num_classes, dtype=np.int32), per)
     latent = world["prototypes"][label] + d.spread * rng.normal(size=(len(label), d.latent_dim))
     return {"x": render(latent, config, rng), KEY: label}
 
@@ -374,7 +382,7 @@ def make_target(config, world):  # the table gathered in the step, scaled by its
 
 def metadata(config):  # the class ids the table target reads are known to the runner
     return {}
-'''
+"""
 
 _TREE = '''
 # Programs as parse trees (the tree kernel, paper App. M).
@@ -423,10 +431,11 @@ def world(config):  # the programs, their tree-kernel table and each program's r
         if len(programs) == d.num_programs:
             break
     if len(programs) < d.num_programs:
-        raise ValueError(f"data.num_programs: the grammar gave {len(programs)} distinct programs at data.depth={d.depth}")
+        raise ValueError(f"data.num_programs: the grammar has {len(programs)} programs of depth <= {d.depth}")
     vocab = sorted({p for ps in programs.values() for p in ps})
     vectors = dict(zip(vocab, rng.normal(size=(len(vocab), d.latent_dim))))
-    table = trees.gram_log_table([trees.Tree.from_bracket(t) for t in programs], "sst", lam=d.decay, log_floor=LOG_FLOOR)
+    parsed = [trees.Tree.from_bracket(t) for t in programs]
+    table = trees.gram_log_table(parsed, "sst", lam=d.decay, log_floor=LOG_FLOOR)
     prototypes = np.stack([sum(vectors[p] for p in ps) for ps in programs.values()])
     return {"programs": list(programs), "table": table, "prototypes": prototypes}
 
@@ -459,7 +468,7 @@ def metadata(config):  # the program ids the table target reads are known to the
     return {}
 '''
 
-_GAUSSIAN_MIXTURE = '''
+_GAUSSIAN_MIXTURE = """
 # A mixture of Gaussians (paper Eq. H2).
 # Each stimulus is a point drawn from one of `num_components` unit Gaussians whose means lie on a
 # circle, rendered. Two stimuli are similar when they likely came from one component (Eq. H2); the
@@ -514,15 +523,23 @@ def make_target(config, world):  # Eq. H2 in the step, scaled by its range over 
 
 def metadata(config):  # the per-example shape of what the target reads
     return {KEY: ((2,), np.float32)}
-'''
+"""
 
 #: ``{kernel: (one line for --help and the file's title, the names it imports from gensim_jax.fork, its model section)}``
 KERNELS = {
-    "beta_bernoulli": ("Beta-Bernoulli binary features, Eq. I3", ("BetaBernoulliTarget", "beta_bernoulli"), _BETA_BERNOULLI),
+    "beta_bernoulli": (
+        "Beta-Bernoulli binary features, Eq. I3",
+        ("BetaBernoulliTarget", "beta_bernoulli"),
+        _BETA_BERNOULLI,
+    ),
     "hierarchy": ("classes in a hierarchy, Eq. 4", ("TableTarget", "hierarchy"), _HIERARCHY),
     "categorical": ("classes, the class-identity kernel", ("TableTarget", "categorical"), _CATEGORICAL),
     "tree": ("programs as parse trees, the subset-tree kernel", ("TableTarget", "trees"), _TREE),
-    "gaussian_mixture": ("a mixture of Gaussians, Eq. H2", ("GaussianMixtureTarget", "gaussian_mixture"), _GAUSSIAN_MIXTURE),
+    "gaussian_mixture": (
+        "a mixture of Gaussians, Eq. H2",
+        ("GaussianMixtureTarget", "gaussian_mixture"),
+        _GAUSSIAN_MIXTURE,
+    ),
 }
 DEFAULT_KERNEL = "beta_bernoulli"
 #: What every kernel's file imports from :mod:`gensim_jax.fork`.
@@ -562,7 +579,12 @@ def render(name: str, kernel: str = DEFAULT_KERNEL) -> str:
     names = sorted({*_COMMON_IMPORTS, *imports}, key=lambda n: (not n[:1].isupper(), n))  # classes, then the rest
     head = _HEAD.replace("__IMPORTS__", "\n".join(f"    {n}," for n in names))
     text = head + model + _TAIL
-    for token, value in (("__NAME__", name), ("__TITLE__", title), ("__KERNEL__", kernel), ("__CLASS__", _class_name(name))):
+    for token, value in (
+        ("__NAME__", name),
+        ("__TITLE__", title),
+        ("__KERNEL__", kernel),
+        ("__CLASS__", _class_name(name)),
+    ):
         text = text.replace(token, value)
     return text
 

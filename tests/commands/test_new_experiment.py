@@ -29,7 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def _gensim_jax(args, cwd, timeout=300):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
-        [sys.executable, "-m", "gensim_jax.commands", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "gensim_jax.commands", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -122,7 +122,9 @@ def test_the_command_prints_the_deprecation_on_one_line_and_trains(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     warned = [line for line in done.stderr.splitlines() if "deprecated" in line]
-    assert warned == [f"warning: {DEPRECATION} (declare optim: OptimConfig = OptimConfig(learning_rate=...); "
-                      "meanwhile the run-level field sets optim.learning_rate)"], done.stderr[-3000:]
+    assert warned == [
+        f"warning: {DEPRECATION} (declare optim: OptimConfig = OptimConfig(learning_rate=...); "
+        "meanwhile the run-level field sets optim.learning_rate)"
+    ], done.stderr[-3000:]
     config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
     assert config["optim"]["learning_rate"] == 0.01 == config["learning_rate"], config

@@ -137,7 +137,9 @@ class PoissonGamma(Experiment):
         save_figure(fig, path)
 
     def format_table(self, results):
-        rows = [f"| {n} | {np.mean([e['spearman_vs_log_s'] for e in ev]):.3f} |" for n, ev in results["evaluations"].items()]
+        rows = [
+            f"| {n} | {np.mean([e['spearman_vs_log_s'] for e in v]):.3f} |" for n, v in results["evaluations"].items()
+        ]
         return "\n".join(["| encoder | held-out Spearman(cosine, log s) |", "|---|---|", *rows])
 
 
