@@ -11,7 +11,7 @@ its old spelling working for one minor version, with a
 records the change (docs/EXPERIMENTS.md, "Deprecation policy"; :mod:`gensim_jax.deprecation`).
 The kernel modules listed here (``beta_bernoulli``, ``categorical``, ``gaussian_mixture``,
 ``hierarchy``, ``trees``, ``targets``) are promised with the names of their own ``__all__``;
-``tests/test_fork_surface.py`` holds the committed list of every promised name and fails when one
+``tests/test_fork.py`` holds the committed list of every promised name and fails when one
 disappears without a deprecation.
 
 The names live in their own modules (this one defines nothing but the list and the deprecation

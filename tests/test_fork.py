@@ -61,7 +61,7 @@ POLICY = (
     "the surface a fork imports is promised (docs/EXPERIMENTS.md, 'Deprecation policy'): keep the old spelling "
     "working for one minor version (its module's DEPRECATED = {old: gensim_jax.deprecation.Renamed(old, new, "
     "since)} and __getattr__ = module_getattr(...)), list it under Deprecated in CHANGELOG.md, and remove it "
-    "from tests/test_fork_surface.py's SURFACE in the release that removes it"
+    "from tests/test_fork.py's SURFACE in the release that removes it"
 )
 
 
