@@ -117,7 +117,7 @@ class __CLASS__(Experiment):
     CONFIGS = CONFIGS
     OBJECTIVES = ARMS
     NOTES = {
-        "paper": "5 runs x 2,000 steps of each arm: a few minutes on 2 CPU cores",
+        "paper": "5 runs x 2,000 steps of each arm: about 4 minutes on 2 CPU cores",
         "cpu_small": "1 run x 300 steps of each arm: about half a minute on 2 CPU cores",
     }
 
