@@ -8,6 +8,7 @@ loaded, and its arms built: the first batch matches ``Arm.batch_spec`` and the e
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -111,3 +112,16 @@ def test_the_file_names_its_class_and_kernel():
     text = render("my_new_exp", "tree")
     assert "class MyNewExp(Experiment):" in text and "EXPERIMENT = MyNewExp()" in text
     assert "--kernel tree" in text and "__" not in text.replace("__init__", "").replace('"""', "")
+
+
+@pytest.mark.slow  # two ruff processes over five files (about 2 s)
+@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is not installed (the test extra has it)")
+def test_the_files_pass_the_projects_lint_and_format(tmp_path):
+    """A fork starts from code in the project's style: ruff check and ruff format with pyproject.toml's settings."""
+    for kernel in KERNELS:
+        write(f"exp_{kernel}", kernel, tmp_path)
+    ruff = [sys.executable, "-m", "ruff"]
+    settings = ["--config", str(ROOT / "pyproject.toml")]
+    for args in (["check", *settings, "--no-cache"], ["format", "--check", *settings, "--no-cache"]):
+        done = subprocess.run([*ruff, *args, str(tmp_path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
