@@ -48,15 +48,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # layer         its packages and top-level modules                  what they are
     ("foundation",  ("", "similarity", "kernels", "jsonable", "_quiet",  # similarities, closed-form kernels,
                      "_extras", "preprocessing", "provenance",           # small helpers (JSON, inputs, records,
-                     "parallel", "config", "runs")),                     # mesh and hosts, the config system,
-                                                                         # reading and comparing run records)
+                     "parallel", "config", "runs",                       # mesh and hosts, the config system,
+                     "deprecation")),                                    # reading and comparing run records,
+                                                                         # old spellings kept with a warning)
     ("losses",      ("losses",)),                                        # pure jitted losses over similarities
     ("stimuli",     ("stimuli",)),                                       # seeded generators: numpy/jax, kernels
     ("models",      ("models", "testing")),                              # encoders; the Monte Carlo kernel toolkit
     ("data",        ("data",)),                                          # input pipelines; may import stimuli
     ("training",    ("training",)),                                      # state, objectives, step, loop, runner
     ("evaluation",  ("evaluation", "planning")),                         # protocols; plans of the runner's step
-    ("experiments", ("experiments",)),                                   # the declarations and their registry
+    ("experiments", ("experiments", "fork")),                            # the declarations and their registry;
+                                                                         # the surface a fork's file imports
     ("commands",    ("commands",)),                                      # every argparse entry point
 )
 # fmt: on

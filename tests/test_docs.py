@@ -517,6 +517,19 @@ def _all_config_fields() -> set:
     return names
 
 
+def new_experiment_files() -> dict[str, str]:
+    """``{NAME.py: kernel}`` of the files that the docs' ``gensim-jax new-experiment NAME [--kernel K]`` write."""
+    from gensim_jax.commands.new_experiment import DEFAULT_KERNEL
+
+    out = {}
+    for c in ALL_COMMANDS:
+        kind = product_args(c.argv)
+        args = kind[1] if kind and kind[0] == "cli" else []
+        if args[:1] == ["new-experiment"] and len(args) > 1 and not is_usage(args[1:]):
+            out[f"{args[1]}.py"] = args[args.index("--kernel") + 1] if "--kernel" in args else DEFAULT_KERNEL
+    return out
+
+
 def check_train_or_plan(cmd: Command, args: list[str]) -> None:
     sub, rest = args[0], args[1:]
     if any(a in ("-h", "--help") for a in rest):
@@ -528,7 +541,16 @@ def check_train_or_plan(cmd: Command, args: list[str]) -> None:
                 assert a.split("=")[0] in option_strings(parser), f"{cmd.where}: {sub} has no option {a}"
         return
     experiment = rest[0]
-    if experiment.endswith(".py"):
+    written = new_experiment_files()
+    if experiment in written:  # a file the docs' `gensim-jax new-experiment` writes: written here, then checked
+        import tempfile
+
+        from gensim_jax.commands.new_experiment import write
+
+        path = write(Path(experiment).stem, written[experiment], tempfile.mkdtemp(prefix="docs-new-experiment-"))
+        rest = [str(path), *rest[1:]]
+        fields = {}
+    elif experiment.endswith(".py"):
         assert (ROOT / experiment).is_file() or experiment == "poisson_gamma.py", f"{cmd.where}: no {experiment}"
         if not (ROOT / experiment).is_file():
             return  # EXPERIMENTS.md's fork file: written and run by tests/training/test_experiments_doc.py

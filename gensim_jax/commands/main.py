@@ -11,6 +11,8 @@
 ``gensim-jax score ...``              the human-alignment report card of an encoder (:mod:`gensim_jax.commands.score`)
 ``gensim-jax runs [DIR]``             the runs under DIR (default ./runs): steps, last loss, status, results
 ``gensim-jax runs compare DIR...``    final metrics of several runs as a table, loss curves as a PNG
+``gensim-jax new-experiment NAME``    write NAME.py, a one-file experiment of your own that trains at once
+                                      (:mod:`gensim_jax.commands.new_experiment`)
 ``gensim-jax prepare-imagenet ...``   one-time ImageNet records at a load size (:mod:`gensim_jax.commands.prepare_imagenet`)
 ===================================== ======================================================================
 
@@ -31,6 +33,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from gensim_jax.commands import new_experiment
 from gensim_jax.commands import runs as runs_command
 from gensim_jax.commands.errors import debugging, one_line, run_command
 
@@ -42,12 +45,15 @@ def _prepare_process() -> None:
     import warnings
 
     from gensim_jax._quiet import native_stdout_to_stderr, quiet_libtpu_env
+    from gensim_jax.deprecation import GensimJaxDeprecationWarning
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     quiet_libtpu_env()  # no libtpu start-up errors on a machine without TPUs (before JAX is imported)
     native_stdout_to_stderr()
     # a warning is one line, "warning: MESSAGE", not the file, line and source of the warn() call
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {one_line(message)}\n"
+    # the old spellings of the public surface (gensim_jax.deprecation) warn on the command line too
+    warnings.filterwarnings("default", category=GensimJaxDeprecationWarning)
 
 
 def module_main(sub: str, prog: str) -> int:
@@ -200,6 +206,7 @@ def _main(argv: list, debug: bool = False) -> int:
     )
     p_info.set_defaults(fn=_info)
     runs_command.add_parser(sub)
+    new_experiment.add_parser(sub)
     for command, what in FORWARDED.items():  # listed for --help; main() forwards them before parsing
         p = sub.add_parser(
             command,

@@ -29,7 +29,9 @@ default are optional):
 
 A file written for the earlier interface (the per-arm hooks ``model``, ``objective``, ``batches``,
 ``evaluate_run``, ... or a config whose ``objectives`` is a tuple of names) is refused when its class
-is defined, with one line naming the change (docs/EXPERIMENTS.md, "Migrating a fork").
+is defined, with one line naming the change (docs/EXPERIMENTS.md, "Migrating a fork").  A renamed config
+field of :data:`DEPRECATED_FIELDS` (a run-level ``learning_rate``) still trains, with a deprecation warning
+naming its replacement, until the release that removes it (docs/EXPERIMENTS.md, "Deprecation policy").
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import jax
 import numpy as np
 
 from gensim_jax.config import ArmConfig, from_dict, is_section, with_overrides
+from gensim_jax.deprecation import Renamed, warn_renamed
 from gensim_jax.parallel import HostShard
 from gensim_jax.training.optim import OptimConfig, check_optimizer_fields
 
@@ -57,6 +60,7 @@ __all__ = [
     "COMPUTE_DTYPES",
     "OptimConfig",
     "check_train_config",
+    "DEPRECATED_FIELDS",
 ]
 
 COMPUTE_DTYPES = ("float32", "bfloat16")
@@ -256,6 +260,31 @@ OLD_HOOKS = {
 }
 
 
+#: Config fields of the experiment interface that were renamed and still work, with a
+#: :class:`~gensim_jax.deprecation.GensimJaxDeprecationWarning` when the class is defined, until the release
+#: that removes them (docs/EXPERIMENTS.md, "Deprecation policy").  :meth:`Experiment.validate` applies them.
+DEPRECATED_FIELDS = {
+    "learning_rate": Renamed(
+        "learning_rate",
+        "optim.learning_rate",
+        "0.2.0",
+        note="declare optim: OptimConfig = OptimConfig(learning_rate=...); meanwhile the run-level field sets "
+        "optim.learning_rate",
+    ),
+}
+
+
+def _apply_deprecated_fields(config):
+    """``config`` with the values of its deprecated fields (:data:`DEPRECATED_FIELDS`) moved to their new places:
+    a run-level ``learning_rate`` becomes ``optim.learning_rate``."""
+    names = {f.name for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else set()
+    if "learning_rate" in names and hasattr(config, "optim"):
+        lr = float(config.learning_rate)
+        if config.optim.learning_rate != lr:
+            config = dataclasses.replace(config, optim=dataclasses.replace(config.optim, learning_rate=lr))
+    return config
+
+
 class InterfaceError(TypeError):
     """An experiment written for an earlier interface of :class:`Experiment` (the message says what changed)."""
 
@@ -279,8 +308,10 @@ def _check_interface(cls) -> None:
             "its Config's objectives is a tuple of arm names; the arms trained are now the field arms and "
             "objectives is a section with one ArmConfig dataclass per arm"
         )
-    if "learning_rate" in fields:
+    if "learning_rate" in fields and changes:  # refused for the other changes: name this one too
         changes.append("its Config has a run-level learning_rate; it is now optim.learning_rate (an OptimConfig)")
+    elif "learning_rate" in fields:  # alone, a deprecated spelling: it trains, and warns
+        warn_renamed(DEPRECATED_FIELDS["learning_rate"], f"{cls.__name__}.Config", stacklevel=3)
     if changes:
         raise InterfaceError(
             f"experiment {cls.__name__} is written for an earlier interface of gensim_jax.training.experiment: "
@@ -339,7 +370,10 @@ class Experiment:
         return "paper" if "paper" in self.CONFIGS or not self.CONFIGS else next(iter(self.CONFIGS))
 
     def validate(self, config) -> Any:
-        """Check ``config`` (``ValueError`` naming the field) and return it; extend with ``super().validate``."""
+        """Check ``config`` (``ValueError`` naming the field) and return it; extend with ``super().validate``.
+
+        A deprecated field's value moves to its new place first (:data:`DEPRECATED_FIELDS`)."""
+        config = _apply_deprecated_fields(config)
         check_train_config(config)
         arms = getattr(config, "arms", None)
         if self.OBJECTIVES and arms is not None:

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gensim_jax import parallel
+from gensim_jax.deprecation import Renamed, module_getattr
 from gensim_jax.jsonable import to_jsonable
 from gensim_jax.provenance import provenance
 from gensim_jax.training.experiment import Experiment, HostShard, learning_rate
@@ -520,3 +521,9 @@ def abstract_step_inputs(experiment: Experiment, config, arm: Optional[str] = No
         batch,
         objective,
     )
+
+
+#: Old names of this module that still work, with a warning, until the release that removes them
+#: (docs/EXPERIMENTS.md, "Deprecation policy"; :mod:`gensim_jax.deprecation`).
+DEPRECATED = {"run_experiment": Renamed("run_experiment", "train_and_evaluate", "0.2.0")}
+__getattr__ = module_getattr(__name__, DEPRECATED, globals())

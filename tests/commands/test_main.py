@@ -116,6 +116,7 @@ HELP_COMMANDS = [
     ["score"],
     ["score", "stimuli"],
     ["prepare-imagenet"],
+    ["new-experiment"],
 ]
 
 

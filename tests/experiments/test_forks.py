@@ -1,6 +1,10 @@
-"""Forks written for an earlier interface of ``gensim_jax.training.experiment`` fail with one line naming the change.
+"""Forks written for an earlier interface of ``gensim_jax.training.experiment``: refused with one line naming the
+change, or, for a deprecated spelling, trained with a warning naming the replacement.
 
-The two files under ``forks/`` are the documentation's own fork example as it stood at two earlier
+``forks/poisson_gamma_run_level_learning_rate.py`` is the documentation's example with one renamed name in its
+previous spelling (a run-level ``learning_rate``, now ``optim.learning_rate``, deprecated in 0.2.0): it trains,
+with a :class:`~gensim_jax.deprecation.GensimJaxDeprecationWarning` naming ``optim.learning_rate``. The two other
+files under ``forks/`` are the documentation's own fork example as it stood at two earlier
 interfaces, kept unchanged: the first (a ``Config`` with ``objectives: tuple`` and a run-level
 ``learning_rate``, docs/EXPERIMENTS.md before 0883d40) and the per-arm hooks (``model``,
 ``objective``, ``batches``, ``evaluate_run``, ..., docs/EXPERIMENTS.md at ef871ad).  The current
@@ -9,6 +13,7 @@ shape is trained by ``tests/training/test_experiments_doc.py``.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +83,48 @@ def test_a_class_in_the_current_shape_is_accepted_and_a_partial_migration_is_not
             def arm(self, name, config, data): ...
 
             def batches(self, arm, config, data, seed, shard): ...
+
+
+LEARNING_RATE_FORK = FORKS / "poisson_gamma_run_level_learning_rate.py"
+DEPRECATION = (
+    "PoissonGamma.Config.learning_rate is deprecated since gensim-jax 0.2.0 and will be removed in 0.3.0: "
+    "use optim.learning_rate"
+)
+
+
+@pytest.mark.slow  # trains two arms for a few steps (about 10 s)
+def test_a_fork_with_a_deprecated_spelling_trains_and_warns_naming_the_new_one(tmp_path):
+    """The old spelling loads with the warning (pointing at the fork's own class), its value is the learning rate
+    the run uses, and the deprecated runner name trains it."""
+    from gensim_jax.deprecation import GensimJaxDeprecationWarning
+
+    with pytest.warns(GensimJaxDeprecationWarning, match=DEPRECATION) as caught:
+        fork = registry.load(str(LEARNING_RATE_FORK))
+    assert any(w.filename == str(LEARNING_RATE_FORK) for w in caught)  # where the old spelling is written
+    config = fork.get_config("small", num_steps=3, log_every=1, **{"data.num_sources": 16})
+    assert config.learning_rate == config.optim.learning_rate == 3e-3
+    with pytest.warns(GensimJaxDeprecationWarning, match="run_experiment is deprecated .*use train_and_evaluate"):
+        from gensim_jax.training.runner import run_experiment
+    results = run_experiment(fork, config, tmp_path / "run", progress=False)
+    assert set(results["evaluations"]) == {"untrained", "gensim", "supervised"} and results["num_steps"] == 3
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["config"]["optim"]["learning_rate"] == 3e-3
+
+
+@pytest.mark.slow  # a fresh interpreter
+def test_the_command_prints_the_deprecation_on_one_line_and_trains(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "gensim_jax.commands", "train", str(LEARNING_RATE_FORK), "--config", "small"]
+        + ["--set", "num_steps=2", "data.num_sources=16", "learning_rate=0.01", "--workdir", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    warned = [line for line in done.stderr.splitlines() if "deprecated" in line]
+    assert warned == [
+        f"warning: {DEPRECATION} (declare optim: OptimConfig = OptimConfig(learning_rate=...); "
+        "meanwhile the run-level field sets optim.learning_rate)"
+    ], done.stderr[-3000:]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
+    assert config["optim"]["learning_rate"] == 0.01 == config["learning_rate"], config

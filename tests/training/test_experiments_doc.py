@@ -2,9 +2,10 @@
 
 The block is extracted from the document (so the document cannot rot), written beside a module it does
 not need (a file experiment may import modules beside it: the test adds one and imports it), trained by
-``python -m train FILE`` and compiled by ``gensim-jax plan FILE`` for a v5e:2x2 topology. The trained
-network must have learned its target: the held-out rank correlation of its cosine with the closed-form
-log similarity rises above the untrained network's.
+``gensim-jax train FILE`` (both arms, GenSim and the supervised baseline, and the figure) and compiled by
+``gensim-jax plan FILE`` for a v5e:2x2 topology. The trained network must have learned its target: the
+held-out rank correlation of its cosine with the closed-form log similarity rises above the untrained
+network's.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def test_the_fork_trains_evaluates_and_plans_from_its_file(tmp_path):
     results = json.loads((workdir / "results.json").read_text())
     trained = results["evaluations"]["gensim"][0]["spearman_vs_log_s"]
     assert results["num_steps"] == 30 and (workdir / "gensim" / "run0" / "export" / "model.json").is_file()
+    # the baseline arm and the untrained reference row are in the results, the table and the figure
+    assert set(results["evaluations"]) == {"untrained", "gensim", "supervised"}
+    assert (workdir / "poisson_gamma.png").stat().st_size > 1000
 
     from gensim_jax import experiments as registry
 
@@ -87,10 +91,10 @@ def test_a_bug_in_the_forks_own_code_names_its_file_and_line(tmp_path):
     the fork's file, line and function; ``--debug`` (before or after the command) and ``GENSIM_JAX_DEBUG=1``
     show the whole traceback through that line."""
     block = _experiment_block()
-    good = 'yield {"x": np.log1p(x), "counts": x}'
+    good = 'yield {"x": np.log1p(x), "counts": x,'
     assert good in block
     src = tmp_path / "buggy_fork.py"
-    src.write_text(block.replace(good, 'yield {"x": np.log1p(x) + np.ones((1, 3)), "counts": x}'))
+    src.write_text(block.replace(good, 'yield {"x": np.log1p(x) + np.ones((1, 3)), "counts": x,'))
     line = 1 + next(i for i, x in enumerate(src.read_text().splitlines()) if "np.ones((1, 3))" in x)
     base = [sys.executable, "-m", "gensim_jax.commands"]
     train = ["train", str(src), "--config", "small", "--set", "num_steps=2"]
