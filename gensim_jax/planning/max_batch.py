@@ -70,7 +70,7 @@ def max_global_batch(
                 "fits": rep.fits,
                 "memory_per_device_bytes": rep["memory_per_device_bytes"],
                 "compile_seconds": rep["compile_seconds"],
-                "reused_compile": bool((rep["compile_cache"] or {}).get("reused")),
+                "reused_compile": bool((rep.get("compile_cache") or {}).get("reused")),
             }
         )
         return rep.fits

@@ -85,6 +85,9 @@ class PlanReport:
     def __getitem__(self, k):
         return self.data[k]
 
+    def get(self, k, default=None):
+        return self.data.get(k, default)
+
     @classmethod
     def build(
         cls,
