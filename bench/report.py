@@ -37,6 +37,7 @@ _MODULE = {
     "runner_overhead": "runner.overhead",
     "max_pool_vjp": "step.max_pool",
     "cornet_z_step_max_pool": "step.max_pool",
+    "cornet_z_step_xla_options": "step.max_pool",
 }
 
 

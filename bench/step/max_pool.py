@@ -9,7 +9,9 @@ max, whose gradient XLA computes with select-and-scatter).  The two gradients ar
 
 ``step`` (``--step``): the runner's jitted CORnet-Z step at 48 px, batch 32 (``make_train_step``,
 ``CrossEntropy`` on 11 classes, Adam, state donated, XLA's default CPU options as in the runner),
-with the new pooling against the same step traced with ``flax.linen.max_pool``.
+with the new pooling against the same step traced with ``flax.linen.max_pool``; and the step with the
+new pooling under :data:`~gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS` (what ``make bench``'s
+training-step rows use) against XLA's default options (what the runner uses).
 
 Both alternate in one process (:func:`bench._harness.compare`); ``ratio = ours_s / reference_s``.
 
@@ -32,6 +34,7 @@ from gensim_jax.models import cornet, get_model
 from gensim_jax.models.layers import window_max_pool
 from gensim_jax.training import create_train_state, make_train_step
 from gensim_jax.training.objectives import CrossEntropy
+from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS
 
 #: (name, H, C) of the 48-px CORnet-Z step's pooling inputs (after each area's convolution and ReLU)
 SHAPES = (("V1", 24, 64), ("V2", 12, 128), ("V4", 6, 256), ("IT", 3, 512))
@@ -75,7 +78,7 @@ def _pool_in_cornet(fn):
 
 
 class _Step:
-    def __init__(self, size: int, batch: int, pool=None, seed: int = 0):
+    def __init__(self, size: int, batch: int, pool=None, seed: int = 0, compiler_options=None):
         rng = np.random.default_rng(seed)
         model = get_model("cornet_z", num_classes=11)
         self.state = create_train_state(model, optax.adam(1e-3), 0, example_input=jnp.zeros((1, size, size, 3)))
@@ -83,7 +86,7 @@ class _Step:
             "image": jnp.asarray(rng.standard_normal((batch, size, size, 3)).astype(np.float32)),
             "label": jnp.asarray(rng.integers(0, 11, batch), jnp.int32),
         }
-        self.step = make_train_step(CrossEntropy())
+        self.step = make_train_step(CrossEntropy(), compiler_options=compiler_options)
         self.pool = pool
 
     def __call__(self):
@@ -93,16 +96,31 @@ class _Step:
         return metrics
 
 
-def step_case(size: int = 48, batch: int = BATCH, repeats: int = 15) -> dict:
+def step_case(size: int = 48, batch: int = BATCH, repeats: int = 15) -> list[dict]:
+    params = {"model": "cornet_z", "size": size, "batch": batch, "objective": "CrossEntropy", "optimizer": "adam"}
     ours, ref = _Step(size, batch), _Step(size, batch, pool=_reduce_window_pool)
     t = compare(ours, ref, repeats=repeats, warmup=2)
-    return record(
-        "cornet_z_step_max_pool",
-        {"model": "cornet_z", "size": size, "batch": batch, "objective": "CrossEntropy", "optimizer": "adam"},
-        t,
-        "the same step with flax.linen.max_pool (select-and-scatter gradient)",
-        1.0,
+    lines = [
+        record(
+            "cornet_z_step_max_pool",
+            {**params, "xla_options": "default"},
+            t,
+            "the same step with flax.linen.max_pool (select-and-scatter gradient)",
+            1.0,
+        )
+    ]
+    eigen = _Step(size, batch, compiler_options=CPU_EIGEN_CONV_OPTIONS)
+    t = compare(eigen, ours, repeats=repeats, warmup=2)
+    lines.append(
+        record(
+            "cornet_z_step_xla_options",
+            {**params, "xla_options": "eigen_conv"},
+            t,
+            "the same step (window_max_pool) under XLA's default CPU options, as the runner compiles it",
+            1.0,
+        )
     )
+    return lines
 
 
 def run(quick: bool = False, step: bool = False, repeats: int = 21) -> list[dict]:
@@ -110,7 +128,7 @@ def run(quick: bool = False, step: bool = False, repeats: int = 21) -> list[dict
         return [pool_case("V2", 12, 8, batch=2, repeats=1)]
     lines = [pool_case(name, size, ch, repeats=repeats) for name, size, ch in SHAPES]
     if step:
-        lines.append(step_case(repeats=max(5, repeats // 2)))
+        lines.extend(step_case(repeats=max(5, repeats // 2)))
     return lines
 
 
