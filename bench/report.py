@@ -35,6 +35,9 @@ _MODULE = {
     "input_scaling": "input.scaling",
     "input_imagenet_stream": "input.imagenet_stream",
     "runner_overhead": "runner.overhead",
+    "max_pool_vjp": "step.max_pool",
+    "cornet_z_step_max_pool": "step.max_pool",
+    "cornet_z_step_xla_options": "step.max_pool",
 }
 
 

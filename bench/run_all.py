@@ -11,13 +11,15 @@ Usage::
 Modules (``--only`` names them by their path under bench/): ``functions.losses``, ``functions.kernels``,
 ``functions.scaling`` (loss and table timings vs PyTorch), ``runner.overhead`` (the runner against a
 bare jit loop, 1 and 2 processes), ``input.throughput`` (data pipelines vs tf.data, stimulus rendering
-vs matplotlib), ``step.training_step`` (ResNet-50 and CORnet-S training steps vs PyTorch; 64 x 64 by
-default, 224 x 224 with ``--full``), ``functions.mc_estimator`` (the Monte Carlo Eq. 1 estimator of
+vs matplotlib), ``step.training_step`` (ResNet-50 and CORnet-S training steps vs PyTorch at 64 x 64,
+CORnet-Z at 48 x 48; 224 x 224 with ``--full``), ``functions.mc_estimator`` (the Monte Carlo Eq. 1 estimator of
 ``gensim_jax.testing`` vs a NumPy loop over samples), ``input.scaling`` (host input work per process of
 one global batch at 1, 2 and 4 processes), ``input.imagenet_stream`` (the ImageNet training stream on
 ImageNet-sized JPEGs: images per second per host core, host and device augmentation),
 ``runner.device_idle`` (the run's device-idle figure against a simulated accelerator whose idle time is
-known), ``input.device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views per core).
+known), ``input.device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views per core),
+``step.max_pool`` (the 48-px CORnet-Z step's max pooling gradients: ``window_max_pool`` vs XLA's
+select-and-scatter).
 ``input.augment_default`` (host vs device augmentation per SimCLR step through the runner, minutes) and
 ``runner.accelerator`` (loss curves on the accelerator vs the CPU, paper steps vs ``gensim-jax plan``,
 several devices vs one; ``make accel-check``) run only when named with ``--only``; on a CPU-only
@@ -60,6 +62,7 @@ MODULES = (
     "input.imagenet_stream",
     "input.device_augment",
     "step.training_step",
+    "step.max_pool",
     "runner.overhead",
     "runner.device_idle",
     "functions.mc_estimator",

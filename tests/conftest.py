@@ -69,6 +69,9 @@ def pytest_configure(config):
     added = xla_accepts([f for f in TEST_XLA_FLAGS if f.split("=")[0] not in flags])
     if added:
         os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
+    # gensim-jax plan's compile cache (gensim_jax/planning/cache.py) stays off unless a test passes a
+    # directory: a plan test must compile (its heartbeat, its signal handling), and no test writes to ~/.cache
+    os.environ.setdefault("GENSIM_JAX_PLAN_CACHE", "off")
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return  # a cache chosen by the caller is kept
     _SESSION_CACHE = tempfile.mkdtemp(prefix="gensim_jax_tests_xla_cache_")

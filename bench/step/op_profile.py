@@ -157,7 +157,7 @@ def profile(
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="resnet50", choices=("resnet50", "cornet_s"))
+    p.add_argument("--model", default="resnet50", choices=("resnet50", "cornet_s", "cornet_z"))
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=2)

@@ -1,4 +1,4 @@
-"""Training-step throughput (images/s): CORnet-S and ResNet-50, ours (Flax + optax) vs PyTorch.
+"""Training-step throughput (images/s): CORnet-S, CORnet-Z and ResNet-50, ours (Flax + optax) vs PyTorch.
 
 Ours: the Flax model from :mod:`gensim_jax.models`, ``optax.adam(1e-3)``, and the library's own
 jitted step :func:`gensim_jax.training.make_train_step` (state donated) with the
@@ -19,8 +19,9 @@ and serve as the warm-up (no further warm-up steps: one step costs seconds).
 ``ratio = ours_s / reference_s`` (seconds per step, lower is
 better for ours); ``images_per_s = batch / seconds``.
 
-Sizes: the default suite runs batch 32 at 64 x 64 (2 timed steps of each, alternated, PyTorch
-under 2 and 1 threads); ``--full`` adds 224 x 224 (2 timed steps; one step of either model takes
+Sizes: the default suite runs ResNet-50 at batch 32 and CORnet-S at batch 8, 64 x 64 (2 timed steps
+of each, alternated, PyTorch under 2 and 1 threads), and CORnet-Z at 48 x 48, batch 32 (the
+quadrilaterals demo's step; 10 timed steps: one takes a tenth of a second); ``--full`` adds 224 x 224 (2 timed steps; one step of either model takes
 minutes on the shared 2-core machine).
 ``--quick`` runs tiny variants (``stage_sizes=(1, 1, 1, 1)`` ResNet-50, ``times=(1, 1, 1)``
 CORnet-S, 32 x 32, batch 4) for the smoke test.
@@ -46,7 +47,7 @@ from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS
 
 NUM_CLASSES = 1000
 LR = 1e-3
-MODELS = ("resnet50", "cornet_s")
+MODELS = ("resnet50", "cornet_s", "cornet_z")
 
 
 def _torch_model(name: str, quick: bool):
@@ -56,6 +57,8 @@ def _torch_model(name: str, quick: bool):
         if quick:
             return tm.TVResNet(tm.TVBottleneck, (1, 1, 1, 1), NUM_CLASSES)
         return tm.tv_resnet(50, NUM_CLASSES)
+    if name == "cornet_z":
+        return tm.RefCORnetZ()
     if name == "cornet_s":
         m = tm.RefCORnetS()
         if quick:
@@ -66,7 +69,7 @@ def _torch_model(name: str, quick: bool):
 
 def _flax_model(name: str, quick: bool, dtype=None):
     kw = {"num_classes": NUM_CLASSES, "dtype": dtype}
-    if quick:
+    if quick and name != "cornet_z":  # CORnet-Z (2M parameters) has no smaller variant
         kw.update({"stage_sizes": (1, 1, 1, 1)} if name == "resnet50" else {"times": (1, 1, 1)})
     return get_model(name, **kw)
 
@@ -167,14 +170,15 @@ def case(
 #: The default suite's cases, sized so that ``make bench`` stays near 5 minutes on 2 cores: CORnet-S
 #: at batch 32 alone takes ~6 minutes there (its 2 x 2 top-area convolutions are slow on XLA:CPU),
 #: so the default times it at batch 8; ``--full`` runs the issue's matrix, batch 32 at 64 and 224.
-DEFAULT_CASES = (("resnet50", 64, 32), ("cornet_s", 64, 8))
+#: CORnet-Z at 48 px and batch 32 is the quadrilaterals demo's step (issue 41's row).
+DEFAULT_CASES = (("resnet50", 64, 32), ("cornet_s", 64, 8), ("cornet_z", 48, 32))
 
 
 def run(quick: bool = False, full: bool = False) -> list[dict]:
     if quick:
         return [case(m, 32, batch=4, repeats=1, quick=True, torch_threads=(1,)) for m in MODELS]
     if not full:
-        return [case(m, size, batch=b, repeats=2) for m, size, b in DEFAULT_CASES]
+        return [case(m, size, batch=b, repeats=10 if m == "cornet_z" else 2) for m, size, b in DEFAULT_CASES]
     return [case(m, size, batch=32, repeats=2) for size in (64, 224) for m in MODELS]
 
 

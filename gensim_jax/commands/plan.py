@@ -25,6 +25,7 @@ from gensim_jax import experiments as registry
 from gensim_jax.commands.heartbeat import interrupt_exits, run_with_heartbeat
 from gensim_jax.commands.train import experiments_epilog, resolve_config
 from gensim_jax.config import ConfigError
+from gensim_jax.planning.cache import plan_cache_from_env
 from gensim_jax.planning.chips import chip_table_markdown
 from gensim_jax.planning.max_batch import max_global_batch
 from gensim_jax.planning.plan import plan_step
@@ -89,6 +90,19 @@ def add_plan_arguments(parser) -> None:
         help="bisect over compiles for the largest global batch that fits, with and without FSDP",
     )
     parser.add_argument("--chips", action="store_true", help="print the chip table with the source of every figure")
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help="where compiles are kept for reuse (default: $GENSIM_JAX_PLAN_CACHE, else "
+        "$XDG_CACHE_HOME/gensim-jax/plans or ~/.cache/gensim-jax/plans)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile even when an identical plan was compiled before, and keep nothing "
+        "(GENSIM_JAX_PLAN_CACHE=off does the same)",
+    )
 
 
 def run_plan_command(
@@ -104,12 +118,15 @@ def run_plan_command(
     config: str = "",
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
+    cache=None,
 ) -> int:
     """Plan ``build(global_batch, fsdp)`` on ``topology`` and print the report; returns the exit status.
 
     Bad input (unknown topology, a batch the device count does not divide, a missing compiler
     plugin) prints one line on ``err`` and returns 2.  With ``max_batch`` the report is the
-    bisection's result without and with FSDP over all devices.
+    bisection's result without and with FSDP over all devices.  ``cache``: a
+    :class:`~gensim_jax.planning.cache.PlanCache` (an identical program for the same target reuses its
+    stored compile; the report says so), or None.
     """
     out = out or sys.stdout
     err = err or sys.stderr
@@ -124,7 +141,7 @@ def run_plan_command(
             res = {}
             for f in (1, topo.num_devices):
                 res["fsdp" if f > 1 else "no_fsdp"] = max_global_batch(
-                    build, topo, fsdp=f, start=global_batch, experiment=experiment, config=config
+                    build, topo, fsdp=f, start=global_batch, experiment=experiment, config=config, cache=cache
                 )
             if as_json:
                 print(
@@ -140,6 +157,11 @@ def run_plan_command(
                         f"{topo.name} {what}, {k.replace('_', ' ')} (fsdp axis {r['fsdp']}): "
                         f"largest global batch that fits {r['max_global_batch']:,} ({r['per_device']:,} per device); "
                         f"{len(r['trials'])} compiles in {r['seconds']:.0f} s"
+                        + (
+                            f" ({sum(t['reused_compile'] for t in r['trials'])} reused from the cache)"
+                            if any(t["reused_compile"] for t in r["trials"])
+                            else ""
+                        )
                         + ("; still fits at the search limit" if r["fits_at_limit"] else ""),
                         file=out,
                     )
@@ -160,6 +182,7 @@ def run_plan_command(
             donate_argnums=sb.donate_argnums,
             experiment=experiment,
             config=config,
+            cache=cache,
         )
         print(rep.to_json() if as_json else rep.to_text(), file=out)
         return 0
@@ -283,6 +306,7 @@ def _plan(args, planning, stage: dict, take_back: Callable[[], None]) -> int:
             config=args.config,
             out=out,
             err=errors,
+            cache=plan_cache_from_env(args.cache_dir, enabled=not args.no_cache),
         )
         if label is None:  # --chips, or a topology that run_plan_command rejects in one line
             status = plan()

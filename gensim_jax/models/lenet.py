@@ -34,6 +34,7 @@ from gensim_jax.models.layers import (
     Conv2d,
     conv_kernel_init,
     dense_kernel_init,
+    max_pool,
     torch_default_bias_init,
     torch_default_kernel_init,
 )
@@ -94,9 +95,9 @@ class LeNet5(Encoder):
             return dict(kernel_init=kernel_init, bias_init=nn.initializers.zeros)
 
         h = Conv2d(6, 5, use_bias=True, name="conv1", **inits(5 * 5 * x.shape[-1], conv_kernel_init), **kw)(x)
-        h = nn.max_pool(nn.relu(h), (2, 2), strides=(2, 2))
+        h = max_pool(nn.relu(h), 2, 2, 0)
         h = Conv2d(16, 5, use_bias=True, name="conv2", **inits(5 * 5 * h.shape[-1], conv_kernel_init), **kw)(h)
-        h = nn.max_pool(nn.relu(h), (2, 2), strides=(2, 2))
+        h = max_pool(nn.relu(h), 2, 2, 0)
         h = jnp.transpose(h, (0, 3, 1, 2)).reshape(h.shape[0], -1)  # (C, H, W) order, like torch
         h = nn.relu(nn.Dense(120, name="fc1", **inits(h.shape[-1], dense_kernel_init), **kw)(h))
         h = nn.relu(nn.Dense(84, name="fc2", **inits(h.shape[-1], dense_kernel_init), **kw)(h))

@@ -6,9 +6,12 @@ much, which buffer dominates), FLOPs per step and per example, HBM bytes, the co
 roofline estimate; :func:`max_global_batch` bisects over compiles for the largest batch that fits.
 The chip table with the source of every figure is :data:`CHIPS`.  The TPU compiler comes from
 ``libtpu`` (``pip install 'gensim-jax[tpu]'``), the GPU compiler from ``jax[cuda12]``; both are
-imported only when a topology needs them.
+imported only when a topology needs them.  A :class:`PlanCache` (``plan_step(..., cache=...)``;
+``gensim-jax plan`` uses one by default) keeps each compile's analyses, keyed by the lowered program
+and the target, so an identical plan reuses them.
 """
 
+from gensim_jax.planning.cache import PlanCache, default_cache_dir
 from gensim_jax.planning.chips import CHIPS, Chip, chip_table_markdown, get_chip
 from gensim_jax.planning.compile import CompiledStep, compile_step
 from gensim_jax.planning.max_batch import max_global_batch
@@ -18,6 +21,8 @@ from gensim_jax.planning.roofline import roofline
 from gensim_jax.planning.topology import PlannerSetupError, Topology, build_devices, parse_topology
 
 __all__ = [
+    "PlanCache",
+    "default_cache_dir",
     "CHIPS",
     "Chip",
     "chip_table_markdown",

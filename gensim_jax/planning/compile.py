@@ -56,6 +56,13 @@ class CompiledStep:
     oom_required_bytes: Optional[float] = None
     oom_available_bytes: Optional[float] = None
     hlo_text: str = dataclasses.field(default="", repr=False)
+    #: True when these figures come from a :class:`~gensim_jax.planning.cache.PlanCache` entry (no compile
+    #: ran; ``compile_seconds`` is then the time of the compile that made the entry).
+    reused: bool = False
+    #: When the compile behind these figures ran (ISO 8601, UTC); None when not cached.
+    compiled_at: Optional[str] = None
+    #: The cache key (program + target), when a cache was used.
+    cache_key: Optional[str] = None
 
 
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -125,17 +132,39 @@ def compile_step(
     num_devices: int,
     donate_argnums: Sequence[int] = (0,),
     keep_hlo: bool = False,
+    cache=None,
+    target: Optional[dict] = None,
 ) -> CompiledStep:
     """Compile ``jax.jit(fn, in_shardings, out_shardings, donate_argnums).lower(*args)`` for the devices of
     the shardings' mesh and collect the compiler's analyses (see the module docstring).
 
     An out-of-memory refusal by the compiler is returned in ``oom`` rather than raised; any other
     compile error propagates.
+
+    With a ``cache`` (:class:`~gensim_jax.planning.cache.PlanCache`) and the ``target``'s description
+    (:func:`~gensim_jax.planning.cache.target_description`), the program is lowered, and an entry for
+    (its StableHLO text, ``target``) is returned without compiling (``reused`` set); otherwise the
+    compile runs and its analyses are stored under that key.
     """
     jitted = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings, donate_argnums=tuple(donate_argnums))
     t0 = time.perf_counter()
     lowered = jitted.lower(*args)
     platform = ""
+    key = None
+    if cache is not None:
+        key = cache.key(lowered.as_text(), target or {})
+        hit = cache.load(key, need_hlo=keep_hlo)
+        if hit is not None:
+            return hit
+    result = _compile_lowered(lowered, t0, platform, num_devices, keep_hlo or key is not None)
+    if key is not None:
+        cache.store(key, result, hlo_text=result.hlo_text)
+        if not keep_hlo:
+            result.hlo_text = ""
+    return result
+
+
+def _compile_lowered(lowered, t0: float, platform: str, num_devices: int, keep_hlo: bool) -> CompiledStep:
     try:
         with _without_persistent_cache():
             compiled = lowered.compile()

@@ -20,6 +20,7 @@ def max_global_batch(
     rel_tol: float = 1 / 16,
     experiment: str = "",
     config: str = "",
+    cache=None,
 ) -> dict:
     """Largest global batch ``B`` (a multiple of the device count) whose step fits in the chips' memory.
 
@@ -33,6 +34,8 @@ def max_global_batch(
       build: ``build(global_batch, fsdp) -> StepBuild`` (the step, abstract args, shardings).
       topology: target, e.g. ``"v5e:4x4"``.
       fsdp: size of the FSDP mesh axis (1: none; the device count: parameters split over all devices).
+      cache: a :class:`~gensim_jax.planning.cache.PlanCache` for the trial compiles (a repeated search
+        reuses them), or None.
 
     Returns:
       ``{"max_global_batch", "per_device", "fsdp", "topology", "fits_at_limit", "trials": [{global_batch, fits,
@@ -59,6 +62,7 @@ def max_global_batch(
             devices=devs,
             experiment=experiment,
             config=config,
+            cache=cache,
         )
         trials.append(
             {
@@ -66,6 +70,7 @@ def max_global_batch(
                 "fits": rep.fits,
                 "memory_per_device_bytes": rep["memory_per_device_bytes"],
                 "compile_seconds": rep["compile_seconds"],
+                "reused_compile": bool((rep.get("compile_cache") or {}).get("reused")),
             }
         )
         return rep.fits

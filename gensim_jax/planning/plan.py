@@ -140,6 +140,7 @@ def plan_step(
     experiment: str = "",
     config: str = "",
     keep_hlo: bool = False,
+    cache=None,
 ) -> PlanReport:
     """Compile ``step_fn(*abstract_args)`` for ``topology`` and build the :class:`PlanReport`.
 
@@ -152,6 +153,9 @@ def plan_step(
       donate_argnums: donated arguments, as in the runner.
       devices: compile-only devices already built for ``topology`` (saves rebuilding them in a loop).
       experiment, config: names shown in the report.
+      cache: a :class:`~gensim_jax.planning.cache.PlanCache`: an identical program for the same target
+        (and compiler) reuses the stored analyses instead of compiling; the report's ``compile_cache``
+        says which happened.  None (the default): always compile, nothing stored.
 
     Raises:
       ValueError: unknown topology; global batch not divisible by the device count; bad ``fsdp``.
@@ -181,8 +185,21 @@ def plan_step(
     mesh = parallel.make_mesh(data=n // fsdp, fsdp=fsdp, devices=devs)
     make = shardings or default_shardings(args, fsdp > 1)
     in_sh, out_sh = make(mesh)
+    target = None
+    if cache is not None:
+        from gensim_jax.planning.cache import target_description
+
+        target = target_description(topo, devs)
     comp: CompiledStep = compile_step(
-        step_fn, args, in_sh, out_sh, num_devices=n, donate_argnums=donate_argnums, keep_hlo=keep_hlo
+        step_fn,
+        args,
+        in_sh,
+        out_sh,
+        num_devices=n,
+        donate_argnums=donate_argnums,
+        keep_hlo=keep_hlo,
+        cache=cache,
+        target=target,
     )
     comp.platform = topo.platform
 
@@ -208,4 +225,5 @@ def plan_step(
         experiment=experiment,
         config=config,
         roofline_fn=roofline,
+        cache_dir=None if cache is None else str(cache.directory),
     )

@@ -85,6 +85,9 @@ class PlanReport:
     def __getitem__(self, k):
         return self.data[k]
 
+    def get(self, k, default=None):
+        return self.data.get(k, default)
+
     @classmethod
     def build(
         cls,
@@ -98,6 +101,7 @@ class PlanReport:
         experiment: str,
         config: str,
         roofline_fn: Callable,
+        cache_dir: Optional[str] = None,
     ) -> "PlanReport":
         chip = topo.chip
         n = topo.num_devices
@@ -149,6 +153,16 @@ class PlanReport:
             "per_device_batch": global_batch // n,
             "fsdp": fsdp,
             "compile_seconds": compiled.compile_seconds,
+            # None: no cache; else whether this plan reused a stored compile (then compile_seconds is
+            # that compile's time) and when that compile ran
+            "compile_cache": None
+            if cache_dir is None
+            else {
+                "reused": bool(compiled.reused),
+                "compiled_at": compiled.compiled_at,
+                "key": compiled.cache_key,
+                "directory": cache_dir,
+            },
             "compiler_error": compiled.oom,
             "memory_per_device_bytes": total,
             "memory_capacity_bytes": capacity,
@@ -208,13 +222,14 @@ class PlanReport:
         )
 
     def to_text(self) -> str:
+        """The report as text (its first line says whether the step was compiled or a compile reused)."""
         d = self.data
         L = []
         title = " ".join(x for x in (d["experiment"], d["config"] and f"--config {d['config']}") if x)
         L.append(
             f"plan {title} on {d['topology']}: {d['num_devices']} x {d['chip_full_name']} ({d['hosts']} host(s)), "
             f"global batch {d['global_batch']} ({d['per_device_batch']} per device), "
-            f"fsdp axis {d['fsdp']}; compiled in {d['compile_seconds']:.1f} s"
+            f"fsdp axis {d['fsdp']}; {compile_line(d)}"
         )
         L.append("")
         L.append("memory per device [compiler]")
@@ -270,3 +285,12 @@ class PlanReport:
         L.append("from the compiler: " + "; ".join(PROVENANCE["compiler"]) + ".")
         L.append("estimates: " + "; ".join(PROVENANCE["estimates"]) + ".")
         return "\n".join(L)
+
+
+def compile_line(d: dict) -> str:
+    """``compiled in X s`` or ``reused a compile from <date> (it took X s)``, from a report's fields."""
+    cache = d.get("compile_cache") or {}
+    if cache.get("reused"):
+        when = (cache.get("compiled_at") or "an earlier plan").replace("T", " ").replace("+00:00", " UTC")
+        return f"reused a compile from {when} (it took {d['compile_seconds']:.1f} s; cache {cache.get('directory')})"
+    return f"compiled in {d['compile_seconds']:.1f} s"
