@@ -189,7 +189,6 @@ def embed_test_set(trials, encoder, batch_size: int, cache: dict) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-
 def readout(embeddings: np.ndarray, trials, target_error: Optional[float] = None) -> dict:
     """Both read-outs of one model's trial embeddings (:func:`graded_readout`).
 
@@ -247,7 +246,6 @@ def curve_metrics(evaluation: dict) -> dict:
         logged[f"{rule}/mean_error"] = float(np.mean(evaluation[rule]))
         logged.update({f"{rule}/{shape}": float(v) for shape, v in zip(quads.SHAPE_NAMES, evaluation[rule])})
     return logged
-
 
 
 def readout_rates(embeddings, deviant, shapes: Sequence[str], rule: str, target_error: float) -> dict:

@@ -59,7 +59,6 @@ def human_mean_error() -> float:
     return float(np.mean(pooled_error_rates(packaged_error_rates(), HUMAN_POPULATIONS)))
 
 
-
 def _check_rates(x, name: str) -> np.ndarray:
     x = np.asarray(x, np.float64)
     if x.shape != (len(SHAPES),):
@@ -169,8 +168,6 @@ def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate, me
     rb = np.array([_corr(x, b, method)[0] for x in runs])
     res = stats.ttest_ind(rh, rb)
     return RunComparison(rh, rb, float(res.statistic), float(res.pvalue), 2 * len(runs) - 2)
-
-
 
 
 def _maybe_corr(a: np.ndarray, b: np.ndarray, method: str = "pearson") -> dict | None:
@@ -439,7 +436,9 @@ def _ceilings(resamples: int, seed: int, splits: int) -> dict:
     e, n, g = stack(HUMAN_POPULATIONS)
     bg = between_group_consistency(e, n, g, **kw)
     groups = bg.pop("groups")
-    human = entry(HUMAN_POPULATIONS, {"r": bg["mean"], "interval": bg["interval"], "draws": bg["draws"], "groups": groups})
+    human = entry(
+        HUMAN_POPULATIONS, {"r": bg["mean"], "interval": bg["interval"], "draws": bg["draws"], "groups": groups}
+    )
     populations = {}
     for p in HUMAN_POPULATIONS:
         populations[p] = entry((p,), {"r": groups[p]["r"], "interval": groups[p]["interval"]})

@@ -259,8 +259,15 @@ def _pooled(w, errors, trials) -> np.ndarray:
 
 
 def split_half_reliability(
-    errors, trials, groups=None, *, splits: int = 200, resamples: int = 1000, splits_per_resample: int = 10,
-    seed: int = 0, confidence: float = 0.95,
+    errors,
+    trials,
+    groups=None,
+    *,
+    splits: int = 200,
+    resamples: int = 1000,
+    splits_per_resample: int = 10,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> dict:
     """Split-half reliability of pooled proportions, Spearman-Brown corrected, with a bootstrap interval.
 
@@ -339,7 +346,10 @@ def between_group_consistency(
         "interval": percentile_interval(draws.mean(axis=1), confidence) if resamples else None,
         "draws": draws.mean(axis=1),
         "groups": {
-            str(k): {"r": float(point[i]), "interval": percentile_interval(draws[:, i], confidence) if resamples else None}
+            str(k): {
+                "r": float(point[i]),
+                "interval": percentile_interval(draws[:, i], confidence) if resamples else None,
+            }
             for i, k in enumerate(names)
         },
         "resamples": int(resamples),
