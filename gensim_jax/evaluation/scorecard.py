@@ -127,13 +127,13 @@ def _enlarge(images: np.ndarray, size: int) -> np.ndarray:
     return images[:, idx][:, :, idx]
 
 
-def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolStimuli:
+def _hierarchy_stimuli(
+    image_size: int, seed: int, per_class: int, content_size: Optional[int] = None, noise: float = HIERARCHY_NOISE
+) -> ProtocolStimuli:
     from gensim_jax.evaluation.hierarchy import synthetic_stimuli
 
-    content = min(HIERARCHY_CONTENT_SIZE, int(image_size))
-    images, labels, tree, nodes = synthetic_stimuli(
-        seed, per_class, content, HIERARCHY_BRANCHING, noise=HIERARCHY_NOISE
-    )
+    content = min(int(content_size or HIERARCHY_CONTENT_SIZE), int(image_size))
+    images, labels, tree, nodes = synthetic_stimuli(seed, per_class, content, HIERARCHY_BRANCHING, noise=float(noise))
     images = _enlarge(images, int(image_size))
     ids = tuple(f"hierarchy/{i:05d}" for i in range(len(labels)))
     settings = {
@@ -143,7 +143,7 @@ def _hierarchy_stimuli(image_size: int, seed: int, per_class: int) -> ProtocolSt
         "images": len(labels),
         "image_size": image_size,
         "content_size": content,
-        "noise": HIERARCHY_NOISE,
+        "noise": float(noise),
         "folds": 3,
     }
     return ProtocolStimuli("hierarchy", ids, images, (labels, tree, nodes), settings)
@@ -239,6 +239,8 @@ def stimuli(
     geoclidean_dir: Optional[str] = None,
     odd_one_out_trials: Optional[str] = None,
     odd_one_out_images: Optional[str] = None,
+    hierarchy_content_size: int = HIERARCHY_CONTENT_SIZE,
+    hierarchy_noise: float = HIERARCHY_NOISE,
 ) -> dict[str, ProtocolStimuli]:
     """Every selected protocol's seeded stimuli rendered at ``image_size`` (uint8 RGB), with their ids.
 
@@ -246,7 +248,10 @@ def stimuli(
     ``oddball/TTTTT_I``: trial ``T``, item ``I``); hierarchy: ``per_class`` images of each of the 18
     classes (id ``hierarchy/NNNNN``); geoclidean: per concept 5 support and 15 test images (id
     ``geoclidean/CONCEPT/train_K`` and ``geoclidean/CONCEPT/test_KIND_K``), read from the official
-    benchmark in ``geoclidean_dir`` (resized bilinearly) or rendered by the product's sampler.
+    benchmark in ``geoclidean_dir`` (resized bilinearly) or rendered by the product's sampler. The hierarchy's
+    gratings are drawn at ``hierarchy_content_size`` pixels (at most ``image_size``) with pixel noise
+    ``hierarchy_noise`` and enlarged to ``image_size`` (nearest neighbour): the calibrated protocol
+    (docs/EVALUATION.md; ``scripts/hierarchy_calibration.py`` compares settings).
     """
     _check_protocols(protocols)
     from gensim_jax.stimuli.quadrilaterals import MIN_IMAGE_SIZE
@@ -256,7 +261,7 @@ def stimuli(
     s, seed = int(image_size), int(seed)
     build = {
         "oddball": lambda: _oddball_stimuli(s, seed, int(trials_per_condition)),
-        "hierarchy": lambda: _hierarchy_stimuli(s, seed, int(per_class)),
+        "hierarchy": lambda: _hierarchy_stimuli(s, seed, int(per_class), hierarchy_content_size, hierarchy_noise),
         "geoclidean": lambda: _geoclidean_stimuli(s, seed, geoclidean_dir),
         "odd_one_out": lambda: _odd_one_out_stimuli(s, odd_one_out_trials, odd_one_out_images),
     }
@@ -725,6 +730,8 @@ def score(
     progress: bool = False,
     info: Optional[Mapping] = None,
     keep_draws: bool = False,
+    hierarchy_content_size: int = HIERARCHY_CONTENT_SIZE,
+    hierarchy_noise: float = HIERARCHY_NOISE,
 ) -> dict:
     """The scorecard of ``embed_fn`` on every protocol of ``protocols`` (see the module docstring).
 
@@ -742,6 +749,8 @@ def score(
       geoclidean_dir: the official Geoclidean benchmark (default: the product's renders, labelled).
       progress: a progress bar on stderr while embedding.
       info: provenance of the model (``model``, ``weights``, ``layer``, ...), stored under ``"inputs"``.
+      keep_draws: keep each row's bootstrap draws under ``_draws`` (for :func:`score_exports`).
+      hierarchy_content_size, hierarchy_noise: the hierarchy protocol's calibration (see :func:`stimuli`).
 
     Returns:
       ``{"model", "inputs", "provenance", "protocols", PROTOCOL: {...metrics..., "interval",
@@ -757,6 +766,8 @@ def score(
         geoclidean_dir=geoclidean_dir,
         odd_one_out_trials=odd_one_out_trials,
         odd_one_out_images=odd_one_out_images,
+        hierarchy_content_size=hierarchy_content_size,
+        hierarchy_noise=hierarchy_noise,
     )
     out = _head(name, info, protocols)
     for p, stim in stims.items():

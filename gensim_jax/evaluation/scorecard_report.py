@@ -367,7 +367,13 @@ def _odd_one_out_panel(ax, card: Mapping) -> None:
 def _hierarchy_panel(ax, card: Mapping) -> None:
     e = card["hierarchy"]
     for name, r in _rows(card, e).items():
-        ax.plot(r["levels"], r["accuracy"], marker="o", label=f"{name} (score {r['score']:.2f})")
+        acc = np.asarray(r["accuracy"], np.float64)
+        iv = (e if r is e else r).get("interval", {}).get("accuracy")
+        err = None
+        if iv and all(iv):
+            err = np.abs(np.array([[a - lo, hi - a] for a, (lo, hi) in zip(acc, iv)]).T)
+        label = f"{name} (score {r['score']:.2f})"
+        ax.errorbar(r["levels"], acc, yerr=err, marker="o", capsize=2, label=label)
     ax.plot(e["levels"], e["chance"], "r--", label="chance")
     ax.set_xticks(e["levels"])
     ax.set_xlabel("tree level")
@@ -390,10 +396,11 @@ def scorecard_figure(card: Mapping):
     from gensim_jax.evaluation.plotting import figure
 
     protocols = [p for p in card["protocols"] if p in card]
-    fig, axes = figure(5.5 * len(protocols), 5.0, ncols=len(protocols))  # constrained layout makes room below
+    fig, axes = figure(max(7.0, 5.5 * len(protocols)), 5.5, ncols=len(protocols))  # constrained layout makes room below
     for ax, p in zip(np.atleast_1d(axes), protocols):
         _PANELS[p](ax, card)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+        long = max((len(x) for x in ax.get_legend_handles_labels()[1]), default=0) > 40
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1 if long else 2, frameon=False)
     return fig
 
 
