@@ -297,8 +297,14 @@ def _separation_summary(card: Mapping) -> list:
         "|---|---|" + "---|" * len(names) + "---|",
     ]
     word = {True: "yes", False: "no", None: "n/a"}
+
+    def cell(r):
+        if not r["separated"]:
+            return word[r["separated"]]
+        return "yes, model " + ("above" if r["model_above"] else "BELOW")
+
     for p, s in rows:
-        cells = [word[s["rows"][n]["separated"]] if n in s["rows"] else "" for n in names]
+        cells = [cell(s["rows"][n]) if n in s["rows"] else "" for n in names]
         out.append(f"| {p} | {s['metric']} | " + " | ".join(cells) + f" | {word[s['all_separated']]} |")
     return out + [""]
 

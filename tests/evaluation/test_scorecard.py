@@ -569,7 +569,7 @@ def test_separation_of_reference_rows_and_fractions_of_the_ceiling():
     assert sep["rows"]["pixels"]["model_above"] is True and sep["rows"]["code again"]["separated"] is False
     assert sep["all_separated"] is False
     text = sc.format_markdown(card)
-    assert "| hierarchy | score | yes | no | no |" in text
+    assert "| hierarchy | score | yes, model above | no | no |" in text
 
     rng = np.random.default_rng(3)
     card = sc.score(lambda x: rng.standard_normal((len(x), 6)).astype(np.float32), ["oddball"], name="r",
