@@ -337,7 +337,7 @@ def _oddball_panel(ax, card: Mapping) -> None:
                 if bg.get("interval"):
                     ax.fill_between([lo, hi], *bg["interval"], color="grey", alpha=0.15, lw=0)
     ax.axhline(0, color="k", lw=0.5)
-    ax.set_ylim(-1, 1)
+    ax.set_ylim(-1, 1.05)  # room above the ceiling lines at ~1
     ax.set_title("Oddball (graded read-out)")
 
 
