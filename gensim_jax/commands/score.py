@@ -178,8 +178,9 @@ def main(argv=None) -> int:
         import importlib
 
         from gensim_jax import experiments as registry
+        from gensim_jax.evaluation.scorecard_exports import score_exports
 
-        card = sc.score_exports(
+        card = score_exports(
             a.export,
             protocols,
             progress=progress,
