@@ -273,6 +273,7 @@ def test_lowest_error_is_the_minimum_over_temperatures_and_fit_temperature_gives
         assert fit_temperature(s, dev, low - 0.005) == 0.0  # below what it can reach: the argmax rule
 
 
+@pytest.mark.slow
 def test_human_ceilings_against_the_per_population_table():
     """The between-group r of every human group is its rate vector against the other four groups pooled, computed
     from the per-population table (a different asset); the split-half reliabilities are near 1 for the large groups,

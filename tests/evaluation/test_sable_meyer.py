@@ -77,6 +77,7 @@ def test_packaged_participants_sum_to_the_packaged_rates():
         np.testing.assert_array_equal(d["errors"].sum(0), rates[pop]["errors"])
 
 
+@pytest.mark.slow
 def test_participants_asset_is_what_the_script_derives(shared_dir, tmp_path):
     """scripts/sable_meyer_participants.py on the reference trial files rewrites the packaged asset byte for byte."""
     import subprocess

@@ -551,6 +551,7 @@ def test_json_prints_only_the_report_card(tmp_path, capsys):
     assert text.startswith(f"# Scorecard: {card['model']}") and "| humans (pooled) |" in text
 
 
+@pytest.mark.slow
 def test_separation_of_reference_rows_and_fractions_of_the_ceiling():
     """A one-hot code of the hierarchy's leaf classes is separated from pixels (its interval above theirs); the same
     encoder as a reference row is not. The oddball rows carry r / ceiling, the human rows their reliability."""
@@ -588,6 +589,7 @@ def test_separation_of_reference_rows_and_fractions_of_the_ceiling():
     assert "_draws" not in json.dumps(card, default=str)
 
 
+@pytest.mark.slow
 def test_several_exports_give_one_row_with_intervals_over_trials_and_seeds(tmp_path, capsys):
     """Two exports of CORnet-Z (two initialisations): score --export A B prints one row whose numbers are the mean of
     the two single cards, its seed interval the Student t interval of the two values, its trial interval from the
