@@ -2,8 +2,10 @@
 
 One of (the encoder):
 
-* ``--export DIR``: an export of ``gensim-jax train`` (``WORKDIR/<arm>/run<r>/export``); the protocol
-  its run evaluated gives exactly the numbers of ``gensim-jax eval export``;
+* ``--export DIR [DIR ...]``: an export of ``gensim-jax train`` (``WORKDIR/<arm>/run<r>/export``); the protocol
+  its run evaluated gives exactly the numbers of ``gensim-jax eval export``; several exports of one model
+  (e.g. the three seeds of ``make demo``) give one row, their mean, with an interval over the stimuli and
+  one over the seeds (Student t);
 * ``--model NAME [--weights FILE] [--layer NAME]``: a registry model (``gensim-jax list-models``),
   untrained (``--init-seed``) or with a PyTorch checkpoint (.pth/.pt/.safetensors, e.g. torchvision's
   ResNet-18 or the official CORnet-S), read at a layer (default: the pooled penultimate features);
@@ -16,7 +18,9 @@ Protocols (``--protocols``): ``oddball`` (quadrilaterals, humans and baboons), `
 ``--odd-one-out-trials CSV``, ``odd_one_out`` (the likelihood of human odd-one-out choices).
 
 Prints a Markdown table (the model, then the reference rows: pixels, the untrained network of the
-same architecture, humans and baboons) with a bootstrap interval on every number; ``--json`` prints
+same architecture, humans and baboons, whose r is their split-half reliability) with a bootstrap interval
+on every number, the human noise ceilings of the oddball and each row's r as a fraction of them, and
+whether each protocol's reference rows are separated from the model (95% intervals apart); ``--json`` prints
 the report card's JSON instead (the content of ``scorecard.json``); ``--out DIR`` writes
 ``DIR/scorecard.json`` and ``DIR/scorecard.png`` (a panel per protocol).
 
@@ -48,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trials-per-condition", type=int, default=10, help="oddball trials per (shape, deviant): 10 -> 440 trials"
     )
-    p.add_argument("--per-class", type=int, default=12, help="hierarchy images per class (18 classes)")
+    p.add_argument("--per-class", type=int, default=10, help="hierarchy images per class (18 classes; 10: 180 images)")
     p.add_argument(
         "--geoclidean-dir",
         metavar="DIR",
@@ -112,7 +116,13 @@ def main(argv=None) -> int:
         return _stimuli_main(argv[1:])
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--export", metavar="DIR", help="an export directory of gensim-jax train")
+    src.add_argument(
+        "--export",
+        metavar="DIR",
+        nargs="+",
+        help="export directories of gensim-jax train; several (one model's seeds): one row, their mean, with an "
+        "interval over the stimuli and one over the seeds",
+    )
     src.add_argument("--model", metavar="NAME", help="a registry model (gensim-jax list-models)")
     src.add_argument("--embeddings", metavar="FILE", help="npz with ids (N,) and embeddings (N, D)")
     p.add_argument("--weights", metavar="FILE", help="with --model: a PyTorch checkpoint (.pth, .pt, .safetensors)")
@@ -162,13 +172,15 @@ def main(argv=None) -> int:
         odd_one_out_images=a.odd_one_out_images,
     )
     if a.export:
-        if not Path(a.export).is_dir():
-            raise FileNotFoundError(f"--export {a.export}: no such directory (an export of gensim-jax train)")
+        for d in a.export:
+            if not Path(d).is_dir():
+                raise FileNotFoundError(f"--export {d}: no such directory (an export of gensim-jax train)")
         import importlib
 
         from gensim_jax import experiments as registry
+        from gensim_jax.evaluation.scorecard_exports import score_exports
 
-        card = sc.score_export(
+        card = score_exports(
             a.export,
             protocols,
             progress=progress,

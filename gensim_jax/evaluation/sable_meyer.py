@@ -1,10 +1,14 @@
 """Readers for the Sable-Meyer et al. (2021) oddball behaviour (paper Sec. 3.1, Fig. 2, Appendix Q).
 
-Two sources:
+Three sources:
 
 * the per-population error rates, shipped as package data
   (``gensim_jax/assets/sable_meyer_error_rates.csv``, columns ``population, shape, trials, errors,
   error_rate``; counted from the authors' trial-level files) or read from any CSV of that format;
+* the per-participant counts, shipped as package data (``gensim_jax/assets/sable_meyer_participants.csv``,
+  one row per participant: ``population, participant, trials_<shape>..., errors_<shape>...``; derived from
+  the authors' trial-level files by ``scripts/sable_meyer_participants.py``), from which the human
+  noise ceilings are computed (:func:`packaged_participants`);
 * the trial-level files (``behavior/*.csv`` of the reference data, one row per trial with columns
   ``ID`` (subject), ``shape``, ``success`` (``TRUE``/``FALSE`` or ``1``/``0``), ``population``, ...),
   from which per-subject error rates are counted. The user passes the directory; nothing here
@@ -35,6 +39,8 @@ __all__ = [
     "read_behavior",
     "subject_error_rates",
     "pooled_error_rates",
+    "packaged_participants",
+    "read_participants",
 ]
 
 #: The 11 reference quadrilaterals from most to least geometrically regular (paper Fig. 2B, Table 1).
@@ -77,6 +83,7 @@ HUMAN_POPULATIONS: tuple[str, ...] = (
 )
 
 _ASSET = "sable_meyer_error_rates.csv"
+_PARTICIPANTS_ASSET = "sable_meyer_participants.csv"
 
 
 def regularity_rank() -> np.ndarray:
@@ -219,3 +226,50 @@ def subject_error_rates(
             d["error_rate"] = d["errors"] / d["trials"]
             out[subject] = d
     return out
+
+
+def _parse_participant_rows(lines: Iterable[str], where: str) -> dict[str, dict[str, object]]:
+    reader = csv.DictReader(line for line in lines if not line.startswith("#"))
+    need = {"population", "participant", *(f"trials_{s}" for s in SHAPES), *(f"errors_{s}" for s in SHAPES)}
+    if reader.fieldnames is None or not need <= set(reader.fieldnames):
+        missing = sorted(need - set(reader.fieldnames or ()))
+        raise ValueError(f"{where}: participant CSV lacks columns {missing[:4]}{' ...' if len(missing) > 4 else ''}")
+    acc: dict[str, dict[str, list]] = {}
+    for line, row in enumerate(reader, start=2):
+        d = acc.setdefault(row["population"], {"participants": [], "trials": [], "errors": []})
+        n = [int(row[f"trials_{s}"]) for s in SHAPES]
+        e = [int(row[f"errors_{s}"]) for s in SHAPES]
+        if any(x < 0 for x in n) or any(not 0 <= b <= a for a, b in zip(n, e)):
+            raise ValueError(f"{where}:{line}: counts must satisfy 0 <= errors <= trials")
+        d["participants"].append(row["participant"])
+        d["trials"].append(n)
+        d["errors"].append(e)
+    return {
+        pop: {"participants": d["participants"], "trials": np.array(d["trials"], np.int64),
+              "errors": np.array(d["errors"], np.int64)}
+        for pop, d in acc.items()
+    }  # fmt: skip
+
+
+def read_participants(path: str | os.PathLike) -> dict[str, dict[str, object]]:
+    """Read a per-participant count CSV (the format of ``sable_meyer_participants.csv``).
+
+    Returns:
+      ``{population: {"participants": [P names], "trials": (P, 11), "errors": (P, 11)}}`` in :data:`SHAPES` order.
+    """
+    with open(path, newline="") as f:
+        return _parse_participant_rows(f.read().splitlines(), str(path))
+
+
+def packaged_participants() -> dict[str, dict[str, object]]:
+    """The per-participant counts shipped with the package (:func:`read_participants` of the asset).
+
+    Populations: the human groups of :data:`HUMAN_POPULATIONS` and ``baboons``; summed over a
+    population's participants they are :func:`packaged_error_rates`' counts.
+
+    Example:
+      >>> len(packaged_participants()["baboons"]["participants"])
+      11
+    """
+    text = resources.files("gensim_jax").joinpath("assets", _PARTICIPANTS_ASSET).read_text()
+    return _parse_participant_rows(text.splitlines(), _PARTICIPANTS_ASSET)

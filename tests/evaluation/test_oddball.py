@@ -250,3 +250,52 @@ def test_population_correlations_against_scipy():
     # the pooled humans' and the French adults' own correlation with the baboons (issue 13: 0.27, 0.48)
     assert out["french_adults_1"]["r_with_baboons"] == pytest.approx(0.27, abs=0.01)
     assert out["french_adults_2"]["r_with_baboons"] == pytest.approx(0.48, abs=0.01)
+
+
+def test_lowest_error_is_the_minimum_over_temperatures_and_fit_temperature_gives_up_below_it():
+    from gensim_jax.evaluation.oddball import fit_temperature, lowest_error, outlier_scores
+
+    e, dev, _ = _graded_fixture()
+    s = outlier_scores(e)
+    low, tau = lowest_error(s, dev)
+
+    def mean_error(t):  # the softmax observer by hand; t = 0 is the argmax rule
+        if t == 0:
+            return np.mean(np.argmax(s, 1) != dev)
+        z = np.exp(s / t - (s / t).max(1, keepdims=True))
+        p = z / z.sum(1, keepdims=True)
+        return np.mean(1 - p[np.arange(len(dev)), dev])
+
+    brute = min(mean_error(t) for t in [0.0, *np.geomspace(1e-3, 1e3, 2001)])
+    assert low == pytest.approx(brute, abs=2e-3) and mean_error(tau) == pytest.approx(low)
+    assert low <= mean_error(0.0)
+    if low > 0.01:
+        assert fit_temperature(s, dev, low - 0.005) == 0.0  # below what it can reach: the argmax rule
+
+
+@pytest.mark.slow
+def test_human_ceilings_against_the_per_population_table():
+    """The between-group r of every human group is its rate vector against the other four groups pooled, computed
+    from the per-population table (a different asset); the split-half reliabilities are near 1 for the large groups,
+    below for the small ones, and each interval holds its estimate."""
+    from gensim_jax.evaluation.oddball import human_ceilings
+    from gensim_jax.evaluation.sable_meyer import HUMAN_POPULATIONS, packaged_error_rates, pooled_error_rates
+
+    c = human_ceilings(resamples=100, seed=0)
+    table = packaged_error_rates()
+    rs = []
+    for p in HUMAN_POPULATIONS:
+        rest = pooled_error_rates(table, [q for q in HUMAN_POPULATIONS if q != p])
+        r = np.corrcoef(table[p]["error_rate"], rest)[0, 1]
+        rs.append(r)
+        assert c["r_population"][p]["between_group"]["r"] == pytest.approx(r)
+    assert c["r_human"]["between_group"]["r"] == pytest.approx(np.mean(rs))
+    assert c["r_baboon"]["between_group"] is None
+    for e in [c["r_human"], c["r_baboon"], *c["r_population"].values()]:
+        sh = e["split_half"]
+        assert 0.85 < sh["reliability"] < 1.0
+        assert sh["reliability"] == pytest.approx(2 * sh["split_half_r"] / (1 + sh["split_half_r"]))
+        lo, hi = sh["interval"]
+        assert lo <= sh["reliability"] <= hi
+    assert c["r_human"]["split_half"]["participants"] == 935
+    assert c["r_population"]["himbas"]["split_half"]["reliability"] < c["r_human"]["split_half"]["reliability"]

@@ -61,3 +61,44 @@ def test_bad_behavior_file(tmp_path):
     p.write_text("ID,shape,success,population\ns1,square,maybe,adults\n")
     with pytest.raises(ValueError, match="success"):
         sm.read_behavior(p)
+
+
+def test_packaged_participants_sum_to_the_packaged_rates():
+    """The per-participant counts (the ceilings' data) add up to the per-population table, shape by shape."""
+    parts, rates = sm.packaged_participants(), sm.packaged_error_rates()
+    assert set(parts) == set(rates)
+    assert {p: len(d["participants"]) for p, d in parts.items()} == {
+        "french_adults_1": 612, "french_adults_2": 117, "1st_graders": 156, "preschoolers": 28, "himbas": 22,
+        "baboons": 11,
+    }  # fmt: skip
+    for pop, d in parts.items():
+        assert d["trials"].shape == d["errors"].shape == (len(d["participants"]), len(sm.SHAPES))
+        np.testing.assert_array_equal(d["trials"].sum(0), rates[pop]["trials"])
+        np.testing.assert_array_equal(d["errors"].sum(0), rates[pop]["errors"])
+
+
+@pytest.mark.slow
+def test_participants_asset_is_what_the_script_derives(shared_dir, tmp_path):
+    """scripts/sable_meyer_participants.py on the reference trial files rewrites the packaged asset byte for byte."""
+    import subprocess
+    import sys
+    from importlib import resources
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "p.csv"
+    subprocess.run([sys.executable, str(root / "scripts/sable_meyer_participants.py"), "--behavior",
+                    str(shared_dir / "reference/sable_meyer/behavior"), "--out", str(out)], check=True,
+                   capture_output=True, env={"PYTHONPATH": str(root), "PATH": ""})  # fmt: skip
+    assert out.read_text() == resources.files("gensim_jax").joinpath("assets/sable_meyer_participants.csv").read_text()
+
+
+def test_bad_participant_file(tmp_path):
+    p = tmp_path / "p.csv"
+    head = ["population", "participant"] + [f"trials_{s}" for s in sm.SHAPES] + [f"errors_{s}" for s in sm.SHAPES]
+    p.write_text(",".join(head) + "\n" + ",".join(["x", "p1"] + ["2"] * 11 + ["3"] + ["0"] * 10) + "\n")
+    with pytest.raises(ValueError, match=r"p.csv:2: counts must satisfy"):
+        sm.read_participants(p)
+    p.write_text("population,participant\n")
+    with pytest.raises(ValueError, match="lacks columns"):
+        sm.read_participants(p)

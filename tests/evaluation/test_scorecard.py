@@ -499,14 +499,30 @@ def test_a_graded_readout_that_cannot_reach_the_human_error_says_so_and_legends_
     def random_encoder(images):  # no information about the images: chance on the oddball task
         return np.random.default_rng(len(images)).normal(size=(len(images), 8)).astype(np.float32)
 
-    small = dict(image_size=32, trials_per_condition=1, per_class=4, resamples=20)
+    small = dict(image_size=32, trials_per_condition=1, per_class=4, resamples=20, chunk=10_000)
     card = sc.score(random_encoder, ["oddball", "hierarchy"], name="random", **small)
     row = card["oddball"]
     assert row["temperature"] == 0 and row["level_matched"] is False
     assert row["mean_error"] == pytest.approx(row["argmax"]["mean_error"]) and row["mean_error"] > human_mean_error()
-    assert f"already errs at {row['argmax']['mean_error']:.3f}" in row["readout_note"]
+    # the JSON says so, with the lowest error any temperature reaches (by a grid here, independently)
+    ro = row["readout"]
+    assert ro["reached"] is False and ro["target_error"] == pytest.approx(human_mean_error())
+    stim = sc.stimuli(["oddball"], 32, trials_per_condition=1)["oddball"]
+    z = random_encoder(stim.images).reshape(len(stim.data.images), 6, -1)
+    d = np.linalg.norm(z - z.mean(1, keepdims=True), axis=-1)
+    s, dev = d / d.std(), stim.data.deviant
+    errs = [np.mean(np.argmax(s, 1) != dev)]
+    for tau in np.geomspace(1e-3, 1e3, 241):
+        q = np.exp(s / tau - (s / tau).max(1, keepdims=True))
+        errs.append(np.mean(1 - (q / q.sum(1, keepdims=True))[np.arange(len(dev)), dev]))
+    assert ro["lowest_error"] == pytest.approx(min(errs)) and ro["lowest_error"] > human_mean_error()
+    assert f"the lowest error any temperature gives this encoder is {ro['lowest_error']:.3f}" in row["readout_note"]
     text = sc.format_markdown(card)
-    assert re.search(r"\| random \|.*\| [0-9.]+( \[[^]]*\])? \(argmax, see below\) \|", text), text
+    line = next(x for x in text.splitlines() if x.startswith("| random |"))
+    assert (
+        f"CANNOT reach its target {human_mean_error():.3f}: the lowest error it reaches is {ro['lowest_error']:.3f}"
+        in line
+    )
     assert f"random: {row['readout_note']}." in text
     for name, ref in row["references"].items():  # pixels and the untrained network: level-matched or said
         assert "temperature" not in ref or ref["level_matched"] or ref["readout_note"], name
@@ -533,3 +549,82 @@ def test_json_prints_only_the_report_card(tmp_path, capsys):
     status, text, err = _run(argv, capsys)
     assert status == 0, err
     assert text.startswith(f"# Scorecard: {card['model']}") and "| humans (pooled) |" in text
+
+
+@pytest.mark.slow
+def test_separation_of_reference_rows_and_fractions_of_the_ceiling():
+    """A one-hot code of the hierarchy's leaf classes is separated from pixels (its interval above theirs); the same
+    encoder as a reference row is not. The oddball rows carry r / ceiling, the human rows their reliability."""
+    stims = sc.stimuli(["hierarchy"], 16, per_class=6)
+    labels = stims["hierarchy"].data[0]
+    noise = np.random.default_rng(0).standard_normal((len(labels), 18))
+
+    def leaf_code(images):
+        assert len(images) == len(labels)  # one call (chunk below)
+        return (np.eye(18)[labels] * 5 + 0.01 * noise).astype(np.float32)
+
+    card = sc.score(leaf_code, ["hierarchy"], name="code", image_size=16, per_class=6, resamples=100,
+                    references={"pixels": None, "code again": leaf_code}, chunk=10_000)  # fmt: skip
+    sep = card["hierarchy"]["separation"]
+    assert sep["metric"] == "score" and sep["rows"]["pixels"]["separated"] is True
+    assert sep["rows"]["pixels"]["model_above"] is True and sep["rows"]["code again"]["separated"] is False
+    assert sep["all_separated"] is False
+    text = sc.format_markdown(card)
+    assert "| hierarchy | score | yes, model above | no | no |" in text
+
+    rng = np.random.default_rng(3)
+    card = sc.score(lambda x: rng.standard_normal((len(x), 6)).astype(np.float32), ["oddball"], name="r",
+                    image_size=32, trials_per_condition=1, resamples=30)  # fmt: skip
+    e = card["oddball"]
+    c = e["ceilings"]
+    rel = c["r_human"]["split_half"]["reliability"]
+    assert e["of_ceiling"]["r_human"] == pytest.approx(e["r_human"] / rel)
+    assert e["of_between_group"]["r_human"] == pytest.approx(e["r_human"] / c["r_human"]["between_group"]["r"])
+    doc = e["references"]["documented: GenSim CORnet-Z (make demo, 3 runs)"]
+    assert doc["of_ceiling"]["r_human"] == pytest.approx(0.80 / rel)
+    humans, baboons = e["references"]["humans (pooled)"], e["references"]["baboons"]
+    assert humans["r_human"] == pytest.approx(rel) and humans["r_human"] < 1.0
+    assert baboons["r_baboon"] == pytest.approx(c["r_baboon"]["split_half"]["reliability"])
+    assert "| humans (pooled) |" in sc.format_markdown(card) and " (reliability) |" in sc.format_markdown(card)
+    assert "_draws" not in json.dumps(card, default=str)
+
+
+@pytest.mark.slow
+def test_several_exports_give_one_row_with_intervals_over_trials_and_seeds(tmp_path, capsys):
+    """Two exports of CORnet-Z (two initialisations): score --export A B prints one row whose numbers are the mean of
+    the two single cards, its seed interval the Student t interval of the two values, its trial interval from the
+    mean of the draws."""
+    import jax
+
+    from gensim_jax.models import get_model
+    from gensim_jax.training.export import export_variables
+
+    model = get_model("cornet_z", num_classes=None)
+    exports = []
+    for r in (1, 2):
+        v = jax.jit(model.init)(jax.random.key(r), model.example_input(minimal=True))
+        exports.append(str(export_variables(tmp_path / f"run{r}", v, model="cornet_z", model_kwargs={"num_classes": None},
+                                            image_size=32, preprocess="imagenet", seed=r)))  # fmt: skip
+    common = ["--protocols", "oddball", "--resamples", "40", "--trials-per-condition", "1", "--no-progress"]
+    status, text, err = _run(["--export", *exports, "--out", str(tmp_path / "both"), *common], capsys)
+    assert status == 0, err
+    card = json.loads((tmp_path / "both" / "scorecard.json").read_text())
+    e = card["oddball"]
+    assert card["model"].endswith("mean of 2 exports") and len(card["inputs"]["exports"]) == 2
+    assert [r["export"] for r in e["runs"]] == exports and [r["seed"] for r in e["runs"]] == [1, 2]
+    checked = 0
+    for key in ("r_human", "r_baboon", "mean_error", "rho9"):  # each export's own value, as its single card has it
+        vals = [r[key] for r in e["runs"]]
+        if None in vals:
+            continue
+        checked += 1
+        assert e[key] == pytest.approx(np.mean(vals))
+        half = stats.t.ppf(0.975, 1) * np.std(vals, ddof=1) / np.sqrt(2)
+        assert e["interval_seeds"][key] == pytest.approx([np.mean(vals) - half, np.mean(vals) + half])
+    assert checked >= 2
+    lo, hi = e["interval"]["graded"]["mean_error"]
+    assert lo <= e["mean_error"] <= hi
+    rows = [x for x in text.splitlines() if x.startswith("| cornet_z")]
+    assert len(rows) == 2 and "mean of 2 exports" in rows[0] and "; seeds [" in rows[0]  # the model, then untrained
+    # both initialisations err more than the humans: the mean row says the read-out missed its target in both
+    assert e["readout"]["exports_not_reached"] == 2 and "in 2 of the 2 exports" in e["readout_note"]
