@@ -7,9 +7,9 @@ training, with the ``(M, M)`` ``log s`` of the table's generative model between 
 
 * ``heldout_spearman``: Spearman's rank correlation between the cosine similarity of the embeddings
   and ``log s`` over the ``M (M - 1) / 2`` held-out pairs (ties take average ranks);
-* ``bins``: the pairs grouped by the ``num_bins`` quantiles of ``log s`` (equal values in one group, so
-  fewer groups when ``log s`` takes few values), the mean ``log s`` and the mean similarity of each
-  (the figure, :func:`plot`);
+* ``bins``: the pairs grouped by their value of ``log s`` when it takes at most ``num_bins`` values,
+  else by its ``num_bins`` quantiles (equal values always in one group); the mean ``log s`` and the
+  mean similarity of each group (the figure, :func:`plot`);
 * ``knn``: leave-one-out k-nearest-neighbour accuracy (cosine, majority vote, ties to the nearest)
   at every level of the ``class_path`` tree, or of ``label``, with the majority-class ``chance``.
 
@@ -111,9 +111,12 @@ def evaluate_embedding(embeddings: np.ndarray, stimuli: FolderStimuli, k: int = 
     iu = np.triu_indices(m, 1)
     s, t = sim[iu], np.asarray(stimuli.log_s, np.float64)[iu]
     rho = spearmanr(s, t).statistic if np.ptp(s) > 0 and np.ptp(t) > 0 else 0.0
-    edges = np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(num_bins) + 1)))
-    which = np.searchsorted(edges[1:-1], t, side="right")  # equal log s always share a bin
-    groups = [g for g in (np.flatnonzero(which == b) for b in range(len(edges))) if g.size]
+    values = np.unique(t)
+    if len(values) <= int(num_bins):  # one bin per value of log s
+        which = np.searchsorted(values, t)
+    else:  # quantile bins; equal log s always share one
+        which = np.searchsorted(np.unique(np.quantile(t, np.linspace(0.0, 1.0, int(num_bins) + 1)))[1:-1], t, "right")
+    groups = [g for g in (np.flatnonzero(which == b) for b in range(int(which.max()) + 1)) if g.size]
     out = {
         "heldout_spearman": float(rho),
         "pairs": int(len(t)),

@@ -189,6 +189,8 @@ class Folder(ImageExperiment):
 
     def arms(self, config: Config) -> tuple:
         """``config.arms``, without ``supervised`` when the table has no ``label`` or ``class_path``."""
+        if not (config.data.dir or config.data.example):  # no table yet (the size of a config in --help)
+            return tuple(config.arms)
         classes = folder_data.table_of(config.data).class_names
         return tuple(a for a in config.arms if a != "supervised" or classes)
 
