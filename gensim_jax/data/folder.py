@@ -48,6 +48,7 @@ __all__ = [
     "heldout_fraction_of",
     "load_images",
     "load_table",
+    "metadata_path",
     "read_table",
     "table_of",
 ]
@@ -140,6 +141,14 @@ class FolderTable:
 
         x = self.metadata["points"]
         return np.asarray(gm.pairwise_log_similarity(x[a], x[b], self.gaussian_mixture()), np.float64)
+
+
+def metadata_path(directory: str, metadata: str) -> str:
+    """The table's path: ``metadata`` when absolute or an existing file (relative to the working directory),
+    else ``metadata`` inside ``directory``."""
+    if os.path.isabs(metadata) or (os.path.isfile(metadata) and not os.path.isfile(os.path.join(directory, metadata))):
+        return metadata
+    return os.path.join(directory, metadata)
 
 
 def _where(path: str, row: int, column: str) -> str:
@@ -252,7 +261,7 @@ def load_table(
     """
     from gensim_jax.kernels import beta_bernoulli, categorical
 
-    path = metadata if os.path.isabs(metadata) else os.path.join(directory, metadata)
+    path = metadata_path(directory, metadata)
     if not os.path.isfile(path):
         raise TableError(f"data.metadata: {path} does not exist")
     columns, rows = read_table(path)
@@ -311,7 +320,10 @@ def load_table(
             pi = np.bincount(ids) / len(ids)
             log_table = np.asarray(categorical.log_similarity_table(pi, log_floor=CATEGORICAL_FLOOR), np.float64)
         if kernel == "tree":
-            log_table = _programs(col[source], path, {v: col[source].index(v) for v in names})
+            first: dict = {}
+            for r, v in enumerate(col[source]):
+                first.setdefault(v, r)
+            log_table = _programs(col[source], path, {v: first[v] for v in names})
         meta["target_id"] = ids
     level_names: tuple = ()
     if "class_path" in columns:  # k-NN per level; the kernel's table when it is the hierarchy's
@@ -368,7 +380,7 @@ def table_of(data: Any, check_files: bool = True) -> FolderTable:
     """:func:`load_table` of a config's ``data`` section (``dir``, ``metadata``, ``kernel``, ``alpha``, ``beta``,
     ``holdout``), read once while the table file is unchanged (same size and modification time)."""
     directory = data_directory(data)
-    path = data.metadata if os.path.isabs(data.metadata) else os.path.join(directory, data.metadata)
+    path = metadata_path(directory, data.metadata)
     try:
         st = os.stat(path)
     except OSError:
