@@ -70,7 +70,12 @@ def time_folder_stream(directory: str, size: int, seconds: float, warmup_batches
         batch = next(stream)
         batches += 1
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    return {"images": batches * len(batch["image"]), "cpu_s": cpu, "wall_s": wall, "shape": list(batch["image"].shape[1:])}
+    return {
+        "images": batches * len(batch["image"]),
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "shape": list(batch["image"].shape[1:]),
+    }
 
 
 def run(quick: bool = False, n: int | None = None, seconds: float | None = None):
@@ -86,7 +91,9 @@ def run(quick: bool = False, n: int | None = None, seconds: float | None = None)
         records = os.path.join(tmp, "imagenet-like.tfrecord")
         imagenet._write_records(jpegs, records)
         with imagenet._mocked_imagenet(records):
-            ref = imagenet.time_stream(imagenet.host_stream(1, n), "default", seconds, warmup_batches=warm, min_batches=2)
+            ref = imagenet.time_stream(
+                imagenet.host_stream(1, n), "default", seconds, warmup_batches=warm, min_batches=2
+            )
         ref_s = ref["cpu_s"] / ref["images"]
         for size in SIZES:
             t = time_folder_stream(directory, size, seconds, warmup_batches=warm, min_batches=2)

@@ -293,7 +293,9 @@ def load_table(
                 raise TableError(f"{_where(path, r, others[j])}: {col[others[j]][r]!r} is not 0 or 1 (binary features)")
             patterns, inverse = np.unique(x, axis=0, return_inverse=True)
             if len(patterns) < 2:
-                raise TableError(f"every row has the same features ({', '.join(others)}): fewer than two distinct targets")
+                raise TableError(
+                    f"every row has the same features ({', '.join(others)}): fewer than two distinct targets"
+                )
             if len(patterns) > MAX_TABLE:
                 raise TableError(f"{len(patterns)} distinct feature vectors: at most {MAX_TABLE} are supported")
             log_table = np.asarray(beta_bernoulli.pairwise_log_similarity(patterns, patterns, alpha, beta), np.float64)
@@ -342,7 +344,9 @@ def load_table(
         raise TableError(
             f"data.holdout={holdout} leaves {'no training' if held.all() else 'no held-out'} row of {len(files)}"
         )
-    status = f"{len(files)} images ({int((~held).sum())} training, {int(held.sum())} held out), kernel {kernel} ({reason})"
+    status = (
+        f"{len(files)} images ({int((~held).sum())} training, {int(held.sum())} held out), kernel {kernel} ({reason})"
+    )
     if label_col is None:
         status += "; no label or class_path column: no supervised arm"
     return FolderTable(

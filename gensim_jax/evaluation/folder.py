@@ -176,7 +176,9 @@ def format_table(results: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if levels:
         first = next(iter(knn.values()))
-        lines.append("| chance (majority class) | | | " + " | ".join(f"{first[lv]['chance']:.3f}" for lv in levels) + " |")
+        lines.append(
+            "| chance (majority class) | | | " + " | ".join(f"{first[lv]['chance']:.3f}" for lv in levels) + " |"
+        )
     return "\n".join(lines)
 
 

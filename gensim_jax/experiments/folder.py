@@ -207,7 +207,10 @@ class Folder(ImageExperiment):
         elif name == "supervised":
             objective, keys = CrossEntropy(input_key="image", label_key="label"), ("label",)
         else:
-            objective, keys = NTXent(temperature=o.simclr.temperature, variant=o.simclr.variant, output="projection"), ()
+            objective, keys = (
+                NTXent(temperature=o.simclr.temperature, variant=o.simclr.variant, output="projection"),
+                (),
+            )
             views = "device" if config.data.augment == "device" else "host"
 
         def batches(seed, shard):

@@ -49,7 +49,10 @@ def test_binary_features_give_beta_bernoulli_eq_i3_pair_by_pair(tmp_path):
 
     def eq_i3(u, v):  # p(u, v | one theta) / (p(u) p(v)), feature by feature, theta ~ Beta(a, b)
         return sum(
-            betaln(a + ui + vi, b + 2 - ui - vi) + betaln(a, b) - betaln(a + ui, b + 1 - ui) - betaln(a + vi, b + 1 - vi)
+            betaln(a + ui + vi, b + 2 - ui - vi)
+            + betaln(a, b)
+            - betaln(a + ui, b + 1 - ui)
+            - betaln(a + vi, b + 1 - vi)
             for ui, vi in zip(u, v)
         )
 
@@ -74,7 +77,14 @@ def _eq4_paths(paths, p, q):
 
 
 def test_class_paths_give_eq4_over_their_ragged_tree_and_levels(tmp_path):
-    paths = ["animal/dog/terrier", "animal/dog/poodle", "animal/cat", "plant/tree/oak/young", "plant/flower", "animal/dog"]
+    paths = [
+        "animal/dog/terrier",
+        "animal/dog/poodle",
+        "animal/cat",
+        "plant/tree/oak/young",
+        "plant/flower",
+        "animal/dog",
+    ]
     rows = [[f"{i}.png", paths[i % len(paths)]] for i in range(24)]
     table = fd.load_table(write_folder(tmp_path, ["file", "class_path"], rows), "metadata.csv")
     assert table.kernel == "hierarchy"
@@ -85,12 +95,17 @@ def test_class_paths_give_eq4_over_their_ragged_tree_and_levels(tmp_path):
     names = {v: k for k, v in enumerate(table.class_names)}
     assert table.metadata["label"].tolist() == [names[r[1]] for r in rows]  # supervised: the whole path
     top = [r[1].split("/")[0] for r in rows]  # level 1 groups the rows by their first segment
-    assert all((table.levels[i, 0] == table.levels[j, 0]) == (top[i] == top[j]) for i, j in itertools.combinations(range(24), 2))
+    assert all(
+        (table.levels[i, 0] == table.levels[j, 0]) == (top[i] == top[j])
+        for i, j in itertools.combinations(range(24), 2)
+    )
 
 
 def test_label_program_and_component_tables(tmp_path):
     labels = ["cat", "dog", "dog", "emu"] * 5
-    t = fd.load_table(write_folder(tmp_path / "l", ["file", "label"], [[f"{i}.png", v] for i, v in enumerate(labels)]), "metadata.csv")
+    t = fd.load_table(
+        write_folder(tmp_path / "l", ["file", "label"], [[f"{i}.png", v] for i, v in enumerate(labels)]), "metadata.csv"
+    )
     pi = {"cat": 0.25, "dog": 0.5, "emu": 0.25}
     want = [[-math.log(pi[u]) if u == v else fd.CATEGORICAL_FLOOR for v in labels[:8]] for u in labels[:8]]
     assert t.kernel == "categorical" and np.allclose(t.log_similarity(np.arange(8)), want)
@@ -98,12 +113,17 @@ def test_label_program_and_component_tables(tmp_path):
     from gensim_jax.kernels.trees import Tree, log_tree_kernel
 
     programs = ["(S (A a) (B b))", "(S (A a) (B c))", "l1 = line(p1(), p2())", "c1 = circle(p1(), p2())"]
-    t = fd.load_table(write_folder(tmp_path / "p", ["file", "program"], [[f"{i}.png", programs[i % 4]] for i in range(12)]), "metadata.csv")
+    t = fd.load_table(
+        write_folder(tmp_path / "p", ["file", "program"], [[f"{i}.png", programs[i % 4]] for i in range(12)]),
+        "metadata.csv",
+    )
     assert t.kernel == "tree"
     a, b = Tree.from_bracket(programs[0]), Tree.from_bracket(programs[1])
     want = log_tree_kernel(a, b) - 0.5 * (log_tree_kernel(a, a) + log_tree_kernel(b, b))
     assert t.log_similarity([0], [1])[0, 0] == pytest.approx(want, rel=1e-5)
-    assert t.log_similarity([2], [3])[0, 0] > t.log_similarity([0], [2])[0, 0]  # two Geoclidean programs share fragments
+    assert (
+        t.log_similarity([2], [3])[0, 0] > t.log_similarity([0], [2])[0, 0]
+    )  # two Geoclidean programs share fragments
 
     rng = np.random.default_rng(1)
     comp = np.repeat([0, 1, 2], 8)
@@ -124,7 +144,9 @@ def test_label_program_and_component_tables(tmp_path):
         return joint - logsumexp([w + log_n(p, k) for k in range(3)]) - logsumexp([w + log_n(q, k) for k in range(3)])
 
     idx = [0, 5, 9, 20]
-    np.testing.assert_allclose(t.log_similarity(idx), [[h2(xs[i], xs[j]) for j in idx] for i in idx], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(
+        t.log_similarity(idx), [[h2(xs[i], xs[j]) for j in idx] for i in idx], rtol=1e-3, atol=1e-3
+    )
 
 
 def test_parquet_tables_read_as_csv(tmp_path):
@@ -135,7 +157,9 @@ def test_parquet_tables_read_as_csv(tmp_path):
     cols = {"file": [f"img/{i}.png" for i in range(20)], "f0": x[:, 0].tolist(), "f1": x[:, 1].tolist()}
     pq.write_table(pa.table(cols), os.path.join(d, "metadata.parquet"))
     a, b = fd.load_table(d, "metadata.csv"), fd.load_table(d, "metadata.parquet")
-    assert b.kernel == "beta_bernoulli" and np.array_equal(a.log_similarity(np.arange(20)), b.log_similarity(np.arange(20)))
+    assert b.kernel == "beta_bernoulli" and np.array_equal(
+        a.log_similarity(np.arange(20)), b.log_similarity(np.arange(20))
+    )
 
 
 def test_the_split_is_a_hash_of_file_and_stable_when_rows_are_added(tmp_path):
@@ -178,7 +202,12 @@ def _bad(root, case):
         return write_folder(root, ["file", "class_path"], rows), ["row 5", "'class_path'", "empty segment"]
     if case == "mixed kernels":
         rows = [[*r, "x/y" if int(r[1]) else "x/z"] for r in good]
-        return write_folder(root, [*header, "class_path"], rows), ["several kernels", "class_path", "f0, f1", "data.kernel"]
+        return write_folder(root, [*header, "class_path"], rows), [
+            "several kernels",
+            "class_path",
+            "f0, f1",
+            "data.kernel",
+        ]
     if case == "one target":
         rows = [[f"{i}.png", "1", "0"] for i in range(6)]
         return write_folder(root, header, rows), ["same features", "f0, f1", "fewer than two distinct targets"]
@@ -188,7 +217,16 @@ def _bad(root, case):
     raise ValueError(case)
 
 
-BAD = ("missing file", "unreadable file", "not 0/1", "empty table", "empty segment", "mixed kernels", "one target", "one label")
+BAD = (
+    "missing file",
+    "unreadable file",
+    "not 0/1",
+    "empty table",
+    "empty segment",
+    "mixed kernels",
+    "one target",
+    "one label",
+)
 
 
 @pytest.mark.parametrize("case", BAD)

@@ -71,13 +71,18 @@ def test_summary_table_and_figure(tmp_path):
     rng = np.random.default_rng(2)
     runs = {
         "pixels": [protocol.evaluate_embedding(rng.normal(size=(24, 4)), stim)],
-        "gensim": [protocol.evaluate_embedding(np.eye(3)[labels] + rng.normal(0, s, (24, 3)), stim) for s in (0.1, 0.3)],
+        "gensim": [
+            protocol.evaluate_embedding(np.eye(3)[labels] + rng.normal(0, s, (24, 3)), stim) for s in (0.1, 0.3)
+        ],
     }
     summary = protocol.summarize(runs)
     values = [r["heldout_spearman"] for r in runs["gensim"]]
     assert summary["heldout_spearman"]["gensim"]["mean"] == pytest.approx(np.mean(values))
     assert summary["heldout_spearman"]["gensim"]["sem"] == pytest.approx(np.std(values, ddof=1) / np.sqrt(2))
-    assert summary["heldout_spearman"]["pixels"]["runs"] == 1 and set(summary["knn"]["gensim"]) == {"level 1", "level 2"}
+    assert summary["heldout_spearman"]["pixels"]["runs"] == 1 and set(summary["knn"]["gensim"]) == {
+        "level 1",
+        "level 2",
+    }
     text = protocol.format_table(summary)
     assert "| gensim | 2 |" in text and "k-NN level 2" in text and "chance" in text
     path = protocol.plot({**summary, "evaluations": runs}, tmp_path / "folder.png")

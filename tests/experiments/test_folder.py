@@ -105,5 +105,29 @@ def test_a_bad_table_is_one_line_and_a_nonzero_exit_before_any_step(tmp_path, ca
     argv = ["train", "folder", "--config", "cpu_small", "--set", f"data.dir={folder}", "--workdir", str(workdir)]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("gensim-jax train folder: error:") and all(w in err[0] for w in words), err
+    assert len(err) == 1 and err[0].startswith("gensim-jax train folder: error:") and all(w in err[0] for w in words), (
+        err
+    )
     assert not (workdir / "gensim").exists()  # no run started
+
+
+def test_the_gaussian_mixture_target_is_eq_h2_on_the_points_affine_over_training_rows(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    comp = np.repeat([0, 1], 10)
+    x = rng.normal(size=(20, 2)) + 3.0 * comp[:, None]
+    os.makedirs(tmp_path / "g")
+    with open(tmp_path / "g" / "metadata.csv", "w", newline="") as f:
+        csv.writer(f).writerows([["file", "u", "v", "component"], *[[f"{i}.png", *x[i], comp[i]] for i in range(20)]])
+    for i in range(20):
+        Image.fromarray(np.full((6, 6, 3), i, np.uint8)).save(tmp_path / "g" / f"{i}.png")
+    config = tiny_config(str(tmp_path / "g"))
+    table = fd.table_of(config.data)
+    arm = exp.EXPERIMENT.arm("gensim", config, None)
+    assert arm.batch_spec()["points"] == ((2,), np.float32)
+    rows = np.array([0, 4, 12, 19])
+    got = np.asarray(arm.objective.target({"points": jnp.asarray(table.metadata["points"][rows])}))
+    ref = table.log_similarity(table.rows(False))
+    lo, hi = ref.min(), ref.max()
+    np.testing.assert_allclose(got, 2 * (table.log_similarity(rows) - lo) / (hi - lo) - 1, rtol=1e-4, atol=1e-4)
