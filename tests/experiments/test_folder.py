@@ -3,9 +3,11 @@ line (results.json with heldout_spearman, k-NN per level, the figure, exports re
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
 import os
+import shutil
 import tempfile
 
 import jax.numpy as jnp
@@ -23,9 +25,10 @@ _FOLDERS: dict = {}
 
 
 def example_folder(kind: str = "features", n: int = 48) -> str:
-    """A 32-px example folder of ``kind``, written once per test session."""
+    """A 32-px example folder of ``kind``, written once per test session (removed at exit)."""
     if (kind, n) not in _FOLDERS:
         _FOLDERS[kind, n] = tempfile.mkdtemp(prefix=f"gensim-folder-{kind}-")
+        atexit.register(shutil.rmtree, _FOLDERS[kind, n], True)
         write_example_folder(_FOLDERS[kind, n], kind, n, size=32, seed=0)
     return _FOLDERS[kind, n]
 
