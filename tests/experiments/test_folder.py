@@ -80,7 +80,7 @@ def test_a_short_run_from_the_command_line_writes_heldout_spearman_knn_and_the_f
         "--set",
         f"data.dir={folder}",
         *sets,
-        "arms=[gensim,supervised]",
+        'arms=["gensim","supervised"]',
     ]
     assert cli.main([*argv, "--workdir", str(workdir)]) == 0  # simclr's batches: test_per_process_batches
     results = json.loads((workdir / "results.json").read_text())
