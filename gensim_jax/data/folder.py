@@ -410,9 +410,30 @@ def check_data_config(data: Any) -> None:
 
 
 def _decode(tf, data, size: int, color: str):
-    """Encoded image bytes -> ``(size, size, 3)`` uint8: decoded (grey or RGB), resized (antialiased bilinear)."""
-    image = tf.io.decode_image(data, channels=3 if color == "rgb" else 1, expand_animations=False)
-    image = tf.image.resize(image, [size, size], method="bilinear", antialias=True)
+    """Encoded image bytes -> ``(size, size, 3)`` uint8: decoded (grey or RGB), resized bilinearly.
+
+    A JPEG at least twice ``size`` on its short side is decoded at 1/2, 1/4 or 1/8 of its side by libjpeg's
+    DCT scaling (the largest that keeps the short side ``>= size``); an image still more than twice
+    ``size`` is resized with an antialiasing filter, a smaller one by plain bilinear interpolation."""
+    channels = 3 if color == "rgb" else 1
+
+    def jpeg():
+        hw = tf.io.extract_jpeg_shape(data)
+        halvings = tf.reduce_sum(tf.cast(tf.minimum(hw[0], hw[1]) >= size * tf.constant([2, 4, 8]), tf.int32))
+        return tf.switch_case(
+            halvings, [lambda r=r: tf.io.decode_jpeg(data, channels=channels, ratio=r) for r in (1, 2, 4, 8)]
+        )
+
+    image = tf.cond(
+        tf.io.is_jpeg(data), jpeg, lambda: tf.io.decode_image(data, channels=channels, expand_animations=False)
+    )
+    image = tf.ensure_shape(image, [None, None, channels])
+    large = tf.minimum(tf.shape(image)[0], tf.shape(image)[1]) > 2 * size
+    image = tf.cond(
+        large,
+        lambda: tf.image.resize(image, [size, size], method="bilinear", antialias=True),
+        lambda: tf.image.resize(image, [size, size], method="bilinear"),
+    )
     image = tf.cast(tf.round(tf.clip_by_value(image, 0.0, 255.0)), tf.uint8)
     return tf.image.grayscale_to_rgb(image) if color == "grayscale" else image
 
