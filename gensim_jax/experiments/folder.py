@@ -162,9 +162,8 @@ class Folder(ImageExperiment):
     CONFIGS = CONFIGS
     NOTES = {
         "paper": "CORnet-Z at 224 px, 3 runs x 3 arms x 50 epochs of your folder: for accelerators",
-        "cpu_small": "CORnet-Z at 64 px, 2 runs x 3 arms x 150 steps (3x the demo's 8 CPU minutes): 15-50 min on 2 CPU cores",
-        "demo": "cpu_small, 1 run, on a generated folder of 300 images with six binary features (8 CPU minutes): "
-        "47 min on 2 heavily shared CPU cores",
+        "cpu_small": "CORnet-Z at 64 px, 2 runs x 3 arms x 150 steps (3x the demo's work): 20-35 min on 2 CPU cores",
+        "demo": "cpu_small, 1 run, on a generated folder of 300 images with six binary features: 11 min on 2 CPU cores",
     }
     OBJECTIVES = OBJECTIVES
     AUGMENT_PRESET = "imagenet"
