@@ -34,6 +34,7 @@ _MODULE = {
     "mc_estimator_gaussian_mixture": "functions.mc_estimator",
     "input_scaling": "input.scaling",
     "input_imagenet_stream": "input.imagenet_stream",
+    "input_folder_stream": "input.folder_stream",
     "runner_overhead": "runner.overhead",
     "max_pool_vjp": "step.max_pool",
     "cornet_z_step_max_pool": "step.max_pool",

@@ -16,6 +16,7 @@ CORnet-Z at 48 x 48; 224 x 224 with ``--full``), ``functions.mc_estimator`` (the
 ``gensim_jax.testing`` vs a NumPy loop over samples), ``input.scaling`` (host input work per process of
 one global batch at 1, 2 and 4 processes), ``input.imagenet_stream`` (the ImageNet training stream on
 ImageNet-sized JPEGs: images per second per host core, host and device augmentation),
+``input.folder_stream`` (the folder experiment's stream of image files against the ImageNet stream, per core),
 ``runner.device_idle`` (the run's device-idle figure against a simulated accelerator whose idle time is
 known), ``input.device_augment`` (the SimCLR presets jitted vs the host's TensorFlow views per core),
 ``step.max_pool`` (the 48-px CORnet-Z step's max pooling gradients: ``window_max_pool`` vs XLA's
@@ -60,6 +61,7 @@ MODULES = (
     "input.throughput",
     "input.scaling",
     "input.imagenet_stream",
+    "input.folder_stream",
     "input.device_augment",
     "step.training_step",
     "step.max_pool",

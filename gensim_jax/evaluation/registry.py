@@ -40,6 +40,7 @@ PROTOCOLS: dict[str, str] = {
     "odd_one_out": "gensim_jax.evaluation.odd_one_out",
     "spurious_digits": "gensim_jax.evaluation.spurious_digits",
     "gaussian_mixture": "gensim_jax.evaluation.gaussian_mixture",
+    "folder": "gensim_jax.evaluation.folder",
 }
 
 

@@ -6,6 +6,7 @@
 ``imagenet_hierarchy``  the class hierarchy target on ImageNet / a synthetic tree (Sec. 3.3, App. N)
 ``gaussian_mixture``    GenSim by Monte Carlo triplets on a Gaussian mixture (App. F-H)
 ``spurious_digits``     class-centre loss against a spurious background (thesis, seed 003)
+``folder``              your own folder of images and metadata table, its kernel from the columns
 ======================  ==========================================================================
 
 Each module defines ``EXPERIMENT``, an instance of :class:`gensim_jax.training.experiment.Experiment`.

@@ -44,7 +44,14 @@ def test_discovery_lists_the_modules_that_declare_an_experiment(tmp_path):
         if not p.name.startswith("_") and "\nEXPERIMENT = " in p.read_text()
     )
     assert sorted(real) == expected
-    assert set(real) == {"gaussian_mixture", "geoclidean", "imagenet_hierarchy", "quadrilaterals", "spurious_digits"}
+    assert set(real) == {
+        "folder",
+        "gaussian_mixture",
+        "geoclidean",
+        "imagenet_hierarchy",
+        "quadrilaterals",
+        "spurious_digits",
+    }
 
 
 def test_an_experiment_file_outside_the_package_runs_by_path(tmp_path, capsys):

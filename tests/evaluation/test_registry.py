@@ -17,6 +17,7 @@ FACE = {
     "odd_one_out": ("evaluate", "plot_odd_one_out"),
     "spurious_digits": ("evaluate", "summarize", "format_table", "plot"),
     "gaussian_mixture": ("evaluate", "format_table", "plot_gaussian_mixture"),
+    "folder": ("make_stimuli", "evaluate", "summarize", "format_table", "plot"),
 }
 
 

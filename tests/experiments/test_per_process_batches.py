@@ -15,7 +15,7 @@ import pytest
 
 from gensim_jax import experiments as registry
 from gensim_jax.training.experiment import HostShard, ImageExperiment
-from tests.experiments import test_geoclidean, test_imagenet_hierarchy, test_quadrilaterals
+from tests.experiments import test_folder, test_geoclidean, test_imagenet_hierarchy, test_quadrilaterals
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +24,7 @@ SMALL = {
     "quadrilaterals": lambda: test_quadrilaterals.tiny_config(),
     "geoclidean": lambda: test_geoclidean.tiny_config(),
     "imagenet_hierarchy": lambda: test_imagenet_hierarchy.tiny_config(),
+    "folder": lambda: test_folder.tiny_config(test_folder.example_folder("class_path"), **{"data.augment": "device"}),
     "spurious_digits": lambda: registry.load("spurious_digits").get_config(
         "cpu_small",
         lambdas=(0.0,),
