@@ -153,7 +153,7 @@ def percentile_interval(values, confidence: float = 0.95) -> Optional[list]:
     None when there are none (e.g. a correlation undefined in every resample).
 
     Example:
-      >>> percentile_interval(np.arange(101.0), 0.9)
+      >>> [round(q, 9) for q in percentile_interval(np.arange(101.0), 0.9)]
       [5.0, 95.0]
     """
     v = np.asarray([x for x in np.ravel(np.asarray(values, dtype=object)) if x is not None], np.float64)
