@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
-from scipy import stats
 
 from gensim_jax.evaluation.plotting import figure, save_figure
 
@@ -91,6 +90,8 @@ def binned_spearman(distance, similarity, num_bins: int = 500) -> tuple[float, f
     bins = np.array_split(order, num_bins)
     mean_d = np.array([distance[b].mean() for b in bins])
     mean_s = np.array([similarity[b].mean() for b in bins])
+    from scipy import stats  # here, not at the top: importing scipy.stats takes 1-3 s
+
     res = stats.spearmanr(mean_d, mean_s)
     return float(res.statistic), float(res.pvalue), num_bins - 2
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from gensim_jax.evaluation.oddball_observer import CHANCE_ERROR_RATE
 from gensim_jax.evaluation.sable_meyer import (
@@ -79,11 +78,15 @@ def regularity_correlation(error_rate) -> tuple[float, float, int]:
       less regular (the human effect).
     """
     r = _check_rates(error_rate, "error_rate")
+    from scipy import stats  # here, not at the top: importing scipy.stats takes 1-3 s
+
     res = stats.spearmanr(r, regularity_rank())
     return float(res.statistic), float(res.pvalue), len(SHAPES) - 2
 
 
 def _corr(a: np.ndarray, b: np.ndarray, method: str) -> tuple[float, float]:
+    from scipy import stats
+
     if method == "pearson":
         res = stats.pearsonr(a, b)
     elif method == "spearman":
@@ -166,6 +169,8 @@ def compare_across_runs(run_error_rates, human_error_rate, baboon_error_rate, me
     b = _check_rates(baboon_error_rate, "baboon_error_rate")
     rh = np.array([_corr(_check_rates(x, "run_error_rates row"), h, method)[0] for x in runs])
     rb = np.array([_corr(x, b, method)[0] for x in runs])
+    from scipy import stats
+
     res = stats.ttest_ind(rh, rb)
     return RunComparison(rh, rb, float(res.statistic), float(res.pvalue), 2 * len(runs) - 2)
 
@@ -376,6 +381,8 @@ def similarity_judgement_correlation(
     if np.any(na == 0) or np.any(nb == 0):
         raise ValueError("cosine similarity is undefined for a zero embedding")
     cos = np.sum(a * b, axis=1) / (na * nb)
+    from scipy import stats
+
     res = stats.spearmanr([judgements[p] for p in pairs], cos)
     return float(res.statistic), float(res.pvalue), len(pairs)
 

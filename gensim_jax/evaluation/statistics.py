@@ -22,7 +22,6 @@ import math
 from typing import Optional
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "between_group_consistency",
@@ -107,6 +106,8 @@ def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     n = v.size
     mean = float(v.mean())
+    from scipy import stats  # here, not at the top: importing scipy.stats takes 1-3 s
+
     half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1) * v.std(ddof=1) / math.sqrt(n))
     return mean, mean - half, mean + half
 
@@ -132,6 +133,8 @@ def welch_test(a, b) -> dict:
       -3.674
     """
     x, y = _two_samples(a, b, paired=False)
+    from scipy import stats
+
     r = stats.ttest_ind(x, y, equal_var=False)
     return {"t": float(r.statistic), "dof": float(r.df), "p": float(r.pvalue)}
 
@@ -144,6 +147,8 @@ def paired_test(a, b) -> dict:
       2.0
     """
     x, y = _two_samples(a, b, paired=True)
+    from scipy import stats
+
     r = stats.ttest_rel(x, y)
     return {"t": float(r.statistic), "dof": float(r.df), "p": float(r.pvalue)}
 
