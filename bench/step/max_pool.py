@@ -8,10 +8,10 @@ max, whose gradient XLA computes with select-and-scatter).  The two gradients ar
 (bitwise) before timing.
 
 ``step`` (``--step``): the runner's jitted CORnet-Z step at 48 px, batch 32 (``make_train_step``,
-``CrossEntropy`` on 11 classes, Adam, state donated, XLA's default CPU options as in the runner),
+``CrossEntropy`` on 11 classes, Adam, state donated, XLA's default CPU options: ``compiler_options=None``),
 with the new pooling against the same step traced with ``flax.linen.max_pool``; and the step with the
 new pooling under :data:`~gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS` (what ``make bench``'s
-training-step rows use) against XLA's default options (what the runner uses).
+training-step rows use, and the runner's default on a CPU since 2026-11-28) against XLA's default options.
 
 Both alternate in one process (:func:`bench._harness.compare`); ``ratio = ours_s / reference_s``.
 
@@ -116,7 +116,7 @@ def step_case(size: int = 48, batch: int = BATCH, repeats: int = 15) -> list[dic
             "cornet_z_step_xla_options",
             {**params, "xla_options": "eigen_conv"},
             t,
-            "the same step (window_max_pool) under XLA's default CPU options, as the runner compiles it",
+            "the same step (window_max_pool) under XLA's default CPU options (compiler_options=None)",
             1.0,
         )
     )

@@ -7,7 +7,7 @@ one warm-up/compile call, each call waited for with ``block_until_ready``):
     the runner's jitted step (:func:`gensim_jax.training.make_train_step`, Adam, state donated) for
     the GenSim objective (``DistanceRegression`` on the 22 features) and the supervised one
     (11-way ``CrossEntropy``), at each ``--sizes``, XLA's default CPU options and
-    :data:`~gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS` (the runner uses the default).
+    :data:`~gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS` (the runner's default on a CPU since 2026-11-28).
 ``layer``
     the four CORnet-Z areas one by one at the first size: convolution (+ bias + ReLU) forward, its
     VJP (both gradients), 3 x 3 / 2 max pooling forward and its VJP; plus the GenSim loss

@@ -11,12 +11,16 @@ convolutions on YNNPACK by default):
 * ``ynn_default``: no option;
 * ``eigen_conv``: ``INDIVIDUAL_DOT,REDUCE`` (convolutions on XLA's Eigen path), which is
   :data:`gensim_jax.training.step.CPU_EIGEN_CONV_OPTIONS`;
-* ``dot_only``: ``INDIVIDUAL_DOT`` (reductions off YNNPACK as well).
+* ``dot_only``: ``INDIVIDUAL_DOT`` (reductions off YNNPACK as well);
+* ``eigen_region``: ``eigen_conv`` with ``xla_cpu_copy_insertion_use_region_analysis`` (no copy of a
+  donated parameter that the step reads again after computing its update);
+* ``eigen_vec512``: ``eigen_conv`` with ``xla_cpu_prefer_vector_width=512`` (AVX-512 loops);
+* ``eigen_concurrency``: ``eigen_conv`` with ``xla_cpu_enable_concurrency_optimized_scheduler``.
 
 Usage::
 
     python -m bench.step.xla_cpu_options convs [--batch 32] [--repeats 5]
-    python -m bench.step.xla_cpu_options step [--size 64] [--batch 32] [--repeats 3] [--variants ynn_default eigen_conv]
+    python -m bench.step.xla_cpu_options step [--model resnet50] [--size 64] [--batch 32] [--repeats 3] [--variants ynn_default eigen_conv]
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ VARIANTS = {
     "ynn_default": {},
     "eigen_conv": dict(CPU_EIGEN_CONV_OPTIONS),
     "dot_only": {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"},
+    "eigen_region": {**CPU_EIGEN_CONV_OPTIONS, "xla_cpu_copy_insertion_use_region_analysis": True},
+    "eigen_vec512": {**CPU_EIGEN_CONV_OPTIONS, "xla_cpu_prefer_vector_width": 512},
+    "eigen_concurrency": {**CPU_EIGEN_CONV_OPTIONS, "xla_cpu_enable_concurrency_optimized_scheduler": True},
 }
 
 #: ResNet-50 convolution shapes at a 64 x 64 input: name -> (H, C_in, C_out, k, stride, padding).
@@ -146,6 +153,7 @@ def step(
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("convs", "step"))
+    ap.add_argument("--model", default="resnet50", choices=("resnet50", "cornet_s", "cornet_z"))
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--repeats", type=int)
@@ -154,7 +162,7 @@ def main(argv=None) -> None:
     if a.what == "convs":
         lines = convs(a.batch, a.repeats or 5, a.variants)
     else:
-        lines = step(a.size, a.batch, a.repeats or 3, variants=a.variants)
+        lines = step(a.size, a.batch, a.repeats or 3, model=a.model, variants=a.variants)
     for line in lines:
         print(json.dumps(line), flush=True)
 

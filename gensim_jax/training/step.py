@@ -50,6 +50,7 @@ __all__ = [
     "make_train_step",
     "make_eval_step",
     "CPU_EIGEN_CONV_OPTIONS",
+    "default_compiler_options",
     "INPUT_PREPROCESSING",
     "normalize_inputs",
 ]
@@ -57,11 +58,33 @@ __all__ = [
 
 #: XLA compiler options for CPU training of convolutional encoders: convolutions are compiled by
 #: XLA's Eigen path instead of YNNPACK (which jaxlib 0.10 uses by default); dots and reductions stay
-#: on YNNPACK.  Measured in docs/performance_log.md ("XLA CPU options").  Pass it as
-#: ``make_train_step(..., compiler_options=CPU_EIGEN_CONV_OPTIONS)`` on a CPU backend only.
+#: on YNNPACK.  Measured in docs/performance_log.md ("XLA CPU options").  :func:`make_train_step`
+#: compiles a step for CPU devices with them by default (``compiler_options="auto"``); never pass
+#: them for another platform (its compiler rejects ``xla_cpu_*`` options).
 CPU_EIGEN_CONV_OPTIONS = {
     "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT,LIBRARY_FUSION_TYPE_REDUCE",
 }
+
+
+def default_compiler_options(mesh=None) -> dict | None:
+    """The compiler options a train step gets by default: :data:`CPU_EIGEN_CONV_OPTIONS` when it compiles
+    for CPU devices (``mesh``'s, else JAX's default backend), else none (XLA's defaults on TPU and GPU).
+
+    Example:
+      >>> import jax
+      >>> (default_compiler_options() is not None) == (jax.default_backend() == "cpu")
+      True
+    """
+    platform = mesh.devices.flat[0].platform if mesh is not None else jax.default_backend()
+    return dict(CPU_EIGEN_CONV_OPTIONS) if platform == "cpu" else None
+
+
+def _resolve_compiler_options(compiler_options, mesh) -> dict | None:
+    if isinstance(compiler_options, str):
+        if compiler_options != "auto":
+            raise ValueError(f"compiler_options must be a mapping, None or 'auto', got {compiler_options!r}")
+        return default_compiler_options(mesh)
+    return None if compiler_options is None else dict(compiler_options)
 
 
 def normalize_inputs(batch: Mapping[str, Array], preprocess: str = "imagenet", keys=None) -> dict[str, Array]:
@@ -209,7 +232,7 @@ def jit_train_step(
     state=None,
     fsdp: bool = False,
     donate: bool = True,
-    compiler_options: Mapping[str, Any] | None = None,
+    compiler_options: Mapping[str, Any] | str | None = "auto",
     preprocess: str = "imagenet",
     augment: Callable | None = None,
 ) -> Callable:
@@ -218,8 +241,9 @@ def jit_train_step(
     The objective's array leaves (target tables, traced hyperparameters such as a loss weight) are
     inputs of the compiled program, so one compile serves every objective of the same structure
     (:class:`gensim_jax.training.runner.StepCache` shares it between runs).  Without ``mesh``: plain
-    ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug options, e.g.
-    :data:`CPU_EIGEN_CONV_OPTIONS`) go to ``jax.jit``; ``preprocess`` normalises ``uint8`` entries
+    ``jax.jit`` with the state donated; ``compiler_options`` (XLA debug options) go to ``jax.jit``:
+    ``"auto"`` (the default) is :func:`default_compiler_options` (:data:`CPU_EIGEN_CONV_OPTIONS` for
+    CPU devices, none elsewhere), ``None`` XLA's defaults; ``preprocess`` normalises ``uint8`` entries
     (:func:`normalize_inputs`); ``augment`` (static) draws device augmentations first (:func:`train_step`).
     With ``mesh`` (:mod:`gensim_jax.parallel`):
     the batch on the data axes, the state replicated (or FSDP-sharded with ``fsdp=True``; ``state``,
@@ -233,7 +257,8 @@ def jit_train_step(
         _check_objective(obj)
         return train_step(st, batch, obj, accum_steps, preprocess, augment)
 
-    kw = {} if compiler_options is None else {"compiler_options": dict(compiler_options)}
+    options = _resolve_compiler_options(compiler_options, mesh)
+    kw = {} if options is None else {"compiler_options": options}
     if mesh is None:
         return jax.jit(step, donate_argnums=(0,) if donate else (), **kw)
     from gensim_jax import parallel
@@ -251,7 +276,7 @@ def make_train_step(
     state=None,
     fsdp: bool = False,
     donate: bool = True,
-    compiler_options: Mapping[str, Any] | None = None,
+    compiler_options: Mapping[str, Any] | str | None = "auto",
     preprocess: str = "imagenet",
 ) -> Callable[[TrainState, Any], tuple[TrainState, dict]]:
     """A jitted ``step(state, batch) -> (state, metrics)`` for ``objective`` (:func:`jit_train_step` bound to it).

@@ -152,3 +152,31 @@ def test_step_key_depends_on_step_only():
 def test_non_objective_is_rejected():
     with pytest.raises(TypeError, match="Objective"):
         make_train_step(lambda *a: 0.0)
+
+
+def _conv_in_ynnpack(compiled_text: str) -> bool:
+    return any("__ynn_fusion" in ln and "conv_general_dilated" in ln for ln in compiled_text.splitlines())
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the default options are XLA:CPU's")
+def test_cpu_steps_compile_with_the_eigen_convolution_options_by_default():
+    """``make_train_step`` (and the runner's ``jit_train_step``) compile a CPU step with
+    ``CPU_EIGEN_CONV_OPTIONS`` unless told otherwise: the convolutions leave YNNPACK, as under the
+    explicit options; ``compiler_options=None`` keeps XLA's defaults (YNNPACK convolutions)."""
+    from gensim_jax import parallel
+    from gensim_jax.training.step import CPU_EIGEN_CONV_OPTIONS, default_compiler_options, jit_train_step
+
+    model = get_model("cornet_z", num_classes=5)
+    state = create_train_state(model, optax.adam(1e-3), 0, example_input=jnp.zeros((1, 24, 24, 3)))
+    batch = {"image": jnp.ones((2, 24, 24, 3)), "label": jnp.arange(2)}
+
+    def text(**kw):
+        return make_train_step(CrossEntropy(), **kw).lower(state, batch).compile().as_text()
+
+    assert _conv_in_ynnpack(text(compiler_options=None))
+    assert not _conv_in_ynnpack(text())
+    assert not _conv_in_ynnpack(text(compiler_options=CPU_EIGEN_CONV_OPTIONS))
+    mesh = parallel.make_mesh()
+    assert default_compiler_options() == default_compiler_options(mesh) == CPU_EIGEN_CONV_OPTIONS
+    with pytest.raises(ValueError, match="compiler_options"):
+        jit_train_step(compiler_options="fast")

@@ -67,3 +67,21 @@ def test_make_train_step_forwards_compiler_options():
         state, parallel.shard_batch(batch, mesh)
     )
     assert float(metrics["loss"]) == pytest.approx(out[0][0], rel=1e-5)
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA:CPU options")
+def test_every_variant_is_an_option_set_this_xla_accepts():
+    """Each variant of ``bench.step.xla_cpu_options`` compiles (an option this XLA does not know is refused
+    at compile time), and gives the default compilation's gradients to float32 rounding."""
+    from bench.step.xla_cpu_options import VARIANTS
+
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.standard_normal((2, 6, 6, 8)).astype(np.float32))
+    w = jnp.asarray(rng.standard_normal((3, 3, 8, 8)).astype(np.float32) * 0.1)
+    lowered = jax.jit(_conv_grad).lower(x, w)
+    reference = lowered.compile()(x, w)
+    for name, options in VARIANTS.items():
+        got = lowered.compile(dict(options) or None)(x, w)
+        for a, b in zip(reference, got):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-4, atol=1e-4 * float(jnp.max(jnp.abs(a))))
+        assert name in {"ynn_default", "eigen_conv", "dot_only"} or "xla_cpu_experimental_ynn_fusion_type" in options
