@@ -352,7 +352,10 @@ def test_install_closure_follows_extras_and_metadata():
 def test_train_and_data_extras_train_an_experiment(tmp_path):
     """README's install line, ``pip install 'gensim-jax[train,data]'``, trains and evaluates quadrilaterals
     (issue 32: it stopped at step 0 asking for the eval extra's PIL)."""
+    # the SimCLR arm alone: its views are TensorFlow's ([data]); the evaluation and its figure are [eval]'s
+    # (in [train]); 2 trials per condition keep the oddball table's form at a third of the time
     args = ["train", "quadrilaterals", "--config", "cpu_small", "--set", "num_steps=2", "num_runs=1"]
+    args += ['arms=["simclr"]', "eval.trials_per_condition=2"]
     proc, outside = _run_with_extras(("train", "data"), [*args, "--workdir", str(tmp_path / "run")], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert outside == [], f"the run loaded {outside}, which [train,data] does not install"
