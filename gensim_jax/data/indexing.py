@@ -176,6 +176,8 @@ class StreamIndex:
         """Example index of each position: ``perm_{p // N}[p % N]``."""
         positions = np.asarray(positions, dtype=np.int64)
         epochs, offsets = np.divmod(positions, self.num_examples)
+        if positions.size and epochs.min() == epochs.max():  # a batch within one epoch (most): one gather
+            return self.permutation(int(epochs.flat[0]))[offsets]
         out = np.empty_like(positions)
         for e in np.unique(epochs):
             sel = epochs == e

@@ -245,6 +245,10 @@ def test_stream_index_epochs_are_permutations_and_hosts_partition():
     assert not np.array_equal(seen[:n], seen[n : 2 * n])  # reshuffled per epoch
     # the permutation of epoch e is the documented seeded numpy permutation
     np.testing.assert_array_equal(single.permutation(3), np.random.default_rng([9, 3]).permutation(n))
+    # indices follow perm_{p // N}[p % N], position by position, within one epoch and across two (any shape)
+    for positions in (np.arange(2, 9), np.arange(8, 15), np.array([[40, 3], [11, 12]])):
+        want = [np.random.default_rng([9, int(p) // n]).permutation(n)[int(p) % n] for p in positions.ravel()]
+        np.testing.assert_array_equal(single.indices(positions), np.reshape(want, positions.shape))
     np.testing.assert_array_equal(StreamIndex(n, b, seed=9, shuffle=False).indices(np.arange(14)), np.arange(14) % n)
     with pytest.raises(ValueError, match="process_index"):
         StreamIndex(n, b, seed=0, process_index=2, process_count=2)
