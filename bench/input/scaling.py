@@ -16,7 +16,7 @@ processes share it, ``fixed_s``) and at one row of a 4x larger global batch (``H
 ``fixed_4x_batch_s``), with the transfer of a one-row batch (``fixed_transfer_s``) and, for in-memory
 sources, the epoch permutation of all ``N`` examples that every process draws whole, per global batch
 (``epoch_permutation_s``). ``noise_s`` is the mean half-difference between the two rounds of these
-timings. A row whose ratio misses its target is still met, with a field ``unsplit`` that says what
+timings (``tolerance_s`` = 3 noise). A row whose ratio misses its target is still met, with a field ``unsplit`` that says what
 is not split and how much it costs, only when both hold:
 
 - the rest falls: ``t(P) - fixed <= target * (t(1) - fixed) + 3 noise`` (``split_ratio`` is
@@ -215,6 +215,7 @@ def measure(name: str, config_name: str, overrides: dict, steps: int, min_cpu: f
                 "epoch_permutation_s": round(perm, 6),
                 "split_ratio": round((cpu - fixed) / (cpu1 - fixed), 3) if cpu1 > fixed else None,
                 "noise_s": round(noise, 6),
+                "tolerance_s": round(NOISE_TOLERANCE * noise, 6),
             }
             if not line["met"] and fixed_part_explains(cpu, cpu1, fixed, fixed_4x, perm, noise, target):
                 line["met"] = True
