@@ -16,8 +16,9 @@ processes share it, ``fixed_s``) and at one row of a 4x larger global batch (``H
 ``fixed_4x_batch_s``), with the transfer of a one-row batch (``fixed_transfer_s``) and, for in-memory
 sources, the epoch permutation of all ``N`` examples that every process draws whole, per global batch
 (``epoch_permutation_s``). ``noise_s`` is the mean half-difference between the two rounds of these
-timings (``tolerance_s`` = 3 noise). A row whose ratio misses its target is still met, with a field ``unsplit`` that says what
-is not split and how much it costs, only when both hold:
+timings (``tolerance_s`` = 3 noise). A row whose ratio misses its target is still met, with a field
+``unsplit`` that says what is not split and how much it costs, only when both hold
+(:func:`fixed_part_explains`):
 
 - the rest falls: ``t(P) - fixed <= target * (t(1) - fixed) + 3 noise`` (``split_ratio`` is
   ``(t(P) - fixed) / (t(1) - fixed)``);
