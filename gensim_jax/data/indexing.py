@@ -13,13 +13,14 @@ global batch ``P b``). The per-host row arithmetic is :class:`gensim_jax.paralle
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
 
 from gensim_jax.parallel import HostShard
 
-__all__ = ["derive_key", "stateless_uniform", "StreamIndex"]
+__all__ = ["derive_key", "stateless_uniform", "stateless_uniforms", "StreamIndex"]
 
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -64,15 +65,41 @@ def stateless_uniform(key: int, stream: int, positions) -> np.ndarray:
       >>> bool((u == stateless_uniform(3, 0, np.arange(4))).all()), bool(((u >= 0) & (u < 1)).all())
       (True, True)
     """
+    return stateless_uniforms(key, (stream,), positions)[0]
+
+
+def stateless_uniforms(key: int, streams, positions) -> np.ndarray:
+    """:func:`stateless_uniform` of several ``streams`` at once: ``(len(streams),) + positions.shape``.
+
+    Row ``i`` equals ``stateless_uniform(key, streams[i], positions)`` bit for bit (the same elementwise
+    operations, broadcast over the streams); one call costs a fixed number of array operations
+    however many streams a batch draws from.
+
+    Example:
+      >>> u = stateless_uniforms(3, (0, 1), np.arange(4))
+      >>> u.shape, bool((u[1] == stateless_uniform(3, 1, np.arange(4))).all())
+      ((2, 4), True)
+    """
     positions = np.asarray(positions)
     if not np.issubdtype(positions.dtype, np.integer):
         raise ValueError(f"positions must be integers, got dtype {positions.dtype}")
-    if int(key) < 0 or int(stream) < 0:
-        raise ValueError(f"key and stream must be non-negative, got {key}, {stream}")
-    k = _splitmix64(np.uint64(int(key)) * np.uint64(1_000_003) + np.uint64(int(stream)))
-    x = _splitmix64(positions.astype(np.uint64) ^ k)
+    streams = tuple(int(t) for t in streams)
+    if int(key) < 0 or any(t < 0 for t in streams):
+        raise ValueError(
+            f"key and stream must be non-negative, got {key}, {streams if len(streams) > 1 else streams[0]}"
+        )
+    k = _stream_keys(int(key), streams).reshape((len(streams),) + (1,) * positions.ndim)
+    x = _splitmix64(positions.astype(np.uint64)[None] ^ k)
     x = _splitmix64(x + k)
     return (x >> np.uint64(11)).astype(np.float64) * (1.0 / 2.0**53)
+
+
+@functools.lru_cache(maxsize=256)
+def _stream_keys(key: int, streams: tuple) -> np.ndarray:
+    """``(S,)`` uint64: the mixed ``(key, stream)`` constant of each stream (the same every batch: cached)."""
+    k = np.array([_splitmix64(np.uint64(key) * np.uint64(1_000_003) + np.uint64(t)) for t in streams], np.uint64)
+    k.flags.writeable = False
+    return k
 
 
 class StreamIndex:
@@ -149,6 +176,8 @@ class StreamIndex:
         """Example index of each position: ``perm_{p // N}[p % N]``."""
         positions = np.asarray(positions, dtype=np.int64)
         epochs, offsets = np.divmod(positions, self.num_examples)
+        if positions.size and epochs.min() == epochs.max():  # a batch within one epoch (most): one gather
+            return self.permutation(int(epochs.flat[0]))[offsets]
         out = np.empty_like(positions)
         for e in np.unique(epochs):
             sel = epochs == e

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
+from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform, stateless_uniforms
 from gensim_jax.data.sources import GroupIndex, IndexedSource, gather, group_index
 
 __all__ = [
@@ -496,10 +496,10 @@ def triplet_batches(
 
     def choose(pos, anchor):
         g = groups.group_of[anchor]
-        positive = groups.sample_member(stateless_uniform(key, _TRI_POS, pos), g, exclude=anchor)
-        u = stateless_uniform(key, _TRI_NEGGROUP, pos)
+        u_pos, u, u_neg = stateless_uniforms(key, (_TRI_POS, _TRI_NEGGROUP, _TRI_NEG), pos)  # only this host's rows
+        positive = groups.sample_member(u_pos, g, exclude=anchor)
         neg_group = groups.sample_other_group(u, g) if distinct_negative else groups.sample_group(u)
-        negative = groups.sample_member(stateless_uniform(key, _TRI_NEG, pos), neg_group)
+        negative = groups.sample_member(u_neg, neg_group)
         return np.stack([anchor, positive, negative], axis=1)
 
     return _member_batches(

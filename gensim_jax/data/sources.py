@@ -241,6 +241,11 @@ class SyntheticImageSource:
         return {"image": self._image(index), "label": np.int64(index % self.num_classes)}
 
 
+#: Up to this many groups :meth:`GroupIndex.sample_other_group` keeps every group's restricted CDF
+#: (a ``(G, G)`` float64 table: 8 MB at 1,024 groups); above it, one ``searchsorted`` per distinct group.
+CDF_TABLE_MAX_GROUPS = 1024
+
+
 class GroupIndex:
     """Members of each group of a source, for sampling same-group and different-group partners.
 
@@ -328,18 +333,57 @@ class GroupIndex:
 
         Returns:
           ``(B,)`` group positions, never equal to ``groups``.
+
+        The restricted CDFs of all groups are computed once (a ``(G, G)`` table, for up to
+        :data:`CDF_TABLE_MAX_GROUPS` groups) and each draw counts the entries of its row at or below
+        ``u``: the index ``searchsorted(cdf, u, side="right")`` of a non-decreasing row, so the draws
+        equal those of one ``searchsorted`` per distinct group, bit for bit, in a fixed number of array
+        operations per batch instead of several per distinct group.
         """
         groups = np.asarray(groups, dtype=np.int64)
         u = np.asarray(u, dtype=np.float64)
+        if self.num_groups > CDF_TABLE_MAX_GROUPS:
+            return self._sample_other_group_loop(u, groups)
+        table, last = self._other_cdf
+        bad = last[groups] < 0
+        if bad.any():
+            g = int(groups[np.flatnonzero(bad)[0]])
+            raise ValueError(f"cannot draw a group other than {self.ids[g]!r}: it holds all the prior mass")
+        counts = np.count_nonzero(table[groups] <= u[:, None], axis=1)
+        return np.minimum(counts, last[groups])
+
+    @staticmethod
+    def _other_cdf_row(prior: np.ndarray, g: int):
+        """CDF of ``prior`` with group ``g`` removed, renormalised, and its last group of positive mass
+        (``None`` when ``g`` holds all the mass)."""
+        q = prior.copy()
+        q[g] = 0.0
+        total = q.sum()
+        if total <= 0:
+            return None, None
+        return np.cumsum(q / total), int(np.flatnonzero(q > 0)[-1])
+
+    @property
+    def _other_cdf(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(G, G)`` restricted CDFs (row ``g``: :meth:`_other_cdf_row`) and ``(G,)`` last groups (-1: none)."""
+        if not hasattr(self, "_other_cdf_cache"):
+            g_count = self.num_groups
+            table = np.full((g_count, g_count), np.inf)
+            last = np.full(g_count, -1, np.int64)
+            for g in range(g_count):
+                cdf, end = self._other_cdf_row(self.prior, g)
+                if cdf is not None:
+                    table[g], last[g] = cdf, end
+            self._other_cdf_cache = (table, last)
+        return self._other_cdf_cache
+
+    def _sample_other_group_loop(self, u: np.ndarray, groups: np.ndarray) -> np.ndarray:
+        """:meth:`sample_other_group` for many groups: one ``searchsorted`` per distinct group of the batch."""
         out = np.empty_like(groups)
         for g in np.unique(groups):
-            q = self.prior.copy()
-            q[g] = 0.0
-            total = q.sum()
-            if total <= 0:
+            cdf, last = self._other_cdf_row(self.prior, int(g))
+            if cdf is None:
                 raise ValueError(f"cannot draw a group other than {self.ids[g]!r}: it holds all the prior mass")
-            cdf = np.cumsum(q / total)
-            last = np.flatnonzero(q > 0)[-1]
             sel = groups == g
             # side="right" never returns a zero-mass group; clip rounding past the end.
             out[sel] = np.minimum(np.searchsorted(cdf, u[sel], side="right"), last)

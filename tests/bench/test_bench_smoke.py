@@ -95,6 +95,44 @@ def test_input_scaling_lines_and_bytes_per_process():
         _check_line(line)
         # each process sends only its rows: exactly 1/P of the one-process bytes (uint8 images)
         assert line["bytes_per_process"] * line["params"]["processes"] == line["bytes_one_process"]
+        # the fixed part is measured beside the counts (one row per process, and at a 4x global batch)
+        for key in ("fixed_s", "fixed_4x_batch_s", "fixed_transfer_s"):
+            assert line[key] > 0, key
+        assert line["epoch_permutation_s"] > 0 and line["noise_s"] >= 0
+        # a row met above its target is met by a measured fixed part, and says what it is
+        if line["met"] and line["ratio"] > line["target"]:
+            assert "does not fall with P" in line["unsplit"] and "ms" in line["unsplit"]
+            assert input_scaling.fixed_part_explains(
+                line["ours_s"],
+                line["reference_s"],
+                line["fixed_s"],
+                line["fixed_4x_batch_s"],
+                line["epoch_permutation_s"],
+                line["noise_s"],
+                line["target"],
+            )
+        else:
+            assert "unsplit" not in line
+
+
+def test_input_scaling_accepts_a_fixed_part_only_when_it_explains_the_ratio():
+    """The rule of ``fixed_part_explains`` on made-up timings (seconds per global batch, target 0.35)."""
+    from bench.input.scaling import fixed_part_explains
+
+    ms = 1e-3
+    # a batch that is all fixed cost (32 px, batch 32): t(4) = t(1) = fixed, and the same at a 4x batch
+    assert fixed_part_explains(0.60 * ms, 0.60 * ms, 0.59 * ms, 0.60 * ms, 0.0, 0.01 * ms, 0.35)
+    # fixed part plus rows that fall as 1/4: met
+    assert fixed_part_explains(0.50 * ms, 1.40 * ms, 0.30 * ms, 0.31 * ms, 0.0, 0.01 * ms, 0.35)
+    # the rest does not fall (each process builds rows of other processes): refused
+    assert not fixed_part_explains(1.00 * ms, 1.40 * ms, 0.30 * ms, 0.31 * ms, 0.0, 0.01 * ms, 0.35)
+    # every process builds the whole global batch: the "one row" cost grows with the global batch: refused
+    assert not fixed_part_explains(1.00 * ms, 1.00 * ms, 1.00 * ms, 4.00 * ms, 0.0, 0.01 * ms, 0.35)
+    # ... unless the growth is the measured epoch permutation (3x its cost per batch at a 4x batch)
+    assert fixed_part_explains(1.00 * ms, 1.00 * ms, 1.00 * ms, 1.30 * ms, 0.1 * ms, 0.01 * ms, 0.35)
+    # the noise tolerance is the measured noise times NOISE_TOLERANCE, no more
+    assert fixed_part_explains(0.629 * ms, 0.60 * ms, 0.60 * ms, 0.60 * ms, 0.0, 0.01 * ms, 0.35)
+    assert not fixed_part_explains(0.631 * ms, 0.60 * ms, 0.60 * ms, 0.60 * ms, 0.0, 0.01 * ms, 0.35)
 
 
 @pytest.mark.slow

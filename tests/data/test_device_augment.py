@@ -288,6 +288,20 @@ def test_background_keeps_order_raises_and_stops():
     assert [next(it) for _ in range(4)] == [0, 1, 2, 3]
     it.close()  # stops the producer thread (it is a daemon either way)
 
+    # never more than depth items waiting and one being built ahead of what the consumer took
+    produced = []
+
+    def counted():
+        for i in range(200):
+            produced.append(i)
+            yield i
+
+    for depth in (1, 2):
+        produced.clear()
+        for taken, item in enumerate(background(counted(), depth=depth), start=1):
+            assert item == taken - 1 and len(produced) <= taken + depth + 1, (depth, taken, len(produced))
+        assert taken == 200
+
 
 # --------------------------------------------------------------------------------------------
 # The train step and the configs

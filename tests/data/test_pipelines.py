@@ -208,3 +208,73 @@ def test_numpy_engine_gives_the_tf_data_batches(kind):
             np.testing.assert_array_equal(a[k], b[k])
     with pytest.raises(ValueError, match="engine='numpy' builds batches without augmentation"):
         build(src, 8, engine="numpy", augment=lambda image, seed: image, **common)
+
+
+#: The example indices of the first 9 global batches of 8 (two epochs of the 50 examples of
+#: :func:`_golden_source`, seed 5), as built by the pipelines of commit b52c98b, before the triplets drew
+#: their negative groups from a table of restricted CDFs and their uniforms several streams at once.
+GOLDEN_LABELLED = [
+    [29, 6, 39, 48, 17, 30, 32, 26],
+    [23, 9, 33, 22, 12, 31, 2, 18],
+    [36, 42, 41, 34, 27, 7, 28, 43],
+    [44, 20, 11, 13, 19, 38, 35, 24],
+    [25, 3, 8, 49, 21, 1, 16, 47],
+    [14, 4, 5, 15, 10, 45, 0, 37],
+    [46, 40, 49, 34, 32, 39, 45, 6],
+    [19, 12, 40, 47, 14, 25, 30, 5],
+    [28, 42, 11, 23, 46, 41, 27, 18],
+]
+GOLDEN_TRIPLETS = [
+    [[29, 15, 37], [6, 41, 33], [39, 18, 0], [48, 41, 3], [17, 38, 2], [30, 2, 17], [32, 18, 34], [26, 33, 39]],
+    [[23, 37, 46], [9, 2, 14], [33, 26, 39], [22, 8, 45], [12, 40, 1], [31, 17, 11], [2, 37, 11], [18, 32, 40]],
+    [[36, 43, 3], [42, 7, 26], [41, 6, 28], [34, 20, 1], [27, 41, 18], [7, 28, 16], [28, 14, 41], [43, 15, 48]],
+    [[44, 16, 36], [20, 13, 19], [11, 18, 5], [13, 41, 49], [19, 26, 35], [38, 24, 25], [35, 42, 5], [24, 31, 46]],
+    [[25, 46, 9], [3, 31, 49], [8, 36, 46], [49, 49, 31], [21, 7, 19], [1, 22, 39], [16, 9, 40], [47, 19, 21]],
+    [[14, 35, 22], [4, 39, 21], [5, 12, 34], [15, 36, 18], [10, 24, 44], [45, 10, 27], [0, 28, 39], [37, 9, 7]],
+    [[46, 39, 37], [40, 19, 37], [49, 49, 47], [34, 6, 40], [32, 18, 12], [39, 11, 9], [45, 3, 25], [6, 34, 39]],
+    [[19, 40, 3], [12, 5, 2], [40, 12, 44], [47, 12, 31], [14, 21, 34], [25, 11, 49], [30, 44, 33], [5, 12, 20]],
+    [[28, 21, 43], [42, 35, 30], [11, 46, 10], [23, 30, 22], [46, 4, 21], [41, 27, 42], [27, 6, 1], [18, 4, 14]],
+]
+
+
+def _golden_source():
+    n = 50
+    labels = np.array([i % 7 for i in range(n - 1)] + [7])  # seven groups of 7 and a singleton
+    return ArraySource({"image": np.arange(n, dtype=np.uint8).reshape(n, 1, 1, 1), "label": labels})
+
+
+class _CountingSource(ArraySource):
+    """An ArraySource that records how many rows each gather asks for."""
+
+    def __init__(self, arrays):
+        super().__init__(arrays)
+        self.rows = []
+
+    def examples(self, indices):
+        self.rows.append(len(indices))
+        return super().examples(indices)
+
+
+@pytest.mark.parametrize("kind", ["labelled", "triplets"])
+@pytest.mark.parametrize("count", [1, 2, 4])
+def test_batches_equal_those_of_b52c98b_for_every_process_count(kind, count):
+    """Each of P processes builds only its b = 8 / P rows (gathers of b or 3 b rows), and the rows of all P
+    are, in order, the global batches the pipelines built before this change, bit for bit."""
+    golden = GOLDEN_LABELLED if kind == "labelled" else GOLDEN_TRIPLETS
+    b = 8 // count
+    parts = []
+    for index in range(count):
+        src = _CountingSource(_golden_source().arrays)
+        common = dict(seed=5, keys=["label"], num_steps=9, process_index=index, process_count=count, engine="numpy")
+        if kind == "labelled":
+            ds = labelled_batches(src, b, **common)
+        else:
+            ds = triplet_batches(src, b, group_key="label", **common)
+        parts.append(collect(ds))
+        members = 1 if kind == "labelled" else 3
+        assert src.rows[1:] == [members * b] * 9  # after _probe's one row: only this process's rows
+        for batch in parts[-1]:
+            np.testing.assert_array_equal(batch["image"][..., 0, 0, 0], batch["index"])
+    for step in range(9):
+        got = np.concatenate([parts[i][step]["index"] for i in range(count)])
+        np.testing.assert_array_equal(got, golden[step], err_msg=f"step {step} P={count}")

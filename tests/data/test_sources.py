@@ -7,7 +7,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform
+from gensim_jax.data import sources
+from gensim_jax.data.indexing import StreamIndex, derive_key, stateless_uniform, stateless_uniforms
 from gensim_jax.data.sources import (
     ArraySource,
     FunctionSource,
@@ -121,6 +122,56 @@ def test_sample_other_group_follows_restricted_prior(weights, own):
     assert (freq[expected == 0] == 0).all()
 
 
+def _other_group_by_rows(prior, u, groups):
+    """Reference of ``sample_other_group``: per row, the prior without the row's group, renormalised, and
+    its cumulative sums searched one row at a time (the loop the table replaced)."""
+    out = []
+    for ui, g in zip(u, groups):
+        q = np.array(prior, np.float64)
+        q[g] = 0.0
+        cdf = np.cumsum(q / q.sum())
+        out.append(min(int(np.searchsorted(cdf, ui, side="right")), int(np.flatnonzero(q > 0)[-1])))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("num_groups", [2, 7, 40])
+def test_sample_other_group_table_equals_a_search_per_row(num_groups):
+    """The (G, G) table of restricted CDFs draws exactly the groups of one searchsorted per row, zero-mass
+    groups and draws at the edges of [0, 1) included; the loop used above CDF_TABLE_MAX_GROUPS is the same."""
+    rng = np.random.default_rng(num_groups)
+    prior = rng.random(num_groups) ** 3
+    prior[rng.random(num_groups) < 0.3] = 0.0  # zero-mass groups are never drawn
+    prior[:2] = [0.5, 0.25]  # at least two groups with mass
+    g = GroupIndex(np.arange(num_groups), prior=prior)
+    n = 3000
+    groups = rng.integers(0, num_groups, n)
+    u = np.concatenate([[0.0, np.nextafter(1.0, 0.0)], stateless_uniform(2, 0, np.arange(n - 2))])
+    # draws equal to an entry of their row's CDF go past it (side="right"), as the search per row does
+    for i in range(2, 40):
+        q = g.prior.copy()
+        q[groups[i]] = 0.0
+        cdf = np.cumsum(q / q.sum())
+        u[i] = cdf[i % num_groups] if cdf[i % num_groups] < 1.0 else u[i]
+    want = _other_group_by_rows(g.prior, u, groups)
+    np.testing.assert_array_equal(g.sample_other_group(u, groups), want)
+    np.testing.assert_array_equal(g._sample_other_group_loop(u, groups), want)
+    assert g.prior[want].min() > 0 and not (want == groups).any()
+
+
+def test_sample_other_group_with_many_groups_and_when_one_group_holds_the_mass(monkeypatch):
+    g = GroupIndex(np.arange(5), prior=[0.0, 0.0, 1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=r"cannot draw a group other than .*2\b"):
+        g.sample_other_group(np.array([0.5, 0.5]), np.array([0, 2]))
+    assert g.sample_other_group(np.array([0.1, 0.9]), np.array([0, 4])).tolist() == [2, 2]
+    monkeypatch.setattr(sources, "CDF_TABLE_MAX_GROUPS", 3)  # above the cap: one search per distinct group
+    many = GroupIndex(np.arange(5), prior=[1.0, 2.0, 3.0, 4.0, 5.0])
+    u, groups = stateless_uniform(1, 1, np.arange(500)), np.arange(500) % 5
+    np.testing.assert_array_equal(many.sample_other_group(u, groups), _other_group_by_rows(many.prior, u, groups))
+    assert not hasattr(many, "_other_cdf_cache")
+    with pytest.raises(ValueError, match=r"cannot draw a group other than .*2\b"):
+        g.sample_other_group(np.array([0.5]), np.array([2]))
+
+
 def test_sample_group_follows_prior():
     g = GroupIndex(np.arange(3), prior=[0.2, 0.0, 0.8])
     u = stateless_uniform(0, 0, np.arange(20_000))
@@ -153,6 +204,31 @@ def test_stateless_uniform():
         stateless_uniform(0, 0, np.array([0.5]))
 
 
+def _splitmix64_int(x: int) -> int:
+    """SplitMix64's finaliser on Python integers (Steele, Lea & Flood 2014), modulo 2**64."""
+    m = 2**64 - 1
+    x = (x + 0x9E3779B97F4A7C15) & m
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+def test_stateless_uniform_is_splitmix64_of_key_stream_and_position():
+    """An independent computation on Python integers, and several streams at once equal one at a time."""
+    key, positions = 123_456_789, np.array([0, 1, 7, 2**31 - 1, 2**40 + 3], np.int64)
+    for stream in (0, 3, 5):
+        k = _splitmix64_int(key * 1_000_003 + stream)
+        want = [(_splitmix64_int((_splitmix64_int(int(p) ^ k) + k) & (2**64 - 1)) >> 11) * 2.0**-53 for p in positions]
+        np.testing.assert_array_equal(stateless_uniform(key, stream, positions), want)
+    grid = np.arange(24, dtype=np.int64).reshape(4, 6)
+    many = stateless_uniforms(key, (3, 4, 5), grid)
+    assert many.shape == (3, 4, 6)
+    for row, stream in zip(many, (3, 4, 5)):
+        np.testing.assert_array_equal(row, stateless_uniform(key, stream, grid))
+    with pytest.raises(ValueError, match="non-negative"):
+        stateless_uniforms(key, (1, -1), grid)
+
+
 def test_stream_index_epochs_are_permutations_and_hosts_partition():
     n, b, hosts = 11, 3, 2
     single = StreamIndex(n, b * hosts, seed=9)
@@ -169,6 +245,10 @@ def test_stream_index_epochs_are_permutations_and_hosts_partition():
     assert not np.array_equal(seen[:n], seen[n : 2 * n])  # reshuffled per epoch
     # the permutation of epoch e is the documented seeded numpy permutation
     np.testing.assert_array_equal(single.permutation(3), np.random.default_rng([9, 3]).permutation(n))
+    # indices follow perm_{p // N}[p % N], position by position, within one epoch and across two (any shape)
+    for positions in (np.arange(2, 9), np.arange(8, 15), np.array([[40, 3], [11, 12]])):
+        want = [np.random.default_rng([9, int(p) // n]).permutation(n)[int(p) % n] for p in positions.ravel()]
+        np.testing.assert_array_equal(single.indices(positions), np.reshape(want, positions.shape))
     np.testing.assert_array_equal(StreamIndex(n, b, seed=9, shuffle=False).indices(np.arange(14)), np.arange(14) % n)
     with pytest.raises(ValueError, match="process_index"):
         StreamIndex(n, b, seed=0, process_index=2, process_count=2)
