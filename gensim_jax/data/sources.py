@@ -22,6 +22,7 @@ can be adapted without paying for TensorFlow.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -363,19 +364,16 @@ class GroupIndex:
             return None, None
         return np.cumsum(q / total), int(np.flatnonzero(q > 0)[-1])
 
-    @property
+    @functools.cached_property
     def _other_cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """``(G, G)`` restricted CDFs (row ``g``: :meth:`_other_cdf_row`) and ``(G,)`` last groups (-1: none)."""
-        if not hasattr(self, "_other_cdf_cache"):
-            g_count = self.num_groups
-            table = np.full((g_count, g_count), np.inf)
-            last = np.full(g_count, -1, np.int64)
-            for g in range(g_count):
-                cdf, end = self._other_cdf_row(self.prior, g)
-                if cdf is not None:
-                    table[g], last[g] = cdf, end
-            self._other_cdf_cache = (table, last)
-        return self._other_cdf_cache
+        table = np.full((self.num_groups, self.num_groups), np.inf)
+        last = np.full(self.num_groups, -1, np.int64)
+        for g in range(self.num_groups):
+            cdf, end = self._other_cdf_row(self.prior, g)
+            if cdf is not None:
+                table[g], last[g] = cdf, end
+        return table, last
 
     def _sample_other_group_loop(self, u: np.ndarray, groups: np.ndarray) -> np.ndarray:
         """:meth:`sample_other_group` for many groups: one ``searchsorted`` per distinct group of the batch."""
