@@ -12,6 +12,13 @@ VENV_DEP := $(if $(filter $(VENV)/bin/python,$(PY)),$(STAMP),)
 RUN_ENV  := $(if $(VENV_DEP),,PYTHONPATH=$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH),))
 LOCK   := requirements.lock
 PYTEST := $(PY) -m pytest -q -n 2 --dist worksteal --durations=20
+# Python writes bytecode (__pycache__/, ignored by git) even where the environment says not to: with
+# PYTHONDONTWRITEBYTECODE=1 every test worker and every subprocess the tests start (hundreds) compiled
+# gensim_jax and the tests from source again, and pytest rewrote the test modules' asserts again (6 s a
+# worker). The venv's packages are installed without byte-compiling (--no-compile): pip would compile all
+# 17,000 of their modules (83 s on one core, half the install); each is compiled once instead, when first
+# imported.
+unexport PYTHONDONTWRITEBYTECODE
 # The one torch the machines here carry as a CPU build (pip's find-links); from PyPI a plain `torch`
 # would be the CUDA build with ~3 GB of nvidia-* wheels.
 TORCH  := torch==2.13.0
@@ -28,7 +35,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r $(LOCK)
+	$(PY) -m pip install -q --no-compile -r $(LOCK)
 	$(PY) -m pip install -q --no-deps -e .
 	$(PY) -m pip check
 	touch $(STAMP)

@@ -11,8 +11,10 @@
 # its own munge key and socket, pid files, logs and spool. The system's /etc/slurm and munge are not touched;
 # clients (sbatch, srun, squeue, sacct, scontrol, scancel) find the cluster through SLURM_CONF.
 #
-# The node: this host (`hostname -s`), its cores (nproc, at least 2: the tests run 2 tasks) and its memory
-# (free -m, less 512 MB). Partition `debug` (the default) with MaxTime=30 minutes. No cgroups (containers):
+# The node: this host (`hostname -s`), twice its cores as CPUs (2 x nproc, at least 4) and its memory
+# (free -m, less 512 MB). The CPUs are declared twice over so that two 2-task jobs run at once: the test
+# jobs spend most of their time waiting (a held stream, a signal 45-75 s away, KillWait), and on 2 cores a
+# second pytest worker's job would otherwise queue behind the first (a smoke job waited 62 s). Partition `debug` (the default) with MaxTime=30 minutes. No cgroups (containers):
 # ProctrackType=proctrack/linuxproc, TaskPlugin=task/none. Accounting: jobcomp/filetxt only (no slurmdbd),
 # so `sacct` answers from the controller's job completion file (JobAcctGatherType=jobacct_gather/none).
 #
@@ -48,8 +50,8 @@ install_missing() {
 
 write_conf() {
   local cpus mem
-  cpus=$(nproc)
-  [ "$cpus" -ge 2 ] || cpus=2
+  cpus=$(($(nproc) * 2))
+  [ "$cpus" -ge 4 ] || cpus=4
   mem=$(free -m | awk '/^Mem:/ {print $2}')
   mem=$((mem > 1024 ? mem - 512 : mem))
   mkdir -p "$DIR/spool/ctld" "$DIR/spool/d" "$DIR/log" "$DIR/munge"
