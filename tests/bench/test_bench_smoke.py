@@ -48,6 +48,7 @@ def test_module_quick(name):
                 assert line[key] <= tol, (line["bench"], key, line[key])
 
 
+@pytest.mark.slow
 @needs_torch
 def test_run_all_quick_prints_json_lines(capsys):
     assert run_all.main(["--quick", "--only", "functions.scaling"]) == 0

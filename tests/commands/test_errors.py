@@ -332,6 +332,7 @@ def test_help_names_no_python_m_plan(capsys):
     assert "python -m plan" not in text and "plan" in text and "--version" in text
 
 
+@pytest.mark.slow
 def test_debug_before_or_after_the_command_and_in_the_environment_shows_the_traceback():
     """The issue's three forms end in a traceback and a non-zero status; without debug: one line, no traceback."""
     for argv, env in (

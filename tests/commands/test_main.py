@@ -89,6 +89,7 @@ def test_plan_reports_the_arm_the_overrides_and_the_resolved_config(capsys):
     assert "resolved config:" in text and any(line.split() == ["optim.learning_rate", "0.02"] for line in text)
 
 
+@pytest.mark.slow
 def test_prepare_imagenet_is_forwarded_with_one_line_errors(tmp_path, capsys):
     from gensim_jax.commands.main import main
 

@@ -286,6 +286,7 @@ def test_the_documented_python_example_runs(tmp_path):
         assert f"`{key}`" in row and key in card["oddball"]
 
 
+@pytest.mark.slow
 def test_geoclidean_official_images_against_a_loop(shared_dir):
     """The geoclidean entry on the official images: per-concept AUC of the prototype's mean L1 distance, by a loop."""
     from PIL import Image

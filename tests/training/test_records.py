@@ -29,6 +29,7 @@ def _scalars_of(lines):
     return out
 
 
+@pytest.mark.slow
 def test_event_files_hold_the_same_tags_steps_and_values_as_metrics_jsonl(tmp_path):
     rng = np.random.default_rng(0)
     with RunRecorder(tmp_path) as rec:

@@ -158,6 +158,7 @@ def _conv_in_ynnpack(compiled_text: str) -> bool:
     return any("__ynn_fusion" in ln and "conv_general_dilated" in ln for ln in compiled_text.splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the default options are XLA:CPU's")
 def test_cpu_steps_compile_with_the_eigen_convolution_options_by_default():
     """``make_train_step`` (and the runner's ``jit_train_step``) compile a CPU step with
