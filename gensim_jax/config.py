@@ -40,7 +40,8 @@ Every value that enters a config is checked against the field's annotation (:fun
 * tuples from lists (written as JSON on the command line, ``[16,8]``): ``tuple[float, float]`` has a
   fixed length, checked when the value is parsed (the error names the field and the length);
   ``tuple[int, ...]`` any length, each element checked; a bare ``tuple`` any content, frozen.
-  JSON lists become tuples (configs are frozen and hashable).
+  JSON lists become tuples (configs are frozen and hashable). On the command line one word for a
+  ``tuple[str, ...]`` is a one-element tuple (``--set arms=simclr``).
 
 Errors are :class:`ConfigError` (a ``ValueError``), one line naming the dotted field, the expected
 type and the value; an unknown field gets a few close names (:func:`unknown_key_hint`).
@@ -424,8 +425,10 @@ def parse_value(key: str, text: str, tp):
     The text is read as JSON (``3``, ``1e-4``, ``true``, ``[16,8]``, ``"x"``); ``null``, ``None`` and
     ``~`` are null (:data:`NULL_WORDS`), refused with a hint by a field that is not ``Optional``.
     When the text is not JSON, or is JSON of the wrong type where a string fits, the text itself is
-    the value, so ``--set model.name=resnet18`` needs no quotes; a list field given a text that is not
-    a JSON list is told to write lists as JSON.
+    the value, so ``--set model.name=resnet18`` needs no quotes; a field of any number of strings
+    (``tuple[str, ...]``) given one word takes it as a one-element list (``--set arms=simclr`` is
+    ``arms=["simclr"]``); another list field given a text that is not a JSON list is told to write lists
+    as JSON.
 
     Raises:
       ConfigError: naming ``key``, the expected type (and length) and the value.
@@ -439,13 +442,17 @@ def parse_value(key: str, text: str, tp):
             f"so it cannot be null{quote}"
         )
     try:
-        parsed = json.loads(text)
+        parsed, is_json = json.loads(text), True
     except json.JSONDecodeError:
+        parsed, is_json = text, False
+    if isinstance(parsed, str) and _word_list(tp) and not _takes_str(tp):
+        return coerce(key, [parsed], tp)
+    if not is_json:
         if _is_sequence_type(tp) and not _takes_str(tp):
             raise ConfigError(
                 f"{key}: expected {describe_type(tp)}, got {text!r}, which is not JSON; write a list as JSON, "
                 "e.g. [1,2] (no spaces, or quote the whole KEY=VALUE)"
-            ) from None
+            )
         return coerce(key, text, tp)
     try:
         return coerce(key, parsed, tp)
@@ -457,6 +464,16 @@ def parse_value(key: str, text: str, tp):
         except ConfigError:
             pass
         raise
+
+
+def _word_list(tp) -> bool:
+    """Whether ``tp`` (or a member of its union) is a list of any length whose entries take a string."""
+    if _is_union(tp):
+        return any(_word_list(a) for a in typing.get_args(tp))
+    if typing.get_origin(tp) not in (tuple, list) or _fixed_length(tp) is not None:
+        return False
+    args = typing.get_args(tp)
+    return bool(args) and _takes_str(args[0])
 
 
 def _takes_str(tp) -> bool:

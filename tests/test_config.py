@@ -132,6 +132,19 @@ def test_variable_length_tuples_check_each_element():
     assert floats == (0.0, 1.0, 10.0) and all(type(v) is float for v in floats)
 
 
+def test_one_word_for_a_list_of_words_is_a_one_element_tuple():
+    words = tuple[str, ...]
+    assert parse_value("arms", "simclr", words) == ("simclr",)
+    assert parse_value("arms", '"simclr"', words) == ("simclr",)  # the word quoted as JSON
+    assert parse_value("arms", '["gensim","simclr"]', words) == ("gensim", "simclr")
+    assert parse_value("arms", "simclr", Optional[words]) == ("simclr",)
+    # not for a list of numbers, nor for a fixed length (two words would be needed)
+    with pytest.raises(ConfigError, match="write a list as JSON"):
+        parse_value("data.branching", "two", tuple[int, ...])
+    with pytest.raises(ConfigError, match=r"expected tuple\[str, str\]"):
+        parse_value("pair", "one", tuple[str, str])
+
+
 @pytest.mark.parametrize("text", ["0.5,1.0", "(0.5, 1.0)", "0.5 1.0", "[0.5,", "0.5"])
 def test_a_list_field_given_no_json_list_is_told_to_write_lists_as_json(text):
     with pytest.raises(ConfigError) as info:

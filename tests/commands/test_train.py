@@ -696,6 +696,18 @@ def test_none_null_and_tilde_give_the_same_printed_config(no_training, capsys, t
     assert no_training == []
 
 
+def test_one_arm_is_given_as_one_word(no_training, capsys, tmp_path):
+    """--set arms=simclr (no JSON list) trains the one arm, as arms='["simclr"]' does."""
+    from gensim_jax.commands.main import main as gensim_jax
+
+    printed = []
+    for text in ("simclr", '["simclr"]'):
+        argv = ["train", "quadrilaterals", "--config", "cpu_small", "--workdir", str(tmp_path / "run")]
+        assert gensim_jax([*argv, "--set", f"arms={text}", "--print-config"]) == 0
+        printed.append(json.loads(capsys.readouterr().out))
+    assert printed[0] == printed[1] and printed[0]["arms"] == ["simclr"]
+
+
 def test_a_wrong_tuple_length_stops_in_one_line_before_any_data(no_training, capsys, tmp_path):
     from gensim_jax.commands.main import main as gensim_jax
 
