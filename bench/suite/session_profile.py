@@ -12,7 +12,12 @@ session:
 * what JAX spent inside that process (``jax.monitoring``): tracing to a jaxpr, lowering to StableHLO,
   XLA's backend compile, and how many programs came from the persistent compilation cache. The
   subprocesses that tests start are not counted;
-* its last five tests, with their start and end.
+* its last five tests, with their start and end;
+* the CPU seconds of its tests: the process's own (``cpu_s``) and those of the subprocesses its tests
+  started and waited for (``child_cpu_s``: fresh interpreters, clean venvs, the docs build; not the
+  jobs a scheduler such as SLURM runs), and its ten costliest tests by the two together
+  (``costliest``). On 2 cores the session takes about half the sum of every worker's CPU seconds;
+  the rest of a worker's busy seconds is waiting.
 
 Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
 ``suite_profile/`` in the working directory), and the controller prints one table row per worker.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -51,6 +57,8 @@ class _Profile:
         self.collected = None
         self.runs: list = []  # (start, end, nodeid)
         self.started: dict = {}
+        self.cpu: dict = {}  # nodeid -> (own CPU s, CPU s of the subprocesses it waited for)
+        self.cpu_started: dict = {}
 
     def now(self) -> float:
         return round(time.time() - self.t0, 2)
@@ -65,6 +73,8 @@ class _Profile:
 
     def summary(self, config) -> dict:
         runs = sorted(self.runs)
+        wall = {nodeid: end - start for start, end, nodeid in runs}
+        costliest = sorted(self.cpu.items(), key=lambda item: -sum(item[1]))[:10]
         return {
             "worker": _worker(config),
             "collected_at_s": self.collected,
@@ -75,7 +85,24 @@ class _Profile:
             **{k: round(v, 3) for k, v in self.jax.items()},
             "persistent_cache_hits": self.cache_hits,
             "last_tests": [{"start_s": s, "end_s": e, "test": n} for s, e, n in runs[-5:]],
+            "cpu_s": round(sum(own for own, _ in self.cpu.values()), 1),
+            "child_cpu_s": round(sum(child for _, child in self.cpu.values()), 1),
+            "costliest": [
+                {
+                    "test": n,
+                    "wall_s": round(wall.get(n, 0.0), 2),
+                    "cpu_s": round(own, 2),
+                    "child_cpu_s": round(child, 2),
+                }
+                for n, (own, child) in costliest
+            ],
         }
+
+
+def _cpu_now() -> tuple[float, float]:
+    """``(this process's CPU seconds, the CPU seconds of its finished and waited-for children)``."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time(), children.ru_utime + children.ru_stime
 
 
 _PROFILE: _Profile | None = None
@@ -104,10 +131,13 @@ def pytest_collection_finish(session):
 
 def pytest_runtest_logstart(nodeid, location):
     _PROFILE.started[nodeid] = _PROFILE.now()
+    _PROFILE.cpu_started[nodeid] = _cpu_now()
 
 
 def pytest_runtest_logfinish(nodeid, location):
     _PROFILE.runs.append((_PROFILE.started.pop(nodeid, _PROFILE.now()), _PROFILE.now(), nodeid))
+    (own0, child0), (own1, child1) = _PROFILE.cpu_started.pop(nodeid, _cpu_now()), _cpu_now()
+    _PROFILE.cpu[nodeid] = (own1 - own0, child1 - child0)
 
 
 @pytest.hookimpl(trylast=True)
@@ -130,6 +160,8 @@ def pytest_terminal_summary(terminalreporter):
         "last_test_end_s",
         "tests",
         "busy_s",
+        "cpu_s",
+        "child_cpu_s",
         *COMPILE_EVENTS.values(),
         "persistent_cache_hits",
     )
@@ -138,4 +170,11 @@ def pytest_terminal_summary(terminalreporter):
     tr.write_line(" | ".join(keys))
     for row in rows:
         tr.write_line(" | ".join(str(row.get(k)) for k in keys))
-    tr.write_line(f"per worker, with its last five tests: {_directory()}/*.json")
+    costliest = sorted(
+        (t for row in rows for t in row.get("costliest", [])), key=lambda t: -(t["cpu_s"] + t["child_cpu_s"])
+    )[:15]
+    if costliest:
+        tr.write_line("costliest tests: CPU s of the worker + of the subprocesses it waited for (wall s)")
+        for t in costliest:
+            tr.write_line(f"  {t['cpu_s']:8.1f} + {t['child_cpu_s']:8.1f} ({t['wall_s']:.1f})  {t['test']}")
+    tr.write_line(f"per worker, with its last five tests and its ten costliest: {_directory()}/*.json")

@@ -26,6 +26,15 @@ def test_plain_a():
 
 def test_plain_b():
     assert "a" * 2 == "aa"
+
+
+def test_subprocess():
+    import subprocess, sys
+
+    # the child burns CPU and writes what it used itself; the profile counts it under this test
+    code = "import resource; sum(range(3 * 10**7)); r = resource.getrusage(resource.RUSAGE_SELF); "
+    code += "open('child_cpu.txt', 'w').write(repr(r.ru_utime + r.ru_stime))"
+    subprocess.run([sys.executable, "-c", code], check=True)
 """
 
 
@@ -61,11 +70,22 @@ def test_two_workers_write_their_profiles_and_the_controller_prints_them(tmp_pat
     assert "suite profile (bench.suite.session_profile" in done.stdout
     rows = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
     assert sorted(rows) == ["gw0", "gw1"]
-    assert sum(r["tests"] for r in rows.values()) == 3
+    assert sum(r["tests"] for r in rows.values()) == 4
     ran = {t["test"]: name for name, r in rows.items() for t in r["last_tests"]}
-    assert sorted(ran) == ["test_small.py::test_compiles", "test_small.py::test_plain_a", "test_small.py::test_plain_b"]
+    assert sorted(ran) == [f"test_small.py::test_{n}" for n in ("compiles", "plain_a", "plain_b", "subprocess")]
     compiled = rows[ran["test_small.py::test_compiles"]]
     assert compiled["compile_s"] > 0 and compiled["trace_s"] > 0
+    # the CPU of the subprocess is counted under its test (at least what the child measured of itself)
+    child_said = float((tmp_path / "child_cpu.txt").read_text())
+    costs = {t["test"]: t for r in rows.values() for t in r["costliest"]}
+    sub = costs["test_small.py::test_subprocess"]
+    assert child_said > 0.1 and child_said - 0.02 <= sub["child_cpu_s"] <= sub["wall_s"] * 2 + 0.02
+    assert (
+        costs["test_small.py::test_compiles"]["child_cpu_s"] == 0.0
+        and costs["test_small.py::test_compiles"]["cpu_s"] > 0
+    )
+    assert sum(r["child_cpu_s"] for r in rows.values()) >= child_said - 0.05
+    assert f"{sub['child_cpu_s']:8.1f}" in done.stdout and "costliest tests" in done.stdout
     for r in rows.values():
         assert r["worker"] + " | " in done.stdout  # one table row per worker
         if r["tests"]:  # (xdist may hand all three tests to one worker)
