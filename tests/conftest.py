@@ -23,6 +23,13 @@ other than the ones they were checked on is asked first (one subprocess per flag
 an unknown flag would abort every compile, so one it rejects is left out (jaxlib 0.12 has no
 ``xla_cpu_use_fusion_emitters``: its MLIR fusion emitters are the only ones).
 
+The pytest-xdist workers and every subprocess write their temporary files (TensorFlow's autograph modules,
+tfds's mock data, ...) into one directory made for the session (``TMPDIR``), removed at its end with the
+compilation cache: a worker leaves without running its exit handlers (see ``pytest_unconfigure``), and
+autograph removes its files only there, so each session used to leave about a thousand in ``/tmp``. The
+controller keeps the system's temporary directory, so the tests' ``tmp_path`` directories stay where
+pytest keeps them (the last three sessions', for a look after a failure).
+
 Tests run at JAX's default matmul precision, as users' code does on GPU/TPU (where float32 matmuls
 may use TF32/bfloat16 passes); a test that compares against a float64 or PyTorch reference to a
 tight tolerance sets ``with jax.default_matmul_precision("highest"):`` itself.
@@ -56,12 +63,16 @@ CHECKED_JAXLIB = ("0.10.1", "0.10.2")
 #: Compiles shorter than this are not written to the cache (reading an entry costs about 10 ms).
 CACHE_MIN_COMPILE_S = "0.3"
 _SESSION_CACHE = None
+_SESSION_TMP = None
 
 
 def pytest_configure(config):
-    global _SESSION_CACHE
+    global _SESSION_CACHE, _SESSION_TMP
     if hasattr(config, "workerinput"):
         return  # a pytest-xdist worker inherits the controller's environment
+    tempfile.gettempdir()  # read (and kept) before TMPDIR changes: this process's tmp_path base stays there
+    _SESSION_TMP = tempfile.mkdtemp(prefix="gensim_jax_tests_tmp_")
+    os.environ["TMPDIR"] = _SESSION_TMP
     from gensim_jax._quiet import quiet_libtpu_env
 
     quiet_libtpu_env()  # no libtpu start-up errors from the workers and the subprocesses (no TPU here)
@@ -110,12 +121,13 @@ def xla_accepts(flags, checked=CHECKED_JAXLIB) -> list[str]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """The controller removes the session's compilation cache. A pytest-xdist worker, whose results the
-    controller already has (its ``workerfinished`` message is sent at the end of its session), leaves
-    without tearing down its interpreter: after the whole suite that teardown (JAX's and TensorFlow's
+    """The controller removes the session's compilation cache and temporary directory. A pytest-xdist
+    worker, whose results the controller already has (its ``workerfinished`` message is sent at the end of
+    its session), leaves without tearing down its interpreter: after the whole suite that teardown (JAX's and TensorFlow's
     clients, torch, every compiled program) took about 7 s that the controller spent waiting."""
-    if _SESSION_CACHE is not None:
-        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    for directory in (_SESSION_CACHE, _SESSION_TMP):
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
     if hasattr(config, "workerinput") and "coverage" not in sys.modules:  # coverage saves at exit
         sys.stdout.flush()
         sys.stderr.flush()

@@ -169,3 +169,55 @@ def test_ci_runs_property_tests_derandomized_in_every_worker_and_development_exp
     dev1, dev2 = run(ci=False), run(ci=False)
     assert all(line.startswith("False ") for lines in dev1.values() for line in lines if line)
     assert sorted(sum(dev1.values(), [])) != sorted(sum(dev2.values(), []))  # development keeps exploring
+
+
+# ---------------------------------------------------------------- the session's temporary directory
+
+_TMP_PROBE = """
+import json, os, tempfile
+
+
+def _record(tmp_path):
+    fd, leftover = tempfile.mkstemp(suffix=".left")  # never removed by the test, as autograph's files
+    os.close(fd)
+    out = os.path.join(os.environ["PROBE_OUT"], os.environ.get("PYTEST_XDIST_WORKER", "main") + ".json")
+    with open(out, "w") as f:
+        json.dump({"tempdir": tempfile.gettempdir(), "leftover": leftover, "tmp_path": str(tmp_path)}, f)
+
+
+def test_a(tmp_path):
+    _record(tmp_path)
+
+
+def test_b(tmp_path):
+    _record(tmp_path)
+"""
+
+
+@pytest.mark.slow
+def test_workers_write_temporary_files_into_the_sessions_directory_which_the_session_removes(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "test_tmp_probe.py").write_text(_TMP_PROBE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env.update(PYTHONPATH=str(repo), PROBE_OUT=str(out))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", "-n", "2"]
+    cmd += ["--dist", "load", "-c", str(tmp_path / "pytest.ini"), str(tmp_path / "test_tmp_probe.py")]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [json.loads(p.read_text()) for p in sorted(out.glob("gw*.json"))]
+    assert seen, sorted(out.iterdir())
+    outer = os.environ.get("TMPDIR") or tempfile.gettempdir()  # the temporary directory that session started in
+    for s in seen:
+        tempdir = Path(s["tempdir"])
+        assert tempdir.name.startswith("gensim_jax_tests_tmp_") and tempdir.parent == Path(outer), s
+        assert not tempdir.exists() and not Path(s["leftover"]).exists()  # removed with the session's directory
+        assert Path(s["tmp_path"]).is_dir() and tempdir not in Path(s["tmp_path"]).parents  # pytest keeps these
