@@ -29,6 +29,8 @@ HELD = REPO / "tests" / "cluster" / "held_experiment.py"
 STATE_DIR = Path(os.environ.get("GENSIM_SLURM_DIR", "/tmp/gensim-jax-slurm"))
 #: 2 tasks on 1 node, 1 CPU each, no GPUs: the script's GPU options overridden on the command line
 COUNTS = ["--nodes=1", "--ntasks-per-node=2", "--gpus-per-node=0", "--cpus-per-task=1"]
+#: seconds after which a requeued job may start again (see :meth:`Job.wait`)
+REQUEUE_START_S = 5
 END_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 
 
@@ -89,6 +91,7 @@ class Job:
         self.id = done.stdout.strip().split(";")[0]
         self.submitted = time.monotonic()
         self.begin_times_moved = 0
+        self._moved_for: set = set()  # the restart counts whose begin time was moved
 
     def info(self) -> dict:
         """``scontrol show job -o``'s fields (JobState, Reason, Restarts, ExitCode, ...); {} when unknown."""
@@ -105,7 +108,10 @@ class Job:
         """Poll until the job is in one of ``states`` (with at least ``restarts`` restarts); bounded.
 
         A requeued job is held by slurmctld until 2 minutes after the requeue (``Reason=BeginTime``);
-        the wait moves its start to now, as a scheduler with free nodes would start it.
+        the wait moves its start, once per requeue, to :data:`REQUEUE_START_S` seconds later, as a
+        scheduler with free nodes would start it. Not to now: slurmd refuses to launch a job within the
+        second in which it revoked the job's previous allocation ("Job N already killed, do not launch
+        batch job"; seen once the node could start it at once, its CPUs not all taken by that allocation).
         """
         states = {states} if isinstance(states, str) else set(states)
         deadline = time.monotonic() + timeout
@@ -117,8 +123,10 @@ class Job:
                 return info
             if state in END_STATES and state not in states and (restarts is None or state != "COMPLETED"):
                 raise AssertionError(f"job {self.id} ended {state} ({info.get('ExitCode')}):\n{self.tail()}")
-            if state == "PENDING" and info.get("Reason") == "BeginTime" and int(info.get("Restarts", 0)) > 0:
-                _slurm(["scontrol", "update", f"jobid={self.id}", "StartTime=now"], self.env)
+            restarted = int(info.get("Restarts", 0))
+            if state == "PENDING" and info.get("Reason") == "BeginTime" and restarted not in self._moved_for | {0}:
+                _slurm(["scontrol", "update", f"jobid={self.id}", f"StartTime=now+{REQUEUE_START_S}"], self.env)
+                self._moved_for.add(restarted)
                 self.begin_times_moved += 1
             time.sleep(0.5)
         raise TimeoutError(f"job {self.id} not {sorted(states)} after {timeout} s (last: {info}):\n{self.tail()}")
