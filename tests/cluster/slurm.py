@@ -90,8 +90,12 @@ class Job:
             raise RuntimeError(f"{shlex.join(cmd)} failed: {done.stderr}")
         self.id = done.stdout.strip().split(";")[0]
         self.submitted = time.monotonic()
-        self.begin_times_moved = 0
         self._moved_for: set = set()  # the restart counts whose begin time was moved
+
+    @property
+    def begin_times_moved(self) -> int:
+        """How many times :meth:`wait` moved the begin time of a requeued start."""
+        return len(self._moved_for)
 
     def info(self) -> dict:
         """``scontrol show job -o``'s fields (JobState, Reason, Restarts, ExitCode, ...); {} when unknown."""
@@ -127,7 +131,6 @@ class Job:
             if state == "PENDING" and info.get("Reason") == "BeginTime" and restarted not in self._moved_for | {0}:
                 _slurm(["scontrol", "update", f"jobid={self.id}", f"StartTime=now+{REQUEUE_START_S}"], self.env)
                 self._moved_for.add(restarted)
-                self.begin_times_moved += 1
             time.sleep(0.5)
         raise TimeoutError(f"job {self.id} not {sorted(states)} after {timeout} s (last: {info}):\n{self.tail()}")
 
