@@ -17,7 +17,10 @@ session:
   started and waited for (``child_cpu_s``: fresh interpreters, clean venvs, the docs build; not the
   jobs a scheduler such as SLURM runs), and its ten costliest tests by the two together
   (``costliest``). On 2 cores the session takes about half the sum of every worker's CPU seconds;
-  the rest of a worker's busy seconds is waiting.
+  the rest of a worker's busy seconds is waiting;
+* the JAX seconds (trace + lower + compile) of each test and each test file: its ten costliest tests
+  (``jax_costliest``) and fifteen costliest files (``jax_by_file``), where a faster compile or fewer
+  programs would pay.
 
 Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
 ``suite_profile/`` in the working directory), and the controller prints one table row per worker.
@@ -59,6 +62,8 @@ class _Profile:
         self.started: dict = {}
         self.cpu: dict = {}  # nodeid -> (own CPU s, CPU s of the subprocesses it waited for)
         self.cpu_started: dict = {}
+        self.current: str | None = None  # the test running now
+        self.jax_by_test: dict = {}  # nodeid -> its trace + lower + compile seconds
 
     def now(self) -> float:
         return round(time.time() - self.t0, 2)
@@ -66,6 +71,8 @@ class _Profile:
     def on_duration(self, event, duration, **_):
         if event in COMPILE_EVENTS:
             self.jax[COMPILE_EVENTS[event]] += duration
+            if self.current is not None:
+                self.jax_by_test[self.current] = self.jax_by_test.get(self.current, 0.0) + duration
 
     def on_event(self, event, **_):
         if event == "/jax/compilation_cache/cache_hits":
@@ -75,6 +82,9 @@ class _Profile:
         runs = sorted(self.runs)
         wall = {nodeid: end - start for start, end, nodeid in runs}
         costliest = sorted(self.cpu.items(), key=lambda item: -sum(item[1]))[:10]
+        by_file: dict = {}
+        for nodeid, seconds in self.jax_by_test.items():
+            by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + seconds
         return {
             "worker": _worker(config),
             "collected_at_s": self.collected,
@@ -95,6 +105,12 @@ class _Profile:
                     "child_cpu_s": round(child, 2),
                 }
                 for n, (own, child) in costliest
+            ],
+            "jax_costliest": [
+                {"test": n, "jax_s": round(v, 2)} for n, v in sorted(self.jax_by_test.items(), key=lambda i: -i[1])[:10]
+            ],
+            "jax_by_file": [
+                {"file": f, "jax_s": round(v, 2)} for f, v in sorted(by_file.items(), key=lambda i: -i[1])[:15]
             ],
         }
 
@@ -132,12 +148,14 @@ def pytest_collection_finish(session):
 def pytest_runtest_logstart(nodeid, location):
     _PROFILE.started[nodeid] = _PROFILE.now()
     _PROFILE.cpu_started[nodeid] = _cpu_now()
+    _PROFILE.current = nodeid
 
 
 def pytest_runtest_logfinish(nodeid, location):
     _PROFILE.runs.append((_PROFILE.started.pop(nodeid, _PROFILE.now()), _PROFILE.now(), nodeid))
     (own0, child0), (own1, child1) = _PROFILE.cpu_started.pop(nodeid, _cpu_now()), _cpu_now()
     _PROFILE.cpu[nodeid] = (own1 - own0, child1 - child0)
+    _PROFILE.current = None
 
 
 @pytest.hookimpl(trylast=True)
@@ -177,4 +195,14 @@ def pytest_terminal_summary(terminalreporter):
         tr.write_line("costliest tests: CPU s of the worker + of the subprocesses it waited for (wall s)")
         for t in costliest:
             tr.write_line(f"  {t['cpu_s']:8.1f} + {t['child_cpu_s']:8.1f} ({t['wall_s']:.1f})  {t['test']}")
+    files: dict = {}
+    for row in rows:
+        for f in row.get("jax_by_file", []):
+            files[f["file"]] = files.get(f["file"], 0.0) + f["jax_s"]
+    if files:
+        tr.write_line(
+            "test files by JAX seconds in the workers (trace + lower + compile; each worker's fifteen costliest)"
+        )
+        for name, seconds in sorted(files.items(), key=lambda i: -i[1])[:15]:
+            tr.write_line(f"  {seconds:8.1f}  {name}")
     tr.write_line(f"per worker, with its last five tests and its ten costliest: {_directory()}/*.json")

@@ -75,6 +75,13 @@ def test_two_workers_write_their_profiles_and_the_controller_prints_them(tmp_pat
     assert sorted(ran) == [f"test_small.py::test_{n}" for n in ("compiles", "plain_a", "plain_b", "subprocess")]
     compiled = rows[ran["test_small.py::test_compiles"]]
     assert compiled["compile_s"] > 0 and compiled["trace_s"] > 0
+    # the JAX seconds are those of the test that compiled: it holds its worker's trace + lower + compile
+    # (the plain tests and the subprocess test compile nothing in the worker)
+    by_test = {t["test"]: t["jax_s"] for t in compiled["jax_costliest"]}
+    jax_total = compiled["trace_s"] + compiled["lower_s"] + compiled["compile_s"]
+    assert by_test.get("test_small.py::test_compiles", 0) >= 0.9 * jax_total - 0.01, (by_test, jax_total)
+    assert not set(by_test) & {f"test_small.py::test_{n}" for n in ("plain_a", "plain_b", "subprocess")}
+    assert compiled["jax_by_file"][0]["file"] == "test_small.py" and "test files by JAX seconds" in done.stdout
     # the CPU of the subprocess is counted under its test (at least what the child measured of itself)
     child_said = float((tmp_path / "child_cpu.txt").read_text())
     costs = {t["test"]: t for r in rows.values() for t in r["costliest"]}
