@@ -853,23 +853,22 @@ def test_command_is_valid(cmd, request):
 QUICK = [c for c in ALL_COMMANDS if is_quick(c)]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # the first one imports the train command (flax, optax, orbax)
 @pytest.mark.parametrize("cmd", QUICK, ids=lambda c: c.id)
-def test_quick_commands_run(cmd, tmp_path):
+def test_quick_commands_run(cmd):
+    """``--help``, ``--version``, ``list-models``, ``info`` as the docs write them, run in this process
+    (the console script itself runs in tests/test_packaging.py and tests/commands)."""
     _, args = product_args(cmd.argv)
     if args[:2] == ["eval", "PROTOCOL"] or args[:2] == ["train", "EXPERIMENT"]:  # a usage line: one of them
         from gensim_jax import experiments as registry
         from gensim_jax.commands.eval import PROTOCOLS
 
         args = [args[0], next(iter(PROTOCOLS if args[0] == "eval" else registry.available())), *args[2:]]
-    script = Path(sys.executable).with_name("gensim-jax")
-    argv = [str(script)] if script.exists() else [sys.executable, "-m", "gensim_jax.commands"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(argv + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{cmd.where}: {cmd.source}\n{done.stderr[-2000:]}"
-    assert done.stdout.strip()
+    status, out, err = run_cli(args)
+    assert status == 0, f"{cmd.where}: {cmd.source}\n{err[-2000:]}"
+    assert out.strip()
     if cmd.output and args == ["--version"]:
-        assert done.stdout.split()[0] == cmd.output[0].split()[0] == "gensim-jax"
+        assert out.split()[0] == cmd.output[0].split()[0] == "gensim-jax"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -877,28 +876,70 @@ def test_quick_commands_run(cmd, tmp_path):
 
 # pages with a Python block to run (a page whose every block is marked has nothing to run)
 PY_FILES = sorted({b.path for b in ALL_BLOCKS if b.lang == "python" and not (b.mark or "").startswith("skip")})
+# Every page's blocks run in one fresh interpreter (a page's imports cost ~3 s of CPU; twelve interpreters
+# spent most of their time importing jax, flax and optax again), each page in a namespace and a working
+# directory of its own, in order, as a reader would run them; a page that fails is reported with its
+# traceback and the next page still runs.
 DRIVER = """
-import json, sys
-blocks = json.load(open(sys.argv[1]))
-ns = {"__name__": "__main__"}
-for path, line, text in blocks:
-    print(f"running {path}:{line}", file=sys.stderr, flush=True)
-    exec(compile("\\n" * (line - 1) + text, path, "exec"), ns)
+import json, os, sys, traceback
+pages = json.load(open(sys.argv[1]))
+failed = {}
+for page, workdir, blocks in pages:
+    os.chdir(workdir)
+    ns = {"__name__": "__main__"}
+    for line, text in blocks:
+        print(f"running {page}:{line}", file=sys.stderr, flush=True)
+        try:
+            exec(compile("\\n" * (line - 1) + text, page, "exec"), ns)
+        except BaseException:
+            failed[page] = f"{page}:{line}\\n" + traceback.format_exc()[-3000:]
+            break
+json.dump(failed, open(sys.argv[2], "w"))
 """
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", PY_FILES, ids=rel)
-def test_python_blocks_run(path, tmp_path):
-    blocks = [b for b in ALL_BLOCKS if b.path == path and b.lang == "python"]
-    runnable = [b for b in blocks if not (b.mark or "").startswith("skip")]
-    spec = tmp_path / "blocks.json"
-    spec.write_text(json.dumps([[str(path), b.line, b.text] for b in runnable]))
+def test_python_blocks_run(tmp_path):
+    pages = []
+    for n, path in enumerate(PY_FILES):
+        workdir = tmp_path / f"{n:02d}-{path.stem}"
+        workdir.mkdir()
+        runnable = [
+            b for b in ALL_BLOCKS if b.path == path and b.lang == "python" and not (b.mark or "").startswith("skip")
+        ]
+        pages.append([str(path), str(workdir), [[b.line, b.text] for b in runnable]])
+    assert len(pages) >= 10 and all(blocks for _, _, blocks in pages)
+    spec, report = tmp_path / "pages.json", tmp_path / "failed.json"
+    spec.write_text(json.dumps(pages))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(spec)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", DRIVER, str(spec), str(report)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.returncode == 0 and report.is_file(), done.stderr[-4000:]
+    failed = json.loads(report.read_text())
+    assert not failed, "Python blocks of the docs that fail:\n\n" + "\n\n".join(failed.values())
+
+
+def test_the_blocks_driver_reports_a_failing_page_and_runs_the_next(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    pages = [
+        ["docs/A.md", str(a), [[3, "x = 1"], [7, "open('here.txt', 'w').write(str(x))\nraise ValueError('boom')"]]],
+        ["docs/B.md", str(b), [[2, "assert 'x' not in globals()\nopen('here.txt', 'w').write('b')"]]],
+    ]
+    spec, report = tmp_path / "pages.json", tmp_path / "failed.json"
+    spec.write_text(json.dumps(pages))
+    subprocess.run([sys.executable, "-c", DRIVER, str(spec), str(report)], check=True, timeout=60)
+    failed = json.loads(report.read_text())
+    assert list(failed) == ["docs/A.md"] and failed["docs/A.md"].startswith("docs/A.md:7\n")
+    assert "ValueError: boom" in failed["docs/A.md"] and 'File "docs/A.md", line 8' in failed["docs/A.md"]
+    # each page ran in its own directory and namespace
+    assert (a / "here.txt").read_text() == "1" and (b / "here.txt").read_text() == "b"
 
 
 # ---------------------------------------------------------------------------------------------
