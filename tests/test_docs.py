@@ -874,8 +874,14 @@ def test_quick_commands_run(cmd):
 # ---------------------------------------------------------------------------------------------
 # tests: Python blocks
 
+#: pages whose Python blocks a test of their own runs, in order, and checks what they leave behind: not run
+#: here a second time
+RUN_BY_OWN_TEST = {"docs/ADD_A_GENERATIVE_MODEL.md": "tests/testing/test_add_a_generative_model_doc.py"}
 # pages with a Python block to run (a page whose every block is marked has nothing to run)
-PY_FILES = sorted({b.path for b in ALL_BLOCKS if b.lang == "python" and not (b.mark or "").startswith("skip")})
+PY_FILES = sorted(
+    {b.path for b in ALL_BLOCKS if b.lang == "python" and not (b.mark or "").startswith("skip")}
+    - {ROOT / page for page in RUN_BY_OWN_TEST}
+)
 # Every page's blocks run in one fresh interpreter (a page's imports cost ~3 s of CPU; twelve interpreters
 # spent most of their time importing jax, flax and optax again), each page in a namespace and a working
 # directory of its own, in order, as a reader would run them; a page that fails is reported with its
@@ -923,6 +929,13 @@ def test_python_blocks_run(tmp_path):
     assert done.returncode == 0 and report.is_file(), done.stderr[-4000:]
     failed = json.loads(report.read_text())
     assert not failed, "Python blocks of the docs that fail:\n\n" + "\n\n".join(failed.values())
+
+
+def test_a_page_run_by_its_own_test_is_read_by_that_test():
+    for page, test in RUN_BY_OWN_TEST.items():
+        assert any(b.path == ROOT / page and b.lang == "python" for b in ALL_BLOCKS), page
+        source = (ROOT / test).read_text()
+        assert Path(page).name in source and "exec(" in source, f"{test} does not run {page}"
 
 
 def test_the_blocks_driver_reports_a_failing_page_and_runs_the_next(tmp_path):
