@@ -48,8 +48,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # layer         its packages and top-level modules                  what they are
     ("foundation",  ("", "similarity", "kernels", "jsonable", "_quiet",  # similarities, closed-form kernels,
                      "_extras", "preprocessing", "provenance",           # small helpers (JSON, inputs, records,
-                     "parallel", "config", "runs",                       # mesh and hosts, the config system,
-                     "deprecation")),                                    # reading and comparing run records,
+                     "parallel", "config", "runs", "ranks",              # mesh and hosts, the config system,
+                     "deprecation")),                                    # reading and comparing run records, ranks,
                                                                          # old spellings kept with a warning)
     ("losses",      ("losses",)),                                        # pure jitted losses over similarities
     ("stimuli",     ("stimuli",)),                                       # seeded generators: numpy/jax, kernels

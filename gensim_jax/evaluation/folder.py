@@ -27,6 +27,7 @@ import numpy as np
 
 from gensim_jax.evaluation.plotting import COLORS, figure, save_figure
 from gensim_jax.evaluation.statistics import mean_sem
+from gensim_jax.ranks import spearman_r
 
 __all__ = [
     "NAME",
@@ -104,13 +105,11 @@ def knn_accuracy(similarity: np.ndarray, labels: np.ndarray, k: int = 5) -> floa
 
 def evaluate_embedding(embeddings: np.ndarray, stimuli: FolderStimuli, k: int = 5, num_bins: int = 20) -> dict:
     """The results dict of the module docstring for ``(M, D)`` embeddings of ``stimuli.images``."""
-    from scipy.stats import spearmanr
-
     sim = _cosine(embeddings)
     m = len(sim)
     iu = np.triu_indices(m, 1)
     s, t = sim[iu], np.asarray(stimuli.log_s, np.float64)[iu]
-    rho = spearmanr(s, t).statistic if np.ptp(s) > 0 and np.ptp(t) > 0 else 0.0
+    rho = spearman_r(s, t) if np.ptp(s) > 0 and np.ptp(t) > 0 else 0.0
     values = np.unique(t)
     if len(values) <= int(num_bins):  # one bin per value of log s
         which = np.searchsorted(values, t)

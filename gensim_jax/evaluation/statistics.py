@@ -14,6 +14,9 @@
   Spearman-Brown corrected, with a participant-bootstrap interval (the human noise ceiling).
 * :func:`between_group_consistency` -- each group's pooled proportions against the other groups' pooled
   ones (how well one group of people predicts another), with the same bootstrap.
+
+Spearman's rho with ties averaged is :func:`gensim_jax.ranks.spearman_r` (numpy, in the foundation layer:
+a training run's similarity scatter reports it too).
 """
 
 from __future__ import annotations

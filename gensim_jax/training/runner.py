@@ -266,12 +266,15 @@ def _record_evaluation(run_dir: Path, step: int, evaluation, arm, variables, bat
             recorder.write(step, values)
         objective = arm.objective
         if hasattr(objective, "regression_pairs"):
+            # every process runs the model (its variables may span processes); only the writer draws
             from gensim_jax.training.step import normalize_inputs
 
             first = {k: jnp.asarray(v) for k, v in next(iter(batches(0))).items()}
             batch = normalize_inputs(first, arm.preprocess, objective.input_keys)
             outputs = {k: arm.model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
             pred, target = objective.regression_pairs(outputs, batch)
+            if not recorder.active:
+                return  # the image is drawn (matplotlib, ~1 s) only where it is written
             recorder.write_images(
                 step,
                 {
