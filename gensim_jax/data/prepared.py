@@ -16,8 +16,11 @@ Files in ``out_dir``: ``{split}-{L}-{fmt}.tfrecord-{i:05d}`` and ``prepared.json
 (``{"splits": {split: {"examples", "bytes", "bytes_per_image", "files", "load_size", "format",
 "quality"}}}``).
 
-Command line (``gensim-jax prepare-imagenet --help``; the command layer, :mod:`gensim_jax.commands.prepare_imagenet`, holds its
-parser)::
+TensorFlow is imported when a function here first runs, not with the module: the command's parser
+(``gensim-jax prepare-imagenet --help``, :mod:`gensim_jax.commands.prepare_imagenet`) reads :data:`FORMATS`
+without it (4-5 s).
+
+Command line::
 
     gensim-jax prepare-imagenet --data-dir DATA_DIR --out OUT_DIR --split train --load-size 256
 """
@@ -28,7 +31,6 @@ import json
 import os
 
 from gensim_jax._extras import require
-from gensim_jax.data._tf import tf
 
 __all__ = ["FORMATS", "prepare_records", "prepared_dataset", "read_manifest", "resize_to_load_size"]
 
@@ -40,6 +42,8 @@ IMAGENET_TRAIN_IMAGES = 1_281_167
 
 def resize_to_load_size(image, load_size: int):
     """``uint8 (H, W, 3)`` -> ``uint8 (L, L, 3)``: the whole image, antialiased bilinear (``tf.image.resize``)."""
+    from gensim_jax.data._tf import tf
+
     out = tf.image.resize(image, [int(load_size), int(load_size)], method="bilinear", antialias=True)
     return tf.cast(tf.round(tf.clip_by_value(out, 0.0, 255.0)), tf.uint8)
 
@@ -59,6 +63,8 @@ def _check(load_size: int, fmt: str, quality: int) -> None:
 
 def _tfds_split(data_dir: str | None, split: str):
     """``(dataset of {"image": JPEG bytes, "label"}, label names)`` of tfds ``imagenet2012`` under ``data_dir``."""
+    from gensim_jax.data._tf import tf
+
     tfds = require("tensorflow_datasets", "data")
 
     builder = tfds.builder("imagenet2012", data_dir=data_dir)
@@ -106,6 +112,8 @@ def prepare_records(
     _check(load_size, fmt, quality)
     if int(examples_per_file) <= 0:
         raise ValueError(f"examples_per_file must be positive, got {examples_per_file}")
+    from gensim_jax.data._tf import tf
+
     source = dataset if dataset is not None else _tfds_split(data_dir, split)
     if max_examples is not None:
         source = source.take(int(max_examples))
@@ -189,14 +197,6 @@ def read_manifest(directory: str, split: str) -> dict:
     return entry
 
 
-_SPEC = {
-    "image": tf.io.FixedLenFeature([], tf.string),
-    "label": tf.io.FixedLenFeature([], tf.int64),
-    "height": tf.io.FixedLenFeature([], tf.int64),
-    "width": tf.io.FixedLenFeature([], tf.int64),
-}
-
-
 def prepared_dataset(
     directory: str,
     split: str = "train",
@@ -224,9 +224,17 @@ def prepared_dataset(
     """
     if int(process_count) <= 0 or not 0 <= int(process_index) < int(process_count):
         raise ValueError(f"need 0 <= process_index < process_count, got {process_index}, {process_count}")
+    from gensim_jax.data._tf import tf
+
     entry = read_manifest(directory, split)
     L, fmt = int(entry["load_size"]), entry["format"]
     files = [os.path.join(directory, f) for f in entry["files"]]
+    spec = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "height": tf.io.FixedLenFeature([], tf.int64),
+        "width": tf.io.FixedLenFeature([], tf.int64),
+    }
     ds = tf.data.TFRecordDataset(files)
     if int(process_count) > 1:
         ds = ds.shard(int(process_count), int(process_index))
@@ -234,7 +242,7 @@ def prepared_dataset(
         ds = ds.shuffle(int(shuffle_buffer), seed=int(seed), reshuffle_each_iteration=True)
 
     def decode(record):
-        ex = tf.io.parse_single_example(record, _SPEC)
+        ex = tf.io.parse_single_example(record, spec)
         if fmt == "jpeg":
             image = tf.io.decode_jpeg(ex["image"], channels=3)
         else:

@@ -98,6 +98,19 @@ def test_prepare_imagenet_is_forwarded_with_one_line_errors(tmp_path, capsys):
     assert err.count("\n") == 1 and err.startswith("gensim-jax prepare-imagenet: error:") and "imagenet2012" in err
 
 
+def test_prepare_imagenet_help_and_argument_errors_do_not_import_tensorflow():
+    """The parser reads ``prepared.FORMATS`` without TensorFlow (4-5 s); the records need it, not ``--help``."""
+    code = (
+        "import sys\nfrom gensim_jax.commands.main import main\n"
+        "for argv in (['prepare-imagenet', '--help'], ['prepare-imagenet', '--format', 'png']):\n"
+        "    try:\n        main(argv)\n    except SystemExit as e:\n        print('exit', e.code)\n"
+        "print('tensorflow' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-5:] == ["exit", "0", "exit", "2", "False"], done.stdout[-500:] + done.stderr[-2000:]
+    assert "gensim-jax prepare-imagenet: error: argument --format: invalid choice: 'png'" in done.stderr, done.stderr
+
+
 #: Every command and sub-command of the console, as a user asks it for help.
 HELP_COMMANDS = [
     [],
