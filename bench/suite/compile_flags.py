@@ -13,16 +13,21 @@ Programs (what the tests compile most often):
 * ``step:<model>``: the library's training step (``make_train_step``, CrossEntropy, Adam) of a Flax
   encoder at 32 x 32 px, batch 4 (CORnet-S: batch 2);
 * ``estimator``: :func:`gensim_jax.testing.estimate_log_similarity` of a 5-feature Beta-Bernoulli model,
-  32 pairs, 20,000 samples (tests/testing/test_shipped_kernels.py).
+  32 pairs, 20,000 samples (tests/testing/test_shipped_kernels.py);
+* ``eager``: small jnp operations outside any jit (``x * 2 + 1`` and its sum, ``tanh``, a slice) on 150
+  shapes, one program per operation and shape: what most tests compile (``compiles`` counts them, so
+  ``first_call_s / compiles`` is the cost of one).
 
 Flag sets: ``default`` (none), ``level0`` (``--xla_backend_optimization_level=0``) and ``tests`` (the test
 session's, :data:`TESTS`: level 0 and XLA:CPU's loop emitters instead of its MLIR fusion emitters), each
 set less the flags this jaxlib does not know (jaxlib 0.12 has no loop emitters: its ``tests`` is ``level0``).
-Results are in docs/performance_log.md ("The test loop").
+``--also FLAG`` adds the set ``tests+FLAG`` (the session's flags and ``--FLAG``) for each FLAG given.
+Results are in docs/performance_log.md ("The test loop", "The test loop, third pass").
 
 Usage::
 
-    python -m bench.suite.compile_flags [--repeats 2] [--sets default level0 tests] [--quick]
+    python -m bench.suite.compile_flags [--repeats 2] [--sets default level0 tests] [--programs ...] [--quick]
+    python -m bench.suite.compile_flags --programs eager --sets tests --also xla_cpu_use_xnnpack=false
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from tests.conftest import xla_accepts
 REPO = Path(__file__).resolve().parents[2]
 FLAG_SETS = {"default": (), "level0": TESTS[:1], "tests": TESTS}
 PROGRAMS = ("step:cornet_z", "step:resnet18", "step:cornet_s", "estimator")
+OTHER_PROGRAMS = ("eager",)
 QUICK_PROGRAMS = ("step:cornet_z",)
 #: JAX's compile-phase events (``jax.monitoring``) and the names this bench and bench.suite.session_profile give them.
 COMPILE_EVENTS = {
@@ -96,18 +102,43 @@ def _estimator_program(quick: bool):
     return call
 
 
+def _eager_program(quick: bool):
+    import jax.numpy as jnp
+
+    shapes = range(1, 11 if quick else 151)
+
+    def call():
+        total = 0.0
+        for n in shapes:
+            x = jnp.ones((n, 3))
+            total += float((x * 2 + 1).sum()) + float(jnp.tanh(x)[: n // 2 + 1].sum())
+        return total
+
+    return call
+
+
+def _program(name: str, quick: bool):
+    if name == "estimator":
+        return _estimator_program(quick)
+    if name == "eager":
+        return _eager_program(quick)
+    return _step_program(name.split(":")[1], quick)
+
+
 def measure(program: str, quick: bool = False) -> dict:
     """In this process: the first call of ``program`` split into trace, lower and compile seconds, the
     first call's wall time, one more call's wall time, and the loss (or mean estimate) of the first call."""
     import jax.monitoring
 
-    call = _estimator_program(quick) if program == "estimator" else _step_program(program.split(":")[1], quick)
+    call = _program(program, quick)
     totals = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
-    hits = []
+    hits, compiles = [], []
 
     def listen(event, duration, **_):
         if event in COMPILE_EVENTS:
             totals[COMPILE_EVENTS[event]] += duration
+        if COMPILE_EVENTS.get(event) == "compile_s":
+            compiles.append(duration)
 
     def count_hits(event, **_):
         if event == "/jax/compilation_cache/cache_hits":
@@ -126,6 +157,7 @@ def measure(program: str, quick: bool = False) -> dict:
     return {
         "program": program,
         **{k: round(v, 3) for k, v in totals.items()},
+        "compiles": len(compiles),
         "first_call_s": round(first, 3),
         "call_s": round(again, 4),
         "value": repr(value),
@@ -152,12 +184,15 @@ def _child(flag_set: str, xla_flags: str, programs, quick: bool) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool = False) -> list[dict]:
-    """One JSON line per (program, flag set): medians over ``repeats`` alternated rounds."""
+def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool = False, also=()) -> list[dict]:
+    """One JSON line per (program, flag set): medians over ``repeats`` alternated rounds; each flag of
+    ``also`` (``name=value``, no leading dashes) adds the set ``tests+name=value``."""
     unknown = [s for s in sets if s not in FLAG_SETS]
     if unknown:
         raise ValueError(f"flag sets must be among {sorted(FLAG_SETS)}; got {unknown}")
-    xla_flags = {s: " ".join(xla_accepts(FLAG_SETS[s])) for s in sets}
+    flag_sets = {s: FLAG_SETS[s] for s in sets} | {f"tests+{f}": (*TESTS, f"--{f}") for f in also}
+    sets = tuple(flag_sets)
+    xla_flags = {s: " ".join(xla_accepts(f)) for s, f in flag_sets.items()}
     rows: dict = {}
     for r in range(repeats):
         order = list(sets) if r % 2 == 0 else list(reversed(sets))
@@ -171,7 +206,7 @@ def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool 
             got = rows[(program, s)]
             med = {
                 k: round(statistics.median(g[k] for g in got), 4)
-                for k in (*COMPILE_EVENTS.values(), "first_call_s", "call_s")
+                for k in (*COMPILE_EVENTS.values(), "compiles", "first_call_s", "call_s")
             }
             line = {"bench": "compile_flags", "program": program, "flags": s, "xla_flags": xla_flags[s]}
             line.update(med, values=sorted({g["value"] for g in got}), repeats=len(got), quick=quick)
@@ -190,6 +225,12 @@ def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", nargs="+", choices=tuple(FLAG_SETS), default=list(FLAG_SETS))
+    ap.add_argument(
+        "--programs", nargs="+", choices=PROGRAMS + OTHER_PROGRAMS, help="default: every step and the estimator"
+    )
+    ap.add_argument(
+        "--also", nargs="+", default=[], metavar="FLAG", help="add the set tests+FLAG (name=value, no dashes)"
+    )
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="one small program, tiny sizes (smoke run)")
     ap.add_argument("--child", nargs="+", metavar="PROGRAM", help=argparse.SUPPRESS)
@@ -200,7 +241,8 @@ def main(argv=None) -> int:
         return 0
     if a.repeats < 1:
         ap.error(f"--repeats must be >= 1; got {a.repeats}")
-    for line in run(tuple(a.sets), QUICK_PROGRAMS if a.quick else PROGRAMS, a.repeats, a.quick):
+    programs = a.programs or (QUICK_PROGRAMS if a.quick else PROGRAMS)
+    for line in run(tuple(a.sets), tuple(programs), a.repeats, a.quick, tuple(a.also)):
         print(json.dumps(line), flush=True)
     return 0
 

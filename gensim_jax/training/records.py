@@ -46,6 +46,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from gensim_jax.jsonable import to_jsonable
+from gensim_jax.ranks import spearman_r
 
 __all__ = [
     "RunRecorder",
@@ -469,8 +470,6 @@ def similarity_scatter_image(
     ax.set_ylabel(ylabel)
     stats = f"{len(e)} pairs" + (f" ({len(shown)} shown)" if len(shown) < len(e) else "")
     if len(e) > 2 and np.std(e) > 0 and np.std(t) > 0:
-        from gensim_jax.ranks import spearman_r  # numpy: no scipy.stats import in a run
-
         stats += f", Pearson r={np.corrcoef(t, e)[0, 1]:.3f}, Spearman={spearman_r(t, e):.3f}"
     ax.set_title(stats if title is None else f"{title}\n{stats}", fontsize=8)
     fig.tight_layout()

@@ -19,3 +19,15 @@ def test_quick_run_times_the_flag_set_in_its_own_process():
     assert line["values"] == [here["value"]]
     with pytest.raises(ValueError, match="flag sets must be among"):
         compile_flags.run(sets=("fastest",))
+
+
+@pytest.mark.slow
+def test_eager_programs_and_an_added_flag_set():
+    lines = compile_flags.run(
+        sets=("tests",), programs=("eager",), repeats=1, quick=True, also=("xla_cpu_use_xnnpack=false",)
+    )
+    assert [line["flags"] for line in lines] == ["tests", "tests+xla_cpu_use_xnnpack=false"]
+    assert lines[1]["xla_flags_seen"] == [" ".join([*xla_accepts(TEST_XLA_FLAGS), "--xla_cpu_use_xnnpack=false"])]
+    # 10 shapes, one program per operation and shape (ones, multiply, add, sum, tanh, a slice; 59 on jax 0.10)
+    assert all(line["compiles"] >= 50 for line in lines), [line["compiles"] for line in lines]
+    assert lines[0]["values"] == lines[1]["values"] and "compile_vs_tests" in lines[1]
