@@ -20,7 +20,9 @@ session:
   the rest of a worker's busy seconds is waiting;
 * the JAX seconds (trace + lower + compile) of each test and each test file: its ten costliest tests
   (``jax_costliest``) and fifteen costliest files (``jax_by_file``), where a faster compile or fewer
-  programs would pay.
+  programs would pay;
+* every test it ran, costliest first (``every_test``: test, wall s, own CPU s, subprocesses' CPU s,
+  JAX s), the whole map of a session.
 
 Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
 ``suite_profile/`` in the working directory), and the controller prints one table row per worker.
@@ -111,6 +113,11 @@ class _Profile:
             ],
             "jax_by_file": [
                 {"file": f, "jax_s": round(v, 2)} for f, v in sorted(by_file.items(), key=lambda i: -i[1])[:15]
+            ],
+            # every test of the worker, costliest first: [test, wall s, own CPU s, subprocesses' CPU s, JAX s]
+            "every_test": [
+                [n, round(wall.get(n, 0.0), 2), round(own, 2), round(child, 2), round(self.jax_by_test.get(n, 0.0), 2)]
+                for n, (own, child) in sorted(self.cpu.items(), key=lambda item: -sum(item[1]))
             ],
         }
 

@@ -93,6 +93,11 @@ def test_two_workers_write_their_profiles_and_the_controller_prints_them(tmp_pat
     )
     assert sum(r["child_cpu_s"] for r in rows.values()) >= child_said - 0.05
     assert f"{sub['child_cpu_s']:8.1f}" in done.stdout and "costliest tests" in done.stdout
+    # every test is in its worker's whole map, with the same numbers as the costliest list
+    every = {row[0]: row for r in rows.values() for row in r["every_test"]}
+    assert sorted(every) == sorted(ran)
+    assert every["test_small.py::test_subprocess"][1:4] == [sub["wall_s"], sub["cpu_s"], sub["child_cpu_s"]]
+    assert every["test_small.py::test_compiles"][4] == by_test["test_small.py::test_compiles"]
     for r in rows.values():
         assert r["worker"] + " | " in done.stdout  # one table row per worker
         if r["tests"]:  # (xdist may hand all three tests to one worker)
