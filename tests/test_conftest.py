@@ -7,7 +7,7 @@ from importlib.metadata import version
 
 import pytest
 
-from tests.conftest import CHECKED_JAXLIB, TEST_XLA_FLAGS, xla_accepts
+from tests.conftest import CHECKED_JAXLIB, TEST_XLA_FLAGS, reuse_mlir_contexts, xla_accepts
 
 
 def test_the_workers_compile_with_the_session_flags():
@@ -29,6 +29,65 @@ def test_an_unchecked_jaxlib_is_asked_whether_it_knows_each_flag():
     assert accepted[0] == TEST_XLA_FLAGS[0] and unknown not in accepted  # every jaxlib so far knows the level
     if version("jaxlib") in CHECKED_JAXLIB:  # the versions taken on trust do know them all
         assert accepted == list(TEST_XLA_FLAGS)
+
+
+# ---------------------------------------------------------------- MLIR contexts reused for lowering
+
+
+def test_the_session_lowers_into_reused_contexts_and_the_programs_are_the_same():
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+
+    if os.environ.get("GENSIM_JAX_TESTS_FRESH_MLIR"):
+        pytest.skip("GENSIM_JAX_TESTS_FRESH_MLIR is set: this session lowers into fresh contexts")
+    assert reuse_mlir_contexts() and mlir.make_ir_context.reuses  # installed by the session, once
+
+    def programs():  # a jit with a loop and a reduction, and an eager operation's program, on new shapes
+        def f(x, n):
+            return jax.lax.fori_loop(0, n, lambda i, c: jnp.tanh(c) * 2 + i, x).sum(axis=0)
+
+        x = jnp.ones((7, 13), jnp.float32)
+        return [
+            jax.jit(f, static_argnums=1).lower(x, 3).as_text(),
+            jax.jit(lambda a, b: a @ b.T).lower(x, x[:5]).as_text(),
+        ]
+
+    reused = programs()
+    kept = [mlir.make_ir_context() for _ in range(3)]  # kept alive: a freed context's id can come back
+    assert kept[0] is kept[1] is kept[2]  # one context serves this thread's next lowerings
+    other = []
+    thread = threading.Thread(target=lambda: other.append(mlir.make_ir_context()))
+    thread.start()
+    thread.join()
+    assert other[0] is not kept[0]  # a thread of its own gets a context of its own
+    patched, mlir.make_ir_context = mlir.make_ir_context, mlir.make_ir_context.fresh
+    try:
+        own = [mlir.make_ir_context() for _ in range(3)]
+        assert len({id(c) for c in own}) == 3  # JAX's own: one each
+        assert programs() == reused  # the same programs, to the character
+    finally:
+        mlir.make_ir_context = patched
+
+
+def test_a_context_serves_its_number_of_lowerings_then_a_fresh_one_is_made(monkeypatch):
+    from jax._src.interpreters import mlir
+
+    made = []
+
+    def fresh():
+        made.append(object())
+        return made[-1]
+
+    monkeypatch.setattr(mlir, "make_ir_context", fresh)
+    assert reuse_mlir_contexts(uses=3)
+    got = [mlir.make_ir_context() for _ in range(7)]
+    assert got == [made[0]] * 3 + [made[1]] * 3 + [made[2]] and len(made) == 3
+    monkeypatch.setenv("GENSIM_JAX_TESTS_FRESH_MLIR", "1")
+    monkeypatch.setattr(mlir, "make_ir_context", fresh)
+    assert not reuse_mlir_contexts(uses=3) and mlir.make_ir_context is fresh  # turned off: JAX's own
 
 
 # ---------------------------------------------------------------- the order of the suite (../conftest.py)
