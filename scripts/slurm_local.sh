@@ -13,7 +13,7 @@
 #
 # The node: this host (`hostname -s`), twice its cores as CPUs (2 x nproc, at least 4) and its memory
 # (free -m, less 512 MB). The CPUs are declared twice over so that two 2-task jobs run at once: the test
-# jobs spend most of their time waiting (a held stream, a signal 45-75 s away, KillWait), and on 2 cores a
+# jobs spend most of their time waiting (a held stream, a signal 30-60 s away, KillWait), and on 2 cores a
 # second pytest worker's job would otherwise queue behind the first (a smoke job waited 62 s). Partition `debug` (the default) with MaxTime=30 minutes. No cgroups (containers):
 # ProctrackType=proctrack/linuxproc, TaskPlugin=task/none. Accounting: jobcomp/filetxt only (no slurmdbd),
 # so `sacct` answers from the controller's job completion file (JobAcctGatherType=jobacct_gather/none).
@@ -80,6 +80,9 @@ SwitchType=switch/none
 MpiDefault=none
 ReturnToService=2
 SchedulerType=sched/backfill
+# scheduling passes every second: a requeued job whose begin time has come starts within a second (the
+# tests' requeued jobs waited 9-21 s for the next 30-s backfill pass; a begin time passing is no event)
+SchedulerParameters=bf_interval=1,sched_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
