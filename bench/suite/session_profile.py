@@ -22,7 +22,8 @@ session:
   (``jax_costliest``) and fifteen costliest files (``jax_by_file``), where a faster compile or fewer
   programs would pay;
 * every test it ran, costliest first (``every_test``: test, wall s, own CPU s, subprocesses' CPU s,
-  JAX s), the whole map of a session.
+  JAX s, programs XLA compiled for it), the whole map of a session: a test that compiles hundreds of
+  programs runs a function op by op (each operation on a new shape is a program of its own).
 
 Each process writes ``<dir>/<worker>.json`` when its session ends (``dir``: ``$SUITE_PROFILE_DIR``, else
 ``suite_profile/`` in the working directory), and the controller prints one table row per worker.
@@ -66,6 +67,7 @@ class _Profile:
         self.cpu_started: dict = {}
         self.current: str | None = None  # the test running now
         self.jax_by_test: dict = {}  # nodeid -> its trace + lower + compile seconds
+        self.programs_by_test: dict = {}  # nodeid -> the programs XLA compiled for it (not from a cache)
 
     def now(self) -> float:
         return round(time.time() - self.t0, 2)
@@ -75,6 +77,8 @@ class _Profile:
             self.jax[COMPILE_EVENTS[event]] += duration
             if self.current is not None:
                 self.jax_by_test[self.current] = self.jax_by_test.get(self.current, 0.0) + duration
+                if COMPILE_EVENTS[event] == "compile_s":
+                    self.programs_by_test[self.current] = self.programs_by_test.get(self.current, 0) + 1
 
     def on_event(self, event, **_):
         if event == "/jax/compilation_cache/cache_hits":
@@ -114,9 +118,17 @@ class _Profile:
             "jax_by_file": [
                 {"file": f, "jax_s": round(v, 2)} for f, v in sorted(by_file.items(), key=lambda i: -i[1])[:15]
             ],
-            # every test of the worker, costliest first: [test, wall s, own CPU s, subprocesses' CPU s, JAX s]
+            # every test of the worker, costliest first:
+            # [test, wall s, own CPU s, subprocesses' CPU s, JAX s, programs XLA compiled]
             "every_test": [
-                [n, round(wall.get(n, 0.0), 2), round(own, 2), round(child, 2), round(self.jax_by_test.get(n, 0.0), 2)]
+                [
+                    n,
+                    round(wall.get(n, 0.0), 2),
+                    round(own, 2),
+                    round(child, 2),
+                    round(self.jax_by_test.get(n, 0.0), 2),
+                    self.programs_by_test.get(n, 0),
+                ]
                 for n, (own, child) in sorted(self.cpu.items(), key=lambda item: -sum(item[1]))
             ],
         }

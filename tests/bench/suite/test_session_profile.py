@@ -98,6 +98,7 @@ def test_two_workers_write_their_profiles_and_the_controller_prints_them(tmp_pat
     assert sorted(every) == sorted(ran)
     assert every["test_small.py::test_subprocess"][1:4] == [sub["wall_s"], sub["cpu_s"], sub["child_cpu_s"]]
     assert every["test_small.py::test_compiles"][4] == by_test["test_small.py::test_compiles"]
+    assert every["test_small.py::test_compiles"][5] >= 1 and every["test_small.py::test_plain_a"][5] == 0
     for r in rows.values():
         assert r["worker"] + " | " in done.stdout  # one table row per worker
         if r["tests"]:  # (xdist may hand all three tests to one worker)
