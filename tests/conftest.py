@@ -32,7 +32,8 @@ pytest keeps them (the last three sessions', for a look after a failure).
 
 Each process of the session lowers its JAX programs into MLIR contexts it reuses
 (:func:`reuse_mlir_contexts`): JAX makes a fresh context for every lowering, and loading every dialect
-into it is 7.5 ms here, most of what an eager operation on a new shape costs to lower. A context serves
+into it is 7.5 ms here, most of what an eager operation on a new shape costs to lower, and a lowering
+gets slower as the contexts of the programs a worker keeps alive pile up. A context serves
 ``MLIR_CONTEXT_USES`` lowerings of one thread, then a fresh one is made; the programs are the same text
 (tests/test_conftest.py checks it). ``GENSIM_JAX_TESTS_FRESH_MLIR=1`` turns it off.
 
@@ -83,9 +84,12 @@ def reuse_mlir_contexts(uses: int = MLIR_CONTEXT_USES) -> bool:
     ``jax._src.interpreters.mlir.make_ir_context`` is JAX's own function (it creates a context and loads
     every dialect into it, 7.5 ms); each thread keeps the context it returned and returns it again until
     ``uses`` lowerings have used it. The lowered programs are the same; only the objects that own their
-    types differ. On tests/data/test_device_augment, test_max_pool, the score card and test_similarity
-    (164 tests, 2 workers) the workers' CPU fell from 240 s to 212 s. Returns whether it was installed:
-    not when ``GENSIM_JAX_TESTS_FRESH_MLIR`` is set, or where this JAX has no such function."""
+    types differ. It pays most late in a session: every program a worker keeps alive keeps its context
+    alive, and with thousands alive each new lowering got slower (``python -m bench.suite.live_programs``:
+    22 -> 71 ms a lowering over 2,400 kept programs, 4-6 ms with reused contexts). On 351 JAX-heavy tests
+    with 2 workers the session took 168-191 s instead of 206-219 s (docs/performance_log.md, "The test
+    loop, fourth pass"). Returns whether it was installed: not when ``GENSIM_JAX_TESTS_FRESH_MLIR`` is
+    set, or where this JAX has no such function."""
     if os.environ.get("GENSIM_JAX_TESTS_FRESH_MLIR"):
         return False
     try:

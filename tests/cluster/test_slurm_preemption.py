@@ -136,9 +136,10 @@ def test_slurm_requeue_mid_run_resumes(slurm_conf, reference, tmp_path):
 def test_slurm_time_limit_signal_saves_and_requeues_itself(slurm_conf, reference, tmp_path):
     # a 2-minute limit with --signal=TERM@60: slurmctld checks time limits every 30 s and signals when the
     # time left is under the warning time + 30 s, so SIGTERM comes 30 to 60 s after the start (and 60 s
-    # or more before the limit), after JAX's start-up (the tasks install JAX's preemption notifier within
-    # about 10 s; they reach HOLD_AT within about 20 s), mostly while the stream holds at HOLD_AT; the run
-    # cannot finish in that allocation, the job requeues itself, and a later allocation finishes it
+    # or more before the limit), after JAX's start-up (its preemption notifier comes with
+    # jax.distributed.initialize, before the first step; the tasks reach HOLD_AT about 17-20 s after the
+    # start), mostly while the stream holds at HOLD_AT; the run cannot finish in that allocation, the job
+    # requeues itself, and a later allocation finishes it
     t0 = time.monotonic()
     job = _submit(tmp_path, slurm_conf, ["--time=2", "--signal=TERM@60"])
     try:
