@@ -166,9 +166,9 @@ def measure(program: str, quick: bool = False) -> dict:
     }
 
 
-def _child(flag_set: str, xla_flags: str, programs, quick: bool) -> list[dict]:
-    """Run ``programs`` in a fresh interpreter with ``XLA_FLAGS=xla_flags`` (those of ``flag_set``) and the
-    persistent compilation cache off."""
+def run_in_fresh_interpreter(module: str, args: list, xla_flags: str, *, what: str, timeout: float = 900) -> list:
+    """``python -m module ARGS`` in a fresh interpreter with ``XLA_FLAGS=xla_flags``, CPU devices and the
+    persistent compilation cache off; the JSON lines it printed. ``what`` names the run in an error."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")}
     env.update(
         XLA_FLAGS=xla_flags,
@@ -177,11 +177,18 @@ def _child(flag_set: str, xla_flags: str, programs, quick: bool) -> list[dict]:
         PYTHONPATH=str(REPO) + os.pathsep + env.get("PYTHONPATH", ""),
         TF_CPP_MIN_LOG_LEVEL="3",
     )
-    cmd = [sys.executable, "-m", "bench.suite.compile_flags", "--child", *programs] + (["--quick"] if quick else [])
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"flag set {flag_set!r} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        raise RuntimeError(f"{what} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _child(flag_set: str, xla_flags: str, programs, quick: bool) -> list[dict]:
+    """Run ``programs`` in a fresh interpreter with ``XLA_FLAGS=xla_flags`` (those of ``flag_set``)."""
+    args = ["--child", *programs] + (["--quick"] if quick else [])
+    return run_in_fresh_interpreter("bench.suite.compile_flags", args, xla_flags, what=f"flag set {flag_set!r}")
 
 
 def run(sets=tuple(FLAG_SETS), programs=PROGRAMS, repeats: int = 2, quick: bool = False, also=()) -> list[dict]:

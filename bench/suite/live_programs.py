@@ -11,9 +11,9 @@ a fresh interpreter with the test session's XLA flags (tests/conftest.py) and JA
 * ``reuse``: the test session's :func:`tests.conftest.reuse_mlir_contexts` (a context serves 200
   lowerings of a thread).
 
-Measured on the 2-core AVX2 machine (docs/performance_log.md, "The test loop, fourth pass"): lowering
-grows from about 25 ms to 45-70 ms a program over 2,400 kept programs with fresh contexts, and stays at
-about 4-5 ms with reused ones.
+Measured on the 2-core AVX2 machine (docs/performance_log.md, "The test loop, fourth pass";
+docs/bench_results/2026-11-29_live_programs.jsonl): lowering grows from 22 ms to 71 ms a program over 2,400
+kept programs with fresh contexts, and stays at 4-6 ms with reused ones.
 
 Usage::
 
@@ -24,16 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-from bench.suite.compile_flags import COMPILE_EVENTS
+from bench.suite.compile_flags import COMPILE_EVENTS, run_in_fresh_interpreter
 from tests.conftest import TEST_XLA_FLAGS, xla_accepts
 
-REPO = Path(__file__).resolve().parents[2]
 MODES = ("fresh", "reuse")
 
 
@@ -88,21 +84,9 @@ def measure(mode: str, programs: int, window: int) -> list:
 
 def run_mode(mode: str, programs: int, window: int) -> list:
     """``measure`` in a fresh interpreter with the session's XLA flags, no persistent cache."""
-    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO))
-    env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), *xla_accepts(TEST_XLA_FLAGS)]).strip()
-    code = ["--child", mode, "--programs", str(programs), "--window", str(window)]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.suite.live_programs", *code],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{mode}: {done.stderr[-3000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    args = ["--child", mode, "--programs", str(programs), "--window", str(window)]
+    xla_flags = " ".join(xla_accepts(TEST_XLA_FLAGS))
+    return run_in_fresh_interpreter("bench.suite.live_programs", args, xla_flags, what=mode, timeout=3600)
 
 
 def main(argv=None) -> int:

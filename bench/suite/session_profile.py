@@ -87,7 +87,7 @@ class _Profile:
     def summary(self, config) -> dict:
         runs = sorted(self.runs)
         wall = {nodeid: end - start for start, end, nodeid in runs}
-        costliest = sorted(self.cpu.items(), key=lambda item: -sum(item[1]))[:10]
+        by_cost = sorted(self.cpu.items(), key=lambda item: -sum(item[1]))  # own + subprocesses' CPU
         by_file: dict = {}
         for nodeid, seconds in self.jax_by_test.items():
             by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + seconds
@@ -110,7 +110,7 @@ class _Profile:
                     "cpu_s": round(own, 2),
                     "child_cpu_s": round(child, 2),
                 }
-                for n, (own, child) in costliest
+                for n, (own, child) in by_cost[:10]
             ],
             "jax_costliest": [
                 {"test": n, "jax_s": round(v, 2)} for n, v in sorted(self.jax_by_test.items(), key=lambda i: -i[1])[:10]
@@ -129,7 +129,7 @@ class _Profile:
                     round(self.jax_by_test.get(n, 0.0), 2),
                     self.programs_by_test.get(n, 0),
                 ]
-                for n, (own, child) in sorted(self.cpu.items(), key=lambda item: -sum(item[1]))
+                for n, (own, child) in by_cost
             ],
         }
 
