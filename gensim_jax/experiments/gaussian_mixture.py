@@ -152,8 +152,9 @@ def evaluate(model, variables, config: Config, seed: int):
     """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``
     (:func:`~gensim_jax.evaluation.gaussian_mixture.appendix_h_evaluation` with ``k_test`` of :func:`run_keys`)."""
     ev = config.eval
+    embed = jax.jit(lambda v, x: model.apply(v, x)["embedding"])  # one program per shape, not one per operation
     return protocol.appendix_h_evaluation(
-        lambda x: np.asarray(model.apply(variables, x)["embedding"]),
+        lambda x: np.asarray(embed(variables, x)),
         run_keys(seed)[3],
         num_test_points=ev.num_test_points,
         num_pairs=ev.num_pairs,

@@ -255,34 +255,49 @@ def _scalars(tree, prefix: str = "result") -> dict:
     return out
 
 
-def _record_evaluation(run_dir: Path, step: int, evaluation, arm, variables, batches) -> None:
-    """The run's evaluation as TensorBoard scalars and, for a regression objective, the scatter of the
-    embedding similarity against the target similarity on one training batch (the pairs GenSim regresses)."""
+def _regression_pairs_fn(arm) -> Optional[Callable]:
+    """``fn(variables, batch) -> (prediction, target)``: the arm's model on a training batch's inputs
+    (normalised as the step normalises them) and its objective's two ``(B, B)`` matrices
+    (``regression_pairs``: the pairs a GenSim regression compares, Eq. 2), as ONE jitted program; None
+    for an objective that regresses no pairs.
+
+    Applied eagerly, the model ran op by op, and every operation on a new shape was a program of its
+    own: 160 XLA compiles (about 8 s of the CPU) the first time a quadrilaterals demo run drew its
+    scatter, 9 strided slices for each max pooling; one jit compiles once per arm."""
+    objective = arm.objective
+    if not hasattr(objective, "regression_pairs"):
+        return None
+    from gensim_jax.training.step import normalize_inputs
+
+    def pairs(variables, batch):
+        batch = normalize_inputs(batch, arm.preprocess, objective.input_keys)
+        outputs = {k: arm.model.apply(variables, batch[k]) for k in objective.input_keys}
+        return objective.regression_pairs(outputs, batch)
+
+    return jax.jit(pairs)
+
+
+def _record_evaluation(run_dir: Path, step: int, evaluation, variables, batches, pairs_fn) -> None:
+    """The run's evaluation as TensorBoard scalars and, given a :func:`_regression_pairs_fn`, the scatter of
+    the embedding similarity against the target similarity on one training batch (the pairs GenSim
+    regresses). Process 0 alone calls it, on the variables gathered to its host."""
     from gensim_jax.training.records import RunRecorder, similarity_scatter_image
 
     with RunRecorder(run_dir, start_step=step) as recorder:
         values = _scalars(evaluation if isinstance(evaluation, dict) else {"evaluation": evaluation})
         if values:
             recorder.write(step, values)
-        objective = arm.objective
-        if hasattr(objective, "regression_pairs"):
-            # every process runs the model (its variables may span processes); only the writer draws
-            from gensim_jax.training.step import normalize_inputs
-
-            first = {k: jnp.asarray(v) for k, v in next(iter(batches(0))).items()}
-            batch = normalize_inputs(first, arm.preprocess, objective.input_keys)
-            outputs = {k: arm.model.apply(variables, jnp.asarray(batch[k])) for k in objective.input_keys}
-            pred, target = objective.regression_pairs(outputs, batch)
-            if not recorder.active:
-                return  # the image is drawn (matplotlib, ~1 s) only where it is written
-            recorder.write_images(
-                step,
-                {
-                    "result/similarity_scatter": similarity_scatter_image(
-                        np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target"
-                    )
-                },
-            )
+        if pairs_fn is None or not recorder.active:
+            return  # the image (matplotlib, ~1 s) is drawn only where it is written
+        pred, target = pairs_fn(variables, {k: np.asarray(v) for k, v in next(iter(batches(0))).items()})
+        recorder.write_images(
+            step,
+            {
+                "result/similarity_scatter": similarity_scatter_image(
+                    np.asarray(pred), np.asarray(target), title=f"step {step}: embedding vs target"
+                )
+            },
+        )
 
 
 def _record(run_dir: Path, history: list, seed: int, seconds: float) -> dict:
@@ -347,6 +362,7 @@ def train_and_evaluate(
     names = experiment.arms(config)
     estimate = DurationEstimate(say if status else None, config.num_runs, names, steps)
     arms = {name: experiment.arm(name, config, data) for name in names}  # built once: runs share model and step
+    pairs_fns = {name: _regression_pairs_fn(arm) for name, arm in arms.items()}  # one compile each, not per run
     train_models = {name: compute_dtype_model(arm.model, config.dtype) for name, arm in arms.items()}
     optimizers: dict = {}
     training: dict = {}
@@ -411,7 +427,7 @@ def train_and_evaluate(
             evaluation = arm.evaluation(arm.model, trained, seed)
             evaluations.setdefault(str(name), []).append(evaluation)
             if is_main:
-                _record_evaluation(run_dir, steps, evaluation, arm, trained, batches)
+                _record_evaluation(run_dir, steps, evaluation, trained, batches, pairs_fns[name])
             del result, state
     train_seconds = time.perf_counter() - start
 

@@ -114,6 +114,41 @@ def test_one_compile_serves_every_seed_and_every_traced_temperature():
     assert jitted._cache_size() == 1
 
 
+def test_scatter_pairs_are_one_program_equal_to_the_model_and_objective_applied_eagerly(tiny):
+    """The pairs of a run's similarity scatter: the model and the objective in one jitted program, equal to
+    numpy's cosine (``x.y / (max(|x|, eps) max(|y|, eps))``) and Euclidean distances of the eagerly applied
+    model, and to the objective's eager target; ``uint8`` inputs are normalised as the step normalises them
+    (``unit``: x / 255); an objective without pairs has none."""
+    import dataclasses
+
+    from gensim_jax.training.objectives import DistanceRegression
+
+    config = tiny.get_config("tiny")
+    data = tiny.prepare(config)
+    arm = tiny.arm("gensim", config, data)
+    variables = arm.init_variables(0)
+    batch = next(iter(arm.batches(0, HostShard.of_this_process(config.batch_size))(0)))
+    fn = runner._regression_pairs_fn(arm)
+    pred, target = fn(variables, batch)
+    assert fn.lower(variables, batch).compile() is not None  # one program (jax.jit), not op by op
+    z = np.asarray(arm.model.apply(variables, batch["x"])["projection"], np.float64)
+    z /= np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-8)  # a zero row: cosine 0
+    np.testing.assert_allclose(pred, z @ z.T / arm.objective.temperature, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(target, arm.objective.target(batch), rtol=1e-6, atol=1e-6)
+
+    # uint8 inputs and a distance (not scale-free, so a missing x / 255 shows)
+    as_uint8 = {**batch, "x": np.clip(np.round(batch["x"] * 40 + 128), 0, 255).astype(np.uint8)}
+    objective = DistanceRegression(input_key="x", feature_key="features", output="projection")
+    unit = dataclasses.replace(arm, objective=objective, export={"preprocess": "unit"})
+    pred, target = runner._regression_pairs_fn(unit)(variables, as_uint8)
+    z = np.asarray(arm.model.apply(variables, as_uint8["x"].astype(np.float32) / 255)["projection"], np.float64)
+    f = as_uint8["features"].astype(np.float64)
+    for got, rows in ((pred, z), (target, f)):
+        want = np.sqrt(((rows[:, None] - rows[None]) ** 2).sum(-1))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert runner._regression_pairs_fn(tiny.arm("simclr", config, data)) is None
+
+
 def test_host_shards_of_any_process_count_make_the_one_process_batches():
     tiny = registry.load(TINY)
     config = tiny.get_config("tiny")

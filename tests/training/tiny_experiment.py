@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import numpy as np
 
 from gensim_jax.models import get_model
@@ -98,7 +99,9 @@ class Tiny(Experiment):
             return stream
 
         def evaluate(model, variables, seed):
-            z = np.asarray(model.apply(variables, data[1])["projection"])
+            # one program, not an XLA compile per operation (the CLI, SLURM and multi-process tests run this
+            # in fresh interpreters)
+            z = np.asarray(jax.jit(model.apply)(variables, data[1])["projection"])
             return {"embedding_norm": float(np.linalg.norm(z, axis=1).mean())}
 
         return Arm(
