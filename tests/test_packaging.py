@@ -172,16 +172,28 @@ print(json.dumps(dict(import_s=import_s, heavy=heavy, failed=failed, attempted=a
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel of this checkout, built once per module (what ``make dist`` builds, without the sdist)."""
-    wheels = tmp_path_factory.mktemp("wheels")
-    r = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr
-    (built,) = wheels.glob("gensim_jax-*.whl")
+    """The wheel of this checkout (what ``make dist`` builds, without the sdist), built once per session.
+
+    pip builds it in the checkout's ``build/`` directory, so two pytest-xdist workers building at once
+    collided there (``File exists: 'build/bdist.linux-x86_64/wheel/gensim_jax-0.1.0.dist-info'``, seen
+    once in two sessions): the workers share one directory of the session, the first to take its lock
+    builds, and the other waits for it and uses that wheel."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "checkout_wheel"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; the build's own timeout bounds it
+        if not list(shared.glob("gensim_jax-*.whl")):
+            r = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(shared), str(REPO)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert r.returncode == 0, r.stderr
+    (built,) = shared.glob("gensim_jax-*.whl")
     return built
 
 
