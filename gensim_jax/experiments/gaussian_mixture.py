@@ -19,6 +19,7 @@ triplets, hidden 32, batch 256, Adam (the paper names no optimiser) at 1e-5, 300
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from pathlib import Path
 from typing import Iterator
@@ -148,13 +149,19 @@ def make_batches(triplets: dict, config: Config, seed: int, num_steps: int, shar
     return batches
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _embed(model, variables, x):
+    """``model``'s embeddings of ``x``: one program per model and shape, shared by every run (applied
+    eagerly, each operation on a new shape compiled a program of its own)."""
+    return model.apply(variables, x)["embedding"]
+
+
 def evaluate(model, variables, config: Config, seed: int):
     """``(report, arrays)`` of the Fig. S1 protocol for the run with seed ``seed``
     (:func:`~gensim_jax.evaluation.gaussian_mixture.appendix_h_evaluation` with ``k_test`` of :func:`run_keys`)."""
     ev = config.eval
-    embed = jax.jit(lambda v, x: model.apply(v, x)["embedding"])  # one program per shape, not one per operation
     return protocol.appendix_h_evaluation(
-        lambda x: np.asarray(embed(variables, x)),
+        lambda x: np.asarray(_embed(model, variables, x)),
         run_keys(seed)[3],
         num_test_points=ev.num_test_points,
         num_pairs=ev.num_pairs,

@@ -48,7 +48,7 @@ from gensim_jax.training.optim import make_optimizer
 from gensim_jax.training.progress import format_duration, say_between_bars
 from gensim_jax.training.progress import status as progress_status
 from gensim_jax.training.state import create_train_state
-from gensim_jax.training.step import bind_objective, jit_train_step
+from gensim_jax.training.step import bind_objective, jit_train_step, normalize_inputs
 from gensim_jax.training.timing import DEFAULT_INPUT_BOUND_HINT, IN_MEMORY_INPUT_BOUND_HINT, PYTHON_INPUT_BOUND_HINT
 
 __all__ = [
@@ -267,7 +267,6 @@ def _regression_pairs_fn(arm) -> Optional[Callable]:
     objective = arm.objective
     if not hasattr(objective, "regression_pairs"):
         return None
-    from gensim_jax.training.step import normalize_inputs
 
     def pairs(variables, batch):
         batch = normalize_inputs(batch, arm.preprocess, objective.input_keys)

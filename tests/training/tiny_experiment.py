@@ -9,6 +9,7 @@ features (paper Eq. 2, I3), ``simclr`` is NT-Xent on two noisy views.  Run it by
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import numpy as np
@@ -61,6 +62,13 @@ def _examples(config, seed: int):
     return features, features @ projection
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _apply(model, variables, x):
+    """One program per model and shape for every run, not an XLA compile per operation (the CLI, SLURM and
+    multi-process tests run this experiment in fresh interpreters)."""
+    return model.apply(variables, x)
+
+
 class Tiny(Experiment):
     Config = Config
     CONFIGS = CONFIGS
@@ -99,9 +107,7 @@ class Tiny(Experiment):
             return stream
 
         def evaluate(model, variables, seed):
-            # one program, not an XLA compile per operation (the CLI, SLURM and multi-process tests run this
-            # in fresh interpreters)
-            z = np.asarray(jax.jit(model.apply)(variables, data[1])["projection"])
+            z = np.asarray(_apply(model, variables, data[1])["projection"])
             return {"embedding_norm": float(np.linalg.norm(z, axis=1).mean())}
 
         return Arm(
