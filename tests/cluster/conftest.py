@@ -28,6 +28,6 @@ def slurm_conf():
 
 @pytest.fixture(scope="session")
 def reference(tmp_path_factory):
-    """The held experiment's ``tiny`` config (20 steps, 2 arms) in one process with one device."""
+    """The held experiment's ``tiny`` config (20 steps, 2 arms) in one process with the job's 4 devices."""
     d = tmp_path_factory.mktemp("one-process")
     return slurm.train_one_process(slurm.HELD, d / "run", [], cwd=d)
