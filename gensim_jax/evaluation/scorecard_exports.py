@@ -23,13 +23,9 @@ from gensim_jax.evaluation.scorecard import (
     CONFIDENCE,
     GEOCLIDEAN_METRICS,
     HEADLINE,
-    HIERARCHY_PER_CLASS,
     PROTOCOLS,
-    ProtocolStimuli,
-    _check_protocols,
     _embed_all,
     _head,
-    _oddball_stimuli,
     _percentile,
     _pixels,
     _protocol_entry,
@@ -38,6 +34,12 @@ from gensim_jax.evaluation.scorecard import (
     file_sha256,
     oddball_from_evaluation,
     score,
+)
+from gensim_jax.evaluation.scorecard_stimuli import (
+    HIERARCHY_PER_CLASS,
+    ProtocolStimuli,
+    _check_protocols,
+    _oddball_stimuli,
 )
 from gensim_jax.evaluation.statistics import t_interval
 
