@@ -172,6 +172,11 @@ def _read_file(root: Path, path: Path, module: str, is_pkg: bool, mods, package:
                 own.append(Import(module, full if full in mods else base, rel, node.lineno, text, full))
                 if full in mods:
                     bound[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Call) and _literal_import(node, package):
+            # importlib.import_module("gensim_jax.x.y"): an import by name, as much an edge as the statement
+            name = node.args[0].value
+            text = f"import_module({name!r})"
+            own.append(Import(module, _longest_module(name, mods), rel, node.lineno, text, name))
     for node in ast.walk(tree):  # x._name, x.y._name on a bound module: the innermost private attribute
         chain = _attribute_chain(node) if isinstance(node, ast.Attribute) else None
         if chain and chain[0] in bound and _is_private(chain[1][-1]) and not any(map(_is_private, chain[1][:-1])):
@@ -179,6 +184,17 @@ def _read_file(root: Path, path: Path, module: str, is_pkg: bool, mods, package:
             text = f"{chain[0]}.{'.'.join(chain[1])}"
             own.append(Import(module, _longest_module(full, mods), rel, node.lineno, text, full))
     return own, other
+
+
+def _literal_import(node: ast.Call, package: str) -> bool:
+    """Whether ``node`` is ``import_module("<package>...")`` (also as ``importlib.import_module``) with the module
+    named by a string literal; a name computed at run time (a registry's lookup) is no edge of the graph."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name != "import_module" or not node.args or not isinstance(node.args[0], ast.Constant):
+        return False
+    value = node.args[0].value
+    return isinstance(value, str) and (value == package or value.startswith(package + "."))
 
 
 def _is_private(name: str) -> bool:
@@ -503,6 +519,31 @@ def test_the_checker_finds_cycles_upward_and_private_imports(tmp_path):
     assert argparse_violations(other) == [
         "gensim_jax/training/runner.py:3: `import argparse`: only gensim_jax/commands/ may import argparse"
     ]
+
+
+def test_the_checker_reads_an_import_by_a_literal_name_as_an_edge(tmp_path):
+    """A module loaded with ``importlib.import_module("gensim_jax....")`` (a lazy re-export, say) is imported: a
+    cycle through it is found; a name computed at run time is not read."""
+    _write(
+        tmp_path,
+        {
+            "gensim_jax/__init__.py": "",
+            "gensim_jax/evaluation/__init__.py": "",
+            "gensim_jax/evaluation/card.py": (
+                "import importlib\n\n\ndef __getattr__(name):\n"
+                "    return getattr(importlib.import_module('gensim_jax.evaluation.card_runs'), name)\n"
+            ),
+            "gensim_jax/evaluation/card_runs.py": "from gensim_jax.evaluation.card import x\n",
+            "gensim_jax/evaluation/registry.py": (
+                "from importlib import import_module\n\n\ndef get(n):\n"
+                "    return import_module(f'gensim_jax.evaluation.{n}')\n"
+            ),
+        },
+    )
+    _, imports, _ = read_imports(tmp_path)
+    (cycle,) = find_cycles(imports)
+    assert "gensim_jax/evaluation/card.py:5: `import_module('gensim_jax.evaluation.card_runs')`" in format_cycle(cycle)
+    assert not [i for i in imports if i.importer == "gensim_jax.evaluation.registry"]
 
 
 def test_the_checker_reports_a_longer_cycle_as_a_path(tmp_path):

@@ -31,7 +31,7 @@ a notebook), :func:`score_embeddings` (vectors by stimulus id, as :func:`write_s
 :func:`model_embedder` (a registry model, untrained or from a PyTorch checkpoint, read at a layer)
 and :func:`~gensim_jax.evaluation.scorecard_exports.score_export` (in
 :mod:`~gensim_jax.evaluation.scorecard_exports`, with :func:`~gensim_jax.evaluation.scorecard_exports.score_exports`
-for several exports of one model; both importable from here) (an export of ``gensim-jax train``: the protocol its run evaluated is the
+for several exports of one model) (an export of ``gensim-jax train``: the protocol its run evaluated is the
 call ``gensim-jax eval export`` makes, :func:`gensim_jax.training.runner.evaluate_export`, so its
 numbers are the run's exactly). :func:`format_markdown` and :func:`plot_scorecard` present a result.
 The protocols' stimuli are built in :mod:`~gensim_jax.evaluation.scorecard_stimuli` (:func:`stimuli` and
@@ -721,13 +721,3 @@ def write_stimuli(directory: str | os.PathLike, stims: Mapping[str, ProtocolStim
     }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return root / "manifest.json"
-
-
-def __getattr__(name: str):
-    """``score_export`` and ``score_exports`` live in :mod:`gensim_jax.evaluation.scorecard_exports` (which imports
-    this module); importable from here as before, loaded on first use."""
-    if name in ("score_export", "score_exports"):
-        import importlib
-
-        return getattr(importlib.import_module("gensim_jax.evaluation.scorecard_exports"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
