@@ -27,11 +27,12 @@ SBATCH = REPO / "scripts" / "slurm_train.sbatch"
 HELD = REPO / "tests" / "cluster" / "held_experiment.py"
 #: the local cluster's state directory (slurm.conf, logs) when the tests start it
 STATE_DIR = Path(os.environ.get("GENSIM_SLURM_DIR", "/tmp/gensim-jax-slurm"))
-#: 2 tasks on 1 node, 1 CPU each, no GPUs: the script's GPU options overridden on the command line
-COUNTS = ["--nodes=1", "--ntasks-per-node=2", "--gpus-per-node=0", "--cpus-per-task=1"]
-#: CPU devices of each task (:func:`job_env`), and of the whole job: 2 tasks of 2
+#: tasks of a job, and CPU devices of each task (:func:`job_env`) and of the whole job
+TASKS = 2
 DEVICES_PER_TASK = 2
-JOB_DEVICES = 2 * DEVICES_PER_TASK
+JOB_DEVICES = TASKS * DEVICES_PER_TASK
+#: TASKS tasks on 1 node, 1 CPU each, no GPUs: the script's GPU options overridden on the command line
+COUNTS = ["--nodes=1", f"--ntasks-per-node={TASKS}", "--gpus-per-node=0", "--cpus-per-task=1"]
 #: seconds after which a requeued job may start again (see :meth:`Job.wait`)
 REQUEUE_START_S = 5
 END_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
