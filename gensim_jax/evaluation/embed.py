@@ -51,9 +51,11 @@ PREPROCESSING = INPUT_PREPROCESSING
 def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 64) -> np.ndarray:
     """Penultimate-layer embeddings ``model.apply(variables, x, method="embed")`` of ``images``.
 
-    The apply function is jitted once; the last batch is zero-padded to ``batch_size`` so that
-    only one shape is ever compiled, and the padding rows are dropped (inference mode,
-    ``train=False``, so BatchNorm uses its running statistics and padding cannot leak).
+    The apply function is jitted once per model (flax modules compare by their fields, so a second
+    call with an equal model and the same batch shape reuses the compiled program instead of tracing
+    and compiling again); the last batch is zero-padded to ``batch_size`` so that only one shape is
+    ever compiled, and the padding rows are dropped (inference mode, ``train=False``, so BatchNorm
+    uses its running statistics and padding cannot leak).
 
     Args:
       model: a flax encoder with an ``embed`` method (every model of :mod:`gensim_jax.models`).
@@ -77,8 +79,23 @@ def embed_images(model, variables: Mapping[str, Any], images, batch_size: int = 
         raise ValueError(f"images must be a non-empty batch (N, ...), got shape {x.shape}")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    fn = jax.jit(lambda v, b: model.apply(v, b, method="embed"))
-    return _embed_batches(fn, variables, x, min(int(batch_size), len(x)), lambda b: b)
+    return _embed_batches(_embed_fn(model), variables, x, min(int(batch_size), len(x)), lambda b: b)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _embed_jitted(model, variables, batch):
+    return model.apply(variables, batch, method="embed")
+
+
+def _embed_fn(model):
+    """``(variables, batch) -> model.apply(variables, batch, method="embed")``, jitted: one function
+    for every model, keyed by the model's hash (its fields), so that equal models share compiled
+    programs; a model with an unhashable field gets a jitted function of its own."""
+    try:
+        hash(model)
+    except TypeError:
+        return jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+    return functools.partial(_embed_jitted, model)
 
 
 def _embed_batches(fn, variables, x, batch_size: int, prepare) -> np.ndarray:

@@ -21,6 +21,44 @@ def test_batched_equals_direct():
         embed_images(model, v, x, batch_size=0)
 
 
+def test_equal_models_share_one_compiled_embedding_and_unhashable_ones_still_embed():
+    """A second call with an equal model (built anew) and the same batch shape traces nothing: the
+    counter below runs once per trace. A model with an unhashable field embeds all the same."""
+    import flax.linen as nn
+
+    traces = []
+
+    class Counted(nn.Module):
+        width: int = 4
+        tag: object = None  # a list here makes the module unhashable
+
+        def setup(self):
+            self.dense = nn.Dense(self.width)
+
+        def __call__(self, x, train: bool = False):
+            return {"embedding": self.embed(x)}
+
+        def embed(self, x):
+            traces.append(x.shape)
+            return self.dense(x)
+
+    x = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    v = Counted().init(jax.random.key(0), x)
+    direct = np.asarray(Counted().apply(v, x, method="embed"))
+    traces.clear()  # init and the direct apply ran it
+    first = embed_images(Counted(), v, x, batch_size=2)
+    second = embed_images(Counted(), v, x, batch_size=2)
+    assert len(traces) == 1, traces
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(first, direct, rtol=1e-5, atol=1e-6)
+    embed_images(Counted(width=4, tag=None), v, x, batch_size=5)  # another batch shape: one more trace
+    assert len(traces) == 2
+    unhashable = Counted(tag=[1, 2])
+    with pytest.raises(TypeError):
+        hash(unhashable)
+    np.testing.assert_allclose(embed_images(unhashable, v, x, batch_size=2), first, rtol=1e-6)
+
+
 def test_prepare_images_grey_to_rgb_and_imagenet_by_hand():
     from gensim_jax.evaluation.embed import prepare_images
 
