@@ -7,8 +7,6 @@
 * :func:`score_exports` -- several exports of one model (e.g. the three seeds of ``make demo``): one row,
   their mean, with the bootstrap interval of the mean over the stimuli (``interval``) and the Student-t
   interval over the exports (``interval_seeds``).
-
-Both are importable from :mod:`gensim_jax.evaluation.scorecard` too.
 """
 
 from __future__ import annotations
@@ -19,22 +17,16 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from gensim_jax.evaluation.scorecard import (
-    CONFIDENCE,
-    GEOCLIDEAN_METRICS,
+from gensim_jax.evaluation.scorecard import _embed_all, _head, _pixels, file_sha256, score
+from gensim_jax.evaluation.scorecard_protocols import (
     HEADLINE,
-    PROTOCOLS,
-    _embed_all,
-    _head,
     _percentile,
-    _pixels,
     _protocol_entry,
     _refresh,
     _strip_draws,
-    file_sha256,
     oddball_from_evaluation,
-    score,
 )
+from gensim_jax.evaluation.scorecard_report import CONFIDENCE, GEOCLIDEAN_METRICS, PROTOCOLS
 from gensim_jax.evaluation.scorecard_stimuli import (
     HIERARCHY_PER_CLASS,
     ProtocolStimuli,

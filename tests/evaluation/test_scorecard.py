@@ -124,6 +124,7 @@ def test_stimuli_pngs_embedded_elsewhere_score_as_the_model_itself(tmp_path, cap
 def test_hierarchy_interval_and_held_out_predictions():
     """decode_levels' held-out predictions reproduce its per-fold accuracies; a one-hot leaf code decodes perfectly."""
     from gensim_jax.evaluation.hierarchy import decode_levels
+    from gensim_jax.evaluation.scorecard_protocols import _score_hierarchy
 
     stim = sc.stimuli(["hierarchy"], 16, per_class=6)["hierarchy"]
     labels, tree, nodes = stim.data
@@ -133,7 +134,7 @@ def test_hierarchy_interval_and_held_out_predictions():
     for lv, c in zip(res.levels, res.held_out_correct):
         assert np.nanmean(c) == pytest.approx(lv.accuracy, abs=0.02)  # pooled vs mean over near-equal folds
     onehot = np.eye(18)[labels] * 5 + 0.01 * rng.standard_normal((len(labels), 18))
-    row = sc._score_hierarchy(onehot, stim, 100, 0)
+    row = _score_hierarchy(onehot, stim, 100, 0)
     assert row["accuracy"] == [1.0, 1.0, 1.0]
     assert row["score"] == pytest.approx(np.log(2) + np.log(6) + np.log(18))
     assert row["interval"]["score"] == pytest.approx([row["score"]] * 2)
