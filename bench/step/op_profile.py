@@ -38,22 +38,24 @@ import numpy as np
 def _kind(name: str, hlo_kinds: dict) -> str:
     k = hlo_kinds.get(name, "")
     low = name.lower()
-    if "convolution" in low or "conv" in k:
+    if k == "conv" or "convolution" in low:
         return "convolution"
-    if low.startswith("dot") or k == "dot":
+    if k == "dot" or low.startswith("dot"):
         return "dot"  # also YNNPACK fusions around a dot (ynn_fusion.N), e.g. the im2col products
     if k == "reduce" or "reduce" in low:
         return "reduction fusion"
-    if "copy" in low or "transpose" in low:
+    if k in ("copy", "transpose") or "copy" in low or "transpose" in low:
         return "copy / transpose"
-    if "fusion" in low or k == "fusion":
+    if k == "fusion" or "fusion" in low:
         return "elementwise fusion"
     return "other"
 
 
 def _hlo_kinds(hlo_text: str) -> dict:
-    """``{instruction name: kind}`` from the compiled HLO: convolution / dot / reduce (a fusion whose
-    computation reduces) / fusion."""
+    """``{instruction name: kind}`` of the compiled HLO's instructions: ``conv`` (a convolution, a fusion
+    around one, a cuDNN call), ``dot`` (a product, a fusion around one, a cuBLAS call), ``reduce`` (a
+    fusion whose computation reduces), ``fusion``, ``custom`` (another library call), else the op's name
+    (``copy``, ``transpose``, ...)."""
     kinds = {}
     comps: dict = {}
     current = None
@@ -69,10 +71,14 @@ def _hlo_kinds(hlo_text: str) -> dict:
     convs = {c for c, body in comps.items() if any(" convolution(" in ln for ln in body)}
     dots = {c for c, body in comps.items() if any(" dot(" in ln for ln in body)}
     for line in hlo_text.splitlines():
-        m = re.match(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*\S+\s+([\w\-]+)\(", line)
+        # NAME = SHAPE OP(...), SHAPE one token or a tuple "(f32[..], u8[0]{0})"
+        m = re.match(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(?:\([^=]*?\)|\S+)\s+([\w\-]+)\(", line)
         if not m:
             continue
         name, op = m.groups()
+        if op in ("parameter", "constant", "get-tuple-element", "tuple", "bitcast"):
+            continue  # no kernel of their own
+        kinds[name] = op  # any other instruction is attributed too (a copy, a transpose, a sort)
         if op == "convolution":
             kinds[name] = "conv"
         elif op == "dot":
@@ -83,7 +89,66 @@ def _hlo_kinds(hlo_text: str) -> dict:
             kinds[name] = "conv" if c in convs else "dot" if c in dots else "reduce" if c in reduces else "fusion"
         elif op in ("reduce", "reduce-window"):
             kinds[name] = "reduce"
+        elif op == "custom-call":  # a GPU program's library calls: cuDNN convolutions, cuBLAS products
+            target = re.search(r'custom_call_target="([^"]*)"', line)
+            t = target.group(1).lower() if target else ""
+            kinds[name] = "conv" if "conv" in t else "dot" if ("gemm" in t or "matmul" in t) else "custom"
     return kinds
+
+
+def _instruction(event: dict, kinds: dict) -> str:
+    """The HLO instruction a trace event ran: its name, else an ``hlo_op`` / ``long_name`` argument (GPU
+    traces put the kernel's name first and the instruction in the arguments); '' when none is known."""
+    name = event.get("name", "")
+    if name in kinds:
+        return name
+    args = event.get("args") or {}
+    for key in ("hlo_op", "long_name", "tf_op", "name"):
+        value = str(args.get(key, "")).lstrip("%").split(" ")[0]
+        if value in kinds:
+            return value
+    return ""
+
+
+def summarize_trace(trace: dict, hlo: str, steps: int, top: int = 25) -> dict:
+    """Seconds per step of every HLO instruction of ``hlo`` that ran in the Perfetto ``trace`` of ``steps``
+    steps, summed by kind (the module docstring), with the ``top`` instructions, the ``top`` that are not
+    convolutions or matrix products, and the ``top`` events that name no instruction (the runtime, the
+    Python side, or kernels whose instruction the trace does not give). An instruction that shows on
+    two lines of the trace at the same start time (a GPU's op line and its stream) counts once."""
+    kinds = _hlo_kinds(hlo)
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "dur" in e]
+    by_op: dict = collections.defaultdict(float)
+    unmatched: dict = collections.defaultdict(float)
+    seen = set()
+    for e in events:
+        op = _instruction(e, kinds)
+        if not op:
+            unmatched[e.get("name", "")] += e["dur"] / 1e6 / steps
+            continue
+        if (op, e.get("ts")) in seen:
+            continue
+        seen.add((op, e.get("ts")))
+        by_op[op] += e["dur"] / 1e6 / steps
+    by_kind: dict = collections.defaultdict(float)
+    for k, v in by_op.items():
+        by_kind[_kind(k, kinds)] += v
+    total = sum(by_op.values())
+    ranked = sorted(by_op.items(), key=lambda kv: -kv[1])
+
+    def rows(items):
+        return [{"op": k, "kind": _kind(k, kinds), "s": v, "hlo": _describe(hlo, k)} for k, v in items[:top]]
+
+    return {
+        "op_seconds_per_step": total,
+        "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
+        "by_kind_share": {k: v / total for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])} if total else {},
+        "top_ops": rows(ranked),
+        "top_other_ops": rows([kv for kv in ranked if _kind(kv[0], kinds) not in ("convolution", "dot")]),
+        "num_ops_traced": len(by_op),
+        "unmatched_events_s": dict(sorted(unmatched.items(), key=lambda kv: -kv[1])[:top]),
+        "num_events": len(events),
+    }
 
 
 def _describe(hlo_text: str, name: str) -> str:
@@ -114,27 +179,13 @@ def profile(
     ours()
     compile_s = time.perf_counter() - t0
     hlo = ours.step.lower(ours.state, ours.batch).compile().as_text()
-    kinds = _hlo_kinds(hlo)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         with jax.profiler.trace(tmp, create_perfetto_trace=True):
             for _ in range(steps):
                 ours()
         wall = (time.perf_counter() - t0) / steps
-        files = list(Path(tmp).rglob("*.trace.json.gz"))
-        if not files:
-            raise RuntimeError("the profiler wrote no Perfetto trace")
-        trace = json.loads(gzip.decompress(files[0].read_bytes()))
-    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "dur" in e]
-    by_op: dict = collections.defaultdict(float)
-    for e in events:
-        by_op[e["name"]] += e["dur"] / 1e6 / steps
-    known = {k: v for k, v in by_op.items() if k in kinds}
-    by_kind: dict = collections.defaultdict(float)
-    for k, v in known.items():
-        by_kind[_kind(k, kinds)] += v
-    total = sum(known.values())
-    top_ops = sorted(known.items(), key=lambda kv: -kv[1])[:top]
+        trace = read_trace(tmp)
     return {
         "bench": "profile_step",
         "model": model,
@@ -143,16 +194,16 @@ def profile(
         "steps": steps,
         "compile_s": compile_s,
         "step_wall_s": wall,
-        "op_seconds_per_step": total,
-        "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
-        "by_kind_share": {k: v / total for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])} if total else {},
-        "top_ops": [{"op": k, "kind": _kind(k, kinds), "s": v, "hlo": _describe(hlo, k)} for k, v in top_ops],
-        "num_ops_traced": len(known),
-        "unmatched_events_s": dict(
-            sorted(((k, v) for k, v in by_op.items() if k not in kinds), key=lambda kv: -kv[1])[:top]
-        ),
-        "num_events": len(events),
+        **summarize_trace(trace, hlo, steps, top),
     }
+
+
+def read_trace(directory) -> dict:
+    """The Perfetto trace (``*.trace.json.gz``) that ``jax.profiler.trace(directory, create_perfetto_trace=True)`` wrote."""
+    files = list(Path(directory).rglob("*.trace.json.gz"))
+    if not files:
+        raise RuntimeError("the profiler wrote no Perfetto trace")
+    return json.loads(gzip.decompress(files[0].read_bytes()))
 
 
 def main(argv=None) -> None:
