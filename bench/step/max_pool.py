@@ -5,7 +5,9 @@
 each a ReLU output: zeros tie), jitted, ``jax.vjp(pool, x)[1](g)``.  Ours: ``window_max_pool`` (what
 ``models.layers.max_pool`` runs on XLA:CPU); reference: ``flax.linen.max_pool`` (``lax.reduce_window``
 max, whose gradient XLA computes with select-and-scatter).  The two gradients are checked equal
-(bitwise) before timing.
+(bitwise) before timing; with ``--dtype bfloat16`` or ``float16`` the line says whether ours is the float32
+gradient rounded once (``rounded_once``: ``window_max_pool`` sums a 16-bit gradient in float32, where
+select-and-scatter rounds after every addition) and counts the elements where the two differ.
 
 ``step`` (``--step``): the runner's jitted CORnet-Z step at 48 px, batch 32 (``make_train_step``,
 ``CrossEntropy`` on 11 classes, Adam, state donated, XLA's default CPU options: ``compiler_options=None``),
@@ -15,7 +17,7 @@ training-step rows use, and the runner's default on a CPU since 2026-11-28) agai
 
 Both alternate in one process (:func:`bench._harness.compare`); ``ratio = ours_s / reference_s``.
 
-Usage: python -m bench.step.max_pool [--step] [--repeats 21] [--quick]
+Usage: python -m bench.step.max_pool [--step] [--repeats 21] [--dtype float32] [--quick]
 """
 
 from __future__ import annotations
@@ -46,24 +48,33 @@ def _reduce_window_pool(x, kernel_size=3, stride=2, padding=1):
     return nn.max_pool(x, (k, k), strides=(s, s), padding=((p, p), (p, p)))
 
 
-def pool_case(name: str, size: int, channels: int, batch: int = BATCH, repeats: int = 21) -> dict:
+def pool_case(
+    name: str, size: int, channels: int, batch: int = BATCH, repeats: int = 21, dtype: str = "float32"
+) -> dict:
     rng = np.random.default_rng(0)
-    x = jnp.asarray(np.maximum(rng.standard_normal((batch, size, size, channels)), 0).astype(np.float32))
+    x = jnp.asarray(np.maximum(rng.standard_normal((batch, size, size, channels)), 0).astype(np.float32), dtype)
     out = (size + 2 - 3) // 2 + 1
-    g = jnp.asarray(rng.standard_normal((batch, out, out, channels)).astype(np.float32))
+    g = jnp.asarray(rng.standard_normal((batch, out, out, channels)).astype(np.float32), dtype)
     ours = jax.jit(lambda x, g: jax.vjp(lambda t: window_max_pool(t, 3, 2, 1), x)[1](g)[0])
     ref = jax.jit(lambda x, g: jax.vjp(_reduce_window_pool, x)[1](g)[0])
-    equal = bool(np.array_equal(np.asarray(ours(x, g)), np.asarray(ref(x, g))))
-    if not equal:
-        raise AssertionError(f"{name}: window_max_pool's gradient differs from select-and-scatter's")
+    a, b = np.asarray(ours(x, g)), np.asarray(ref(x, g))
+    equal = bool(np.array_equal(a, b))
+    if jnp.dtype(dtype) == jnp.float32:
+        if not equal:
+            raise AssertionError(f"{name}: window_max_pool's gradient differs from select-and-scatter's")
+    # a 16-bit gradient: is it the float32 gradient (bitwise select-and-scatter's there) rounded once?
+    once = np.asarray(ours(x.astype(jnp.float32), g.astype(jnp.float32)).astype(dtype))
     t = compare(lambda: block(ours(x, g)), lambda: block(ref(x, g)), repeats=repeats, warmup=2)
     return record(
         "max_pool_vjp",
-        {"area": name, "shape": [batch, size, size, channels], "kernel": 3, "stride": 2, "padding": 1},
+        {"area": name, "shape": [batch, size, size, channels], "kernel": 3, "stride": 2, "padding": 1, "dtype": dtype},
         t,
         "flax.linen.max_pool (reduce_window max; VJP: select-and-scatter)",
         1.0,
         gradients_equal=equal,
+        rounded_once=bool(np.array_equal(a, once)),
+        elements_differing=int(np.sum(a != b)),
+        elements=int(a.size),
     )
 
 
@@ -123,10 +134,10 @@ def step_case(size: int = 48, batch: int = BATCH, repeats: int = 15) -> list[dic
     return lines
 
 
-def run(quick: bool = False, step: bool = False, repeats: int = 21) -> list[dict]:
+def run(quick: bool = False, step: bool = False, repeats: int = 21, dtype: str = "float32") -> list[dict]:
     if quick:
-        return [pool_case("V2", 12, 8, batch=2, repeats=1)]
-    lines = [pool_case(name, size, ch, repeats=repeats) for name, size, ch in SHAPES]
+        return [pool_case("V2", 12, 8, batch=2, repeats=1, dtype=dtype)]
+    lines = [pool_case(name, size, ch, repeats=repeats, dtype=dtype) for name, size, ch in SHAPES]
     if step:
         lines.extend(step_case(repeats=max(5, repeats // 2)))
     return lines
@@ -137,8 +148,11 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="one tiny shape (smoke run)")
     ap.add_argument("--step", action="store_true", help="also the 48-px CORnet-Z step, old pooling vs new")
     ap.add_argument("--repeats", type=int, default=21)
+    ap.add_argument(
+        "--dtype", default="float32", choices=("float32", "bfloat16", "float16"), help="the pooled maps' type"
+    )
     args = ap.parse_args(argv)
-    for line in run(quick=args.quick, step=args.step, repeats=args.repeats):
+    for line in run(quick=args.quick, step=args.step, repeats=args.repeats, dtype=args.dtype):
         emit(line)
 
 

@@ -240,7 +240,6 @@ def _max_pool_windows(x: Array, k: int, s: int, p: int) -> tuple[Array, Array]:
     return y, idx
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
 def window_max_pool(x: Array, kernel_size: int, stride: int, padding: int) -> Array:
     """Max pooling as ``k * k`` strided slices, with the gradient of ``jax.grad(lax.reduce_window max)``.
 
@@ -251,22 +250,41 @@ def window_max_pool(x: Array, kernel_size: int, stride: int, padding: int) -> Ar
     its gradient is dropped).  This is the element XLA's select-and-scatter picks for ``jax.grad`` of
     ``reduce_window`` max: its select is ``>=``, so the current choice is kept at a tie (and a NaN
     choice is replaced by the next element; the value is NaN all the same).  The transposed JVP sums overlapping windows'
-    contributions in the same order, so the gradients are bitwise equal (tests/models/test_layers.py).
+    contributions in the same order, so the float32 and float64 gradients are bitwise equal
+    (tests/models/test_max_pool.py).
 
     The JVP is ``t_out = select_n(index, t_window_0, ..., t_window_{k*k-1})``: one ``int32`` index per
     output saved for the backward pass, whose transpose is ``k * k`` masked strided pads summed, a
     loop fusion on XLA:CPU (the 48-px CORnet-Z V1 pool's VJP 36 -> 4.5 ms: docs/PERFORMANCE.md).
     ``jax.jit``, ``jax.vmap``, ``jax.jvp`` and ``jax.grad`` (any order) work.
 
+    **bfloat16 and float16** are pooled in float32 (their values are exact there, so the value and the
+    tie rule are the same) and the overlapping windows' contributions to the gradient are summed in
+    float32, then rounded once to the input's type. Select-and-scatter rounds after each addition, so
+    the two gradients differ in the last place where an element is the chosen maximum of three or more
+    windows (5,159 of 1,179,648 elements at CORnet-Z V1's bfloat16 ReLU map, batch 32, random
+    cotangents). Summed in bfloat16 the gradient was select-and-scatter's bit for bit, but 2.0-4.2x
+    slower than it on 2 CPU cores; in float32 it takes 0.15-0.27 of its time (V2: 22.4 and 1.3 ms
+    against 5.3 and 4.9 ms; ``python -m bench.step.max_pool --dtype bfloat16``,
+    docs/bench_results/2026-11-29_max_pool_bf16_before.jsonl and ``_after.jsonl``).
+
     Args:
       x: ``(B, H, W, C)`` floating point.  kernel_size, stride, padding: static ints ``k, s, p``.
     Returns:
       ``(B, H', W', C)`` with ``H' = floor((H + 2p - k) / s) + 1``.
     """
+    if x.dtype in (jnp.bfloat16, jnp.float16):
+        return _window_max_pool(x.astype(jnp.float32), kernel_size, stride, padding).astype(x.dtype)
+    return _window_max_pool(x, kernel_size, stride, padding)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2, 3))
+def _window_max_pool(x: Array, kernel_size: int, stride: int, padding: int) -> Array:
+    """:func:`window_max_pool` with the JVP below (any floating type; the wrapper widens 16-bit floats)."""
     return _max_pool_windows(x, int(kernel_size), int(stride), int(padding))[0]
 
 
-@window_max_pool.defjvp
+@_window_max_pool.defjvp
 def _window_max_pool_jvp(kernel_size, stride, padding, primals, tangents):
     (x,), (t,) = primals, tangents
     k, s, p = int(kernel_size), int(stride), int(padding)

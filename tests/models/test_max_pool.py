@@ -127,13 +127,29 @@ class TestTransforms(chex.TestCase):
         )
 
 
-def test_bfloat16():
-    x = _inputs(9, 9, 6, "relu").astype(jnp.bfloat16)
-    np.testing.assert_array_equal(np.asarray(max_pool(x), np.float32), np.asarray(_reference(x, 3, 2, 1), np.float32))
-    g = jax.grad(lambda a: jnp.sum(max_pool(a).astype(jnp.float32)))(x)
-    g_ref = jax.grad(lambda a: jnp.sum(_reference(a, 3, 2, 1).astype(jnp.float32)))(x)
-    assert g.dtype == jnp.bfloat16
-    np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(g_ref, np.float32))
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_16_bit_floats_pool_in_float32_and_round_the_gradient_once(dtype):
+    """The value is the reference's bit for bit; the gradient is the float32 gradient of the same numbers
+    rounded once (select-and-scatter rounds after every addition, so a few elements differ from it by
+    rounding alone: within the reference's own rounding of up to four addends)."""
+    x = _inputs(24, 24, 6, "relu").astype(dtype)
+    y = max_pool(x)
+    np.testing.assert_array_equal(np.asarray(y, np.float32), np.asarray(_reference(x, 3, 2, 1), np.float32))
+    ct = jnp.asarray(np.random.default_rng(3).standard_normal(y.shape), dtype)
+    g = jax.vjp(max_pool, x)[1](ct)[0]
+    assert g.dtype == dtype
+    g32 = jax.vjp(max_pool, x.astype(jnp.float32))[1](ct.astype(jnp.float32))[0]
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(g32.astype(dtype)))
+    g_ref = np.asarray(jax.vjp(lambda a: _reference(a, 3, 2, 1), x)[1](ct)[0], np.float32)
+    eps = float(jnp.finfo(dtype).eps)
+    bound = 4 * eps * np.asarray(jax.vjp(max_pool, x.astype(jnp.float32))[1](jnp.abs(ct.astype(jnp.float32)))[0])
+    assert np.all(np.abs(np.asarray(g, np.float32) - g_ref) <= bound)
+    # integer cotangents: every sum exact in either form, so the two are equal
+    ones = jnp.ones(y.shape, dtype)
+    np.testing.assert_array_equal(
+        np.asarray(jax.vjp(max_pool, x)[1](ones)[0], np.float32),
+        np.asarray(jax.vjp(lambda a: _reference(a, 3, 2, 1), x)[1](ones)[0], np.float32),
+    )
 
 
 def test_cpu_gradient_has_no_scatter_and_other_platforms_keep_reduce_window():
