@@ -12,9 +12,9 @@
 # executable, so its peak is the step's own; run it after accel), plan (gensim-jax plan for h100:1x8 through the CUDA
 # plug-in), simclr (the SimCLR arm through the runner with augmentation on the device); and, only when named,
 # profile (issue 41, item 5: python -m bench.runner.step_profile on the ResNet-50 bf16 paper step: the
-# step with the shipped XLA flags, then traced with command buffers off so that every kernel names its
-# HLO instruction, per-op times by kind, the largest non-convolution ops, XLA's bytes per step against
-# the HBM bandwidth; then at batch 512; PROFILE_XLA_FLAGS adds a third run with those flags). accel runs its
+# step with the shipped XLA flags, timed, with XLA's bytes per step against the HBM bandwidth; then traced
+# with command buffers off so that every kernel names its HLO instruction: per-op times by kind, the
+# largest non-convolution ops; then at batch 512; PROFILE_XLA_FLAGS adds a run with those flags). accel runs its
 # steps with a persistent compilation cache (JAX_CACHE, else a fresh folder) that cornet then reads.
 # Every part has its own time limit and writes under $OUT; a part that fails does not stop the others.
 set -u
@@ -72,11 +72,11 @@ PYEOF
       ;;
     profile)  # about 4 minutes on an H100: three processes, each compiling the step once
       P=(-m bench.runner.step_profile --set dtype=bfloat16 --out "$OUT/step_profile.jsonl")
-      timeout 200 $PY "${P[@]}" --trace-steps 1 > /dev/null 2> "$OUT/step_profile_shipped.txt"; echo "rc $?"
+      timeout 200 $PY "${P[@]}" --trace-steps 0 > /dev/null 2> "$OUT/step_profile_shipped.txt"; echo "rc $?"
       timeout 200 $PY "${P[@]}" --attribute > /dev/null 2> "$OUT/step_profile.txt"; echo "rc $?"
-      timeout 200 $PY "${P[@]}" --batch 512 --trace-steps 1 > /dev/null 2> "$OUT/step_profile_b512.txt"; echo "rc $?"
+      timeout 200 $PY "${P[@]}" --batch 512 --trace-steps 0 > /dev/null 2> "$OUT/step_profile_b512.txt"; echo "rc $?"
       if [ -n "${PROFILE_XLA_FLAGS:-}" ]; then
-        XLA_FLAGS="${XLA_FLAGS:-} $PROFILE_XLA_FLAGS" timeout 200 $PY "${P[@]}" --trace-steps 1 > /dev/null \
+        XLA_FLAGS="${XLA_FLAGS:-} $PROFILE_XLA_FLAGS" timeout 200 $PY "${P[@]}" --trace-steps 0 > /dev/null \
           2> "$OUT/step_profile_flags.txt"; echo "rc $?"
       fi
       grep -h -A14 "^imagenet_hierarchy" "$OUT"/step_profile*.txt | cut -c1-220 ;;

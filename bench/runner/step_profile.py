@@ -74,13 +74,12 @@ def profile_runner_step(
     import jax
 
     from bench.runner import accelerator as acc
-    from bench.step.op_profile import read_trace, summarize_trace
     from gensim_jax import experiments, parallel
     from gensim_jax.commands.overrides import parse_overrides
     from gensim_jax.planning.chips import chip_for_device_kind
 
-    if steps < 1 or trace_steps < 1:
-        raise ValueError(f"steps and trace_steps must be >= 1, got {steps} and {trace_steps}")
+    if steps < 1 or trace_steps < 0:
+        raise ValueError(f"steps must be >= 1 and trace_steps >= 0, got {steps} and {trace_steps}")
     exp = experiments.load(experiment)
     cfg_name = config_name or (acc._small_config_name(exp) if smoke else exp.default_config())
     config = exp.get_config(cfg_name, **parse_overrides(exp.Config, list(overrides), experiment=exp.name))
@@ -105,13 +104,7 @@ def profile_runner_step(
         times.append(time.perf_counter() - t0)
     warm = times[min(len(times) - 1, max(1, steps // 10)) :]
     step_s = statistics.median(warm)
-    with tempfile.TemporaryDirectory() as tmp:
-        with jax.profiler.trace(tmp, create_perfetto_trace=True):
-            for i in range(trace_steps):
-                state, metrics = compiled(state, batches[i % 2], objective)
-            jax.block_until_ready(metrics)
-        trace = read_trace(tmp)
-    ops = summarize_trace(trace, compiled.as_text(), trace_steps, top)
+    ops, trace_error = _traced_ops(compiled, state, batches, objective, trace_steps, top)
     flops, hbm_bytes = cost.get("flops"), cost.get("bytes accessed")
     return {
         "bench": "runner_step_profile",
@@ -131,9 +124,32 @@ def profile_runner_step(
         "loss_finite": bool(jax.numpy.isfinite(metrics["loss"])),
         "roofline": roofline_line(flops, hbm_bytes, step_s, chip_for_device_kind(getattr(device, "device_kind", ""))),
         "trace_steps": trace_steps,
-        "device_busy_fraction": ops["op_seconds_per_step"] / step_s if step_s else None,
+        "trace_error": trace_error,
+        "device_busy_fraction": ops["op_seconds_per_step"] / step_s if (step_s and trace_steps) else None,
         **ops,
     }
+
+
+def _traced_ops(compiled, state, batches, objective, trace_steps: int, top: int) -> tuple[dict, Optional[str]]:
+    """:func:`bench.step.op_profile.summarize_trace` of ``trace_steps`` more steps, and None; with no steps
+    to trace, or when the profiler fails (a GPU without CUPTI, say), empty figures and the reason, so that
+    the timing and the roofline still come out."""
+    import jax
+
+    from bench.step.op_profile import read_trace, summarize_trace
+
+    if trace_steps == 0:
+        return summarize_trace({}, "", 1, top), None
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            with jax.profiler.trace(tmp, create_perfetto_trace=True):
+                for i in range(trace_steps):
+                    state, metrics = compiled(state, batches[i % 2], objective)
+                jax.block_until_ready(metrics)
+            trace = read_trace(tmp)
+    except Exception as err:  # the profile is the optional part of the line
+        return summarize_trace({}, "", 1, top), f"{type(err).__name__}: {err}"[:500]
+    return summarize_trace(trace, compiled.as_text(), trace_steps, top), None
 
 
 def roofline_line(flops, hbm_bytes, step_s: float, chip) -> dict:
@@ -177,10 +193,15 @@ def summary(line: dict) -> str:
             + (
                 f" = {100 * r['hbm_fraction']:.0f}% of HBM, MFU {100 * r['mfu']:.0f}%; floor "
                 f"{1e3 * max(r['t_compute_s'], r['t_memory_s']):.1f} ms ({r['bound']}-bound), step {r['step_over_floor']:.2f}x it"
-                if r.get("hbm_fraction") is not None
+                if r.get("bound") is not None
                 else ""
             )
         )
+    if line.get("trace_error"):
+        out.append(f"  no profile: {line['trace_error']}")
+        return "\n".join(out)
+    if not line["trace_steps"]:
+        return "\n".join(out)
     busy = line.get("device_busy_fraction")
     out.append(
         f"  ops {line['op_seconds_per_step'] * 1e3:.1f} ms a step over {line['num_ops_traced']} instructions"
@@ -205,7 +226,7 @@ def main(argv=None) -> int:
     p.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE", help="config overrides, as gensim-jax train")
     p.add_argument("--batch", type=int, default=None, help="global batch (default: the config's)")
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--trace-steps", type=int, default=3)
+    p.add_argument("--trace-steps", type=int, default=3, help="steps to trace (0: timing and roofline only)")
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--attribute", action="store_true", help="GPU: command buffers off, so kernels name their ops")
     p.add_argument("--smoke", action="store_true", help="the small config, 2 steps, 1 traced (a CPU run)")
@@ -214,7 +235,7 @@ def main(argv=None) -> int:
     if a.attribute:
         attribute_kernels()
     if a.smoke:
-        a.steps, a.trace_steps = min(a.steps, 2), 1
+        a.steps, a.trace_steps = min(a.steps, 2), min(a.trace_steps, 1)
     line = profile_runner_step(a.experiment, a.config, a.set, a.batch, a.steps, a.trace_steps, a.top, a.smoke)
     line["command_buffers_off"] = COMMAND_BUFFERS_OFF in line["xla_flags"]
     text = json.dumps(line, default=float)

@@ -112,3 +112,25 @@ def test_smoke_profile_of_the_runner_step_on_the_cpu(capsys):
     r = line["roofline"]
     assert r["chip"] is None and r["achieved_flops_per_s"] == pytest.approx(r["flops_per_step"] / line["step_s"])
     assert "spurious_digits" in err and "ms a step" in err
+
+
+@pytest.mark.slow
+def test_a_profiler_that_fails_leaves_the_timing_and_zero_steps_trace_nothing(monkeypatch):
+    import jax
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no CUPTI here")
+
+    monkeypatch.setattr(jax.profiler, "trace", broken)
+    line = step_profile.profile_runner_step(
+        "spurious_digits", overrides=["batch_size=8"], steps=1, trace_steps=1, smoke=True
+    )
+    assert line["trace_error"] == "RuntimeError: no CUPTI here" and line["step_s"] > 0 and line["num_ops_traced"] == 0
+    assert "no profile: RuntimeError: no CUPTI here" in step_profile.summary(line)
+    untraced = step_profile.profile_runner_step(
+        "spurious_digits", overrides=["batch_size=8"], steps=1, trace_steps=0, smoke=True
+    )
+    assert (
+        untraced["trace_error"] is None and untraced["num_ops_traced"] == 0 and untraced["device_busy_fraction"] is None
+    )
+    assert untraced["roofline"]["flops_per_step"] > 0
