@@ -423,6 +423,19 @@ def _in_use(device: jax.Device) -> Optional[int]:
     return int(stats["bytes_in_use"]) if stats and "bytes_in_use" in stats else None
 
 
+def time_steps(compiled, state, batches: Sequence, objective, steps: int) -> tuple:
+    """``(state, metrics, seconds)``: ``steps`` synchronised steps of ``compiled``, alternating ``batches``;
+    the seconds of all but the first tenth (at least the first step), which warm caches and allocators."""
+    times = []
+    metrics = None
+    for i in range(steps):
+        t0 = time.perf_counter()
+        state, metrics = compiled(state, batches[i % len(batches)], objective)
+        jax.block_until_ready(metrics)
+        times.append(time.perf_counter() - t0)
+    return state, metrics, times[min(len(times) - 1, max(1, steps // 10)) :]
+
+
 def paper_step(name: str, steps: int, device: jax.Device, smoke: bool = False) -> dict:
     """(b): ``steps`` steps of ``name``'s paper config (``smoke``: its small config) on ``device``."""
     from gensim_jax import experiments, parallel
@@ -451,13 +464,7 @@ def paper_step(name: str, steps: int, device: jax.Device, smoke: bool = False) -
     compiled = jitted.lower(state, batches[0], objective).compile()
     compile_s = time.perf_counter() - t0
     mem_compiled = _peak_memory(device)  # on a GPU: convolution autotuning's trial buffers count here
-    times = []
-    for i in range(steps):
-        t0 = time.perf_counter()
-        state, metrics = compiled(state, batches[i % 2], objective)
-        jax.block_until_ready(metrics)
-        times.append(time.perf_counter() - t0)
-    warm = times[min(len(times) - 1, max(1, steps // 10)) :]  # the first steps warm caches and allocators
+    state, metrics, warm = time_steps(compiled, state, batches, objective, steps)
     step_s = statistics.median(warm)
     flops = plan["flops_per_step"]
     peak = plan["peak_flops_per_s"]

@@ -96,13 +96,7 @@ def profile_runner_step(
     compile_s = time.perf_counter() - t0
     cost = compiled.cost_analysis()
     cost = (cost[0] if cost else {}) if isinstance(cost, (list, tuple)) else (cost or {})
-    times = []
-    for i in range(steps):
-        t0 = time.perf_counter()
-        state, metrics = compiled(state, batches[i % 2], objective)
-        jax.block_until_ready(metrics)
-        times.append(time.perf_counter() - t0)
-    warm = times[min(len(times) - 1, max(1, steps // 10)) :]
+    state, metrics, warm = acc.time_steps(compiled, state, batches, objective, steps)
     step_s = statistics.median(warm)
     ops, trace_error = _traced_ops(compiled, state, batches, objective, trace_steps, top)
     flops, hbm_bytes = cost.get("flops"), cost.get("bytes accessed")
