@@ -5,14 +5,15 @@ suite, :mod:`bench.report` turns its lines into the tables of docs/PERFORMANCE.m
 :mod:`bench._harness` holds the timing plumbing they share:
 
 ``bench.functions``  the library's pure functions against reference implementations: kernel tables,
-                     losses with their gradients, batch-size scaling, the Monte Carlo Eq. 1 estimator
+                     losses with their gradients, batch-size scaling, the Monte Carlo Eq. 1 estimator;
+                     repeated ``embed_images`` calls
 ``bench.input``      the host side of training: data pipelines, augmentation (host and device), the
                      ImageNet stream, host input work per process
 ``bench.render``     stimulus generation (quadrilaterals, Geoclidean) and the renders' pixel statistics
 ``bench.step``       one training step: throughput against PyTorch, per-op profile, convolution forms,
                      XLA:CPU options, accelerator throughput
 ``bench.runner``     the loop around the step: runner overhead, records, device-idle figure, the
-                     accelerator acceptance run
+                     accelerator acceptance run, the runner's step profiled on a device against its roofline
 ``bench.suite``      the test suite's own cost: compile flags, a per-worker session profile
 
 Every module of the suite has ``run(quick=False) -> list[dict]``; each dict is printed as one JSON
