@@ -12,7 +12,7 @@
 # executable, so its peak is the step's own; run it after accel), plan (gensim-jax plan for h100:1x8 through the CUDA
 # plug-in), simclr (the SimCLR arm through the runner with augmentation on the device); and, only when named,
 # profile (issue 41, item 5: python -m bench.runner.step_profile on the ResNet-50 bf16 paper step: the
-# step with the shipped XLA flags, timed, with XLA's bytes per step against the HBM bandwidth; then traced
+# step with the shipped XLA flags, timed, with its HBM bytes per step (counted as gensim-jax plan counts them) against the HBM bandwidth; then traced
 # with command buffers off so that every kernel names its HLO instruction: per-op times by kind, the
 # largest non-convolution ops; then at batch 512; PROFILE_XLA_FLAGS adds a run with those flags). accel runs its
 # steps with a persistent compilation cache (JAX_CACHE, else a fresh folder) that cornet then reads.

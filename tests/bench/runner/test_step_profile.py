@@ -111,6 +111,7 @@ def test_smoke_profile_of_the_runner_step_on_the_cpu(capsys):
     assert sum(line["by_kind_share"].values()) == pytest.approx(1.0)
     r = line["roofline"]
     assert r["chip"] is None and r["achieved_flops_per_s"] == pytest.approx(r["flops_per_step"] / line["step_s"])
+    assert r["flops_source"] == "compiler cost analysis" and r["hbm_bytes_per_step"] > 0  # as gensim-jax plan counts
     assert "spurious_digits" in err and "ms a step" in err
 
 
