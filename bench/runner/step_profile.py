@@ -96,8 +96,9 @@ def profile_runner_step(
     compile_s = time.perf_counter() - t0
     state, metrics, warm = acc.time_steps(compiled, state, batches, objective, steps)
     step_s = statistics.median(warm)
-    ops, trace_error = _traced_ops(compiled, state, batches, objective, trace_steps, top)
-    flops, hbm_bytes, counts = program_counts(compiled)
+    hlo_text = compiled.as_text()  # a ResNet-50 program's text is large: read once, for both
+    ops, trace_error = _traced_ops(compiled, hlo_text, state, batches, objective, trace_steps, top)
+    flops, hbm_bytes, counts = program_counts(compiled, hlo_text)
     return {
         "bench": "runner_step_profile",
         "experiment": exp.name,
@@ -125,7 +126,9 @@ def profile_runner_step(
     }
 
 
-def _traced_ops(compiled, state, batches, objective, trace_steps: int, top: int) -> tuple[dict, Optional[str]]:
+def _traced_ops(
+    compiled, hlo_text: str, state, batches, objective, trace_steps: int, top: int
+) -> tuple[dict, Optional[str]]:
     """:func:`bench.step.op_profile.summarize_trace` of ``trace_steps`` more steps, and None; with no steps
     to trace, or when the profiler fails (a GPU without CUPTI, say), empty figures and the reason, so that
     the timing and the roofline still come out."""
@@ -144,10 +147,10 @@ def _traced_ops(compiled, state, batches, objective, trace_steps: int, top: int)
             trace = read_trace(tmp)
     except Exception as err:  # the profile is the optional part of the line
         return summarize_trace({}, "", 1, top), f"{type(err).__name__}: {err}"[:500]
-    return summarize_trace(trace, compiled.as_text(), trace_steps, top), None
+    return summarize_trace(trace, hlo_text, trace_steps, top), None
 
 
-def program_counts(compiled) -> tuple:
+def program_counts(compiled, hlo_text: Optional[str] = None) -> tuple:
     """``(flops, hbm_bytes, sources)`` of the compiled step, counted as ``gensim-jax plan`` counts them:
     :func:`gensim_jax.training.hlo.program_flops` (XLA's GPU cost analysis leaves out the cuDNN and cuBLAS
     calls, two thirds of a ResNet-50 step's FLOPs; they are counted from the HLO) and
@@ -155,7 +158,7 @@ def program_counts(compiled) -> tuple:
     beside XLA's own ``bytes accessed`` where the backend gives one."""
     from gensim_jax.training import hlo
 
-    mod = hlo.parse_hlo(compiled.as_text())
+    mod = hlo.parse_hlo(compiled.as_text() if hlo_text is None else hlo_text)
     fl = hlo.program_flops(compiled, mod)
     try:
         cost = compiled.cost_analysis()

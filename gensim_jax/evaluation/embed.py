@@ -186,8 +186,7 @@ class ExportedEncoder:
 
     @functools.cached_property
     def _apply(self):
-        model = self.model
-        return jax.jit(lambda v, b: model.apply(v, b, method="embed"))
+        return _embed_fn(self.model)  # shared with embed_images: an equal model compiles once
 
     @functools.cached_property
     def _apply_uint8(self):
